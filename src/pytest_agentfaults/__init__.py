@@ -1,0 +1,180 @@
+"""pytest-agentfaults: make LLM agents recover from failing tools and models, and prove it.
+
+```python
+import pytest_agentfaults as af
+
+@af.tool
+def fetch(url: str) -> str:
+    \"\"\"Fetch a URL.\"\"\"
+
+agent = af.Agent("bot", model=af.ScriptedModel([af.call_tool("fetch", url="x"), af.say("ok")]),
+                 tools=[fetch], clock=af.VirtualClock())
+result = agent.run("go")
+```
+
+The recovery runtime and the error taxonomy are imported eagerly; the test kit, the HTTP
+model clients and the optional parts load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from pytest_agentfaults.errors import (
+    AgentFaultsError,
+    BudgetExceededError,
+    ErrorInfo,
+    EscalationError,
+    InvalidArgsError,
+    MalformedResponseError,
+    ModelAuthError,
+    ModelError,
+    ModelHTTPError,
+    ModelServerError,
+    ModelStreamError,
+    ModelTimeoutError,
+    ModelTransportError,
+    RateLimitError,
+    Severity,
+    ToolError,
+    ToolExecutionError,
+    ToolTimeoutError,
+    UnknownToolError,
+    UsageError,
+    classify,
+)
+from pytest_agentfaults.runtime import (
+    Agent,
+    Budget,
+    CancelToken,
+    Clock,
+    ErrorRecord,
+    Event,
+    LlmErrorDecision,
+    Message,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    OnError,
+    RealClock,
+    ResilienceConfig,
+    RunResult,
+    TokenUsage,
+    Tool,
+    ToolCall,
+    ToolFailure,
+    ToolSpec,
+    Trace,
+    Usage,
+    VirtualClock,
+    feed_back,
+    fix,
+    raise_error,
+    respond_with,
+    retry,
+    tool,
+)
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing import (
+        ScriptedModel,
+        ScriptExhaustedError,
+        Step,
+        call_tool,
+        call_tools,
+        fail,
+        malformed,
+        say,
+    )
+
+# name -> module that defines it; imported on first attribute access.
+_LAZY: dict[str, str] = {
+    "ScriptExhaustedError": "pytest_agentfaults.testing",
+    "ScriptedModel": "pytest_agentfaults.testing",
+    "Step": "pytest_agentfaults.testing",
+    "call_tool": "pytest_agentfaults.testing",
+    "call_tools": "pytest_agentfaults.testing",
+    "fail": "pytest_agentfaults.testing",
+    "malformed": "pytest_agentfaults.testing",
+    "say": "pytest_agentfaults.testing",
+}
+
+__all__ = [
+    "Agent",
+    "AgentFaultsError",
+    "Budget",
+    "BudgetExceededError",
+    "CancelToken",
+    "Clock",
+    "ErrorInfo",
+    "ErrorRecord",
+    "EscalationError",
+    "Event",
+    "InvalidArgsError",
+    "LlmErrorDecision",
+    "MalformedResponseError",
+    "Message",
+    "Model",
+    "ModelAuthError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelServerError",
+    "ModelStreamError",
+    "ModelTimeoutError",
+    "ModelTransportError",
+    "OnError",
+    "RateLimitError",
+    "RealClock",
+    "ResilienceConfig",
+    "RunResult",
+    "ScriptExhaustedError",
+    "ScriptedModel",
+    "Severity",
+    "Step",
+    "TokenUsage",
+    "Tool",
+    "ToolCall",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolFailure",
+    "ToolSpec",
+    "ToolTimeoutError",
+    "Trace",
+    "UnknownToolError",
+    "Usage",
+    "UsageError",
+    "VirtualClock",
+    "__version__",
+    "call_tool",
+    "call_tools",
+    "classify",
+    "fail",
+    "feed_back",
+    "fix",
+    "malformed",
+    "raise_error",
+    "respond_with",
+    "retry",
+    "say",
+    "tool",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import version  # noqa: PLC0415 - lazy by design
+
+        value: Any = version("pytest-agentfaults")
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
+        raise AttributeError(f"module 'pytest_agentfaults' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,393 @@
+"""The exception tree of pytest-agentfaults, and `classify()`.
+
+```
+AgentFaultsError
+├── UsageError(ValueError)            misuse by the developer: bad config, bad marker arguments
+├── ToolError
+│   ├── InvalidArgsError              arguments failed the tool's schema
+│   ├── UnknownToolError              the model named a tool that does not exist
+│   ├── ToolExecutionError            hard failure: throw_exception, or exhausted with
+│   │                                 on_exhaustion="raise"
+│   ├── ToolTimeoutError(TimeoutError)
+│   └── EscalationError               soft failure: reason + Severity, fed back to the parent model
+├── ModelError
+│   ├── ModelTransportError(ConnectionError)   connection-level failure
+│   ├── ModelHTTPError                status, body (truncated), headers
+│   │   ├── RateLimitError            429; retry_after (seconds or None)
+│   │   ├── ModelServerError          5xx / 529
+│   │   └── ModelAuthError            401 / 403, never retried
+│   ├── ModelTimeoutError(TimeoutError)
+│   ├── MalformedResponseError        2xx body that cannot be decoded, bad tool-call JSON,
+│   │                                 empty/blocked output
+│   └── ModelStreamError              broken stream after the first chunk
+└── BudgetExceededError
+```
+
+`classify(exc)` turns any exception (or a `ToolFailure`) into an `ErrorInfo`: its `kind`,
+whether retrying may help, and what to do about it. The rules are pure and are the single
+place where "is this transient?" is decided.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.tools import ToolFailure
+
+__all__ = [
+    "AgentFaultsError",
+    "BudgetExceededError",
+    "ErrorInfo",
+    "ErrorKind",
+    "EscalationError",
+    "InvalidArgsError",
+    "MalformedResponseError",
+    "ModelAuthError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelServerError",
+    "ModelStreamError",
+    "ModelTimeoutError",
+    "ModelTransportError",
+    "RateLimitError",
+    "Severity",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolTimeoutError",
+    "UnknownToolError",
+    "UsageError",
+    "classify",
+]
+
+_BODY_LIMIT: Final = 2000
+
+
+class Severity(enum.Enum):
+    """How bad an escalation is, as judged by whoever escalates."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+    @classmethod
+    def parse(cls, value: Severity | str) -> Severity:
+        """Accept a `Severity` or its name/value in any case (``"high"``, ``"HIGH"``)."""
+        if isinstance(value, Severity):
+            return value
+        text = str(value).strip().lower()
+        for member in cls:
+            if member.value == text:
+                return member
+        valid = ", ".join(m.name for m in cls)
+        raise UsageError(f"unknown severity {value!r}; use one of {valid}")
+
+
+class AgentFaultsError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class UsageError(AgentFaultsError, ValueError):
+    """The developer misused the package: a bad config, a bad marker argument, a bad tool.
+
+    The message names the problem and the fix. Never retried.
+    """
+
+
+# --------------------------------------------------------------------------- tools
+
+
+class ToolError(AgentFaultsError):
+    """A failure of one tool call. ``tool`` names the tool when known."""
+
+    def __init__(self, message: str, *, tool: str | None = None) -> None:
+        super().__init__(message)
+        self.tool = tool
+
+
+class InvalidArgsError(ToolError):
+    """The arguments the model sent failed the tool's schema, or could not be parsed.
+
+    ``raw_arguments`` holds the arguments exactly as the model sent them; ``errors`` the
+    validation errors (pydantic's ``errors()`` shape) when there were any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool: str | None = None,
+        raw_arguments: str = "",
+        errors: list[dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(message, tool=tool)
+        self.raw_arguments = raw_arguments
+        self.errors = errors or []
+
+
+class UnknownToolError(ToolError):
+    """The model called a tool that the agent does not have (or has not activated)."""
+
+    def __init__(self, message: str, *, tool: str | None = None, available: list[str]) -> None:
+        super().__init__(message, tool=tool)
+        self.available = available
+
+
+class ToolExecutionError(ToolError):
+    """A hard tool failure: it leaves ``run()`` at once, with no further model call.
+
+    Raised by the built-in ``throw_exception`` tool, by a fixer, or when a recovery action
+    runs out with ``on_exhaustion="raise"`` (then ``__cause__`` is the last error).
+    """
+
+
+class ToolTimeoutError(ToolError, TimeoutError):
+    """One attempt of a tool ran longer than its per-attempt timeout. Retryable."""
+
+    def __init__(self, message: str, *, tool: str | None = None, timeout: float) -> None:
+        super().__init__(message, tool=tool)
+        self.timeout = timeout
+
+
+class EscalationError(ToolError):
+    """A soft failure: the reason (and a severity) is fed back to the parent model."""
+
+    def __init__(
+        self,
+        reason: str,
+        severity: Severity | str = Severity.MEDIUM,
+        *,
+        tool: str | None = None,
+    ) -> None:
+        super().__init__(reason, tool=tool)
+        self.reason = reason
+        self.severity = Severity.parse(severity)
+
+
+# --------------------------------------------------------------------------- models
+
+
+class ModelError(AgentFaultsError):
+    """A failed model call. ``model`` names the model when known."""
+
+    def __init__(self, message: str, *, model: str | None = None) -> None:
+        super().__init__(message)
+        self.model = model
+
+
+class ModelTransportError(ModelError, ConnectionError):
+    """The connection to the model's server failed (refused, reset, DNS, TLS ...)."""
+
+
+class ModelHTTPError(ModelError):
+    """The model's server answered with an error status.
+
+    ``body`` is truncated to 2,000 characters; ``headers`` never hold credentials.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        body: str = "",
+        headers: Mapping[str, str] | None = None,
+        model: str | None = None,
+    ) -> None:
+        super().__init__(message, model=model)
+        self.status = status
+        self.body = truncate(body)
+        self.headers: dict[str, str] = dict(headers or {})
+
+
+class RateLimitError(ModelHTTPError):
+    """HTTP 429. ``retry_after`` is the server's requested wait in seconds, if it gave one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 429,
+        body: str = "",
+        headers: Mapping[str, str] | None = None,
+        model: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, status=status, body=body, headers=headers, model=model)
+        self.retry_after = retry_after
+
+
+class ModelServerError(ModelHTTPError):
+    """HTTP 5xx (or Anthropic's 529 "overloaded")."""
+
+
+class ModelAuthError(ModelHTTPError):
+    """HTTP 401 / 403: the key is missing, wrong or not allowed. Never retried."""
+
+
+class ModelTimeoutError(ModelError, TimeoutError):
+    """The model call timed out. Not transport-retried (the request may still be running)."""
+
+
+class MalformedResponseError(ModelError):
+    """A 2xx answer that cannot be used.
+
+    An undecodable body, bad tool-call JSON, an empty or blocked answer. ``body`` holds the
+    offending text, truncated.
+    """
+
+    def __init__(self, message: str, *, body: str = "", model: str | None = None) -> None:
+        super().__init__(message, model=model)
+        self.body = truncate(body)
+
+
+class ModelStreamError(ModelError):
+    """A streamed answer broke after its first chunk. A stream is never re-issued then."""
+
+
+class BudgetExceededError(AgentFaultsError):
+    """A `Budget` cap was reached. Ends the run with status ``"max_iterations"``."""
+
+    def __init__(self, message: str, *, limit: str, value: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.value = value
+
+
+# --------------------------------------------------------------------------- classify
+
+ErrorKind = Literal["validation", "runtime", "logical", "escalation", "exception", "aborted"]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """What `classify()` says of a failure."""
+
+    kind: ErrorKind
+    retryable: bool
+    recommendations: list[str] = field(default_factory=list)
+
+
+_TRANSIENT_PATTERNS: Final = re.compile(
+    r"rate.?limit|\b(408|429|500|502|503|504|529)\b|too many requests|temporarily unavailable"
+    r"|service unavailable|overloaded|connection (reset|refused|aborted)|timed? ?out",
+    re.IGNORECASE,
+)
+_AUTH_PATTERNS: Final = re.compile(
+    r"api.?key|unauthori[sz]ed|forbidden|\b(401|403)\b|invalid.{0,20}credential", re.IGNORECASE
+)
+_RETRYABLE_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504, 529})
+_NEVER_RETRIED: Final = (ValueError, TypeError, KeyError, PermissionError, LookupError)
+
+
+def is_retryable_status(status: int) -> bool:
+    """True for the statuses that a retry may cure: 408, 429, 5xx and 529."""
+    return status in _RETRYABLE_STATUSES or 500 <= status <= 599
+
+
+def truncate(text: str, limit: int = _BODY_LIMIT) -> str:
+    """Cut ``text`` to ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters]"
+
+
+def classify(exc: BaseException | ToolFailure, *, tool: str | None = None) -> ErrorInfo:
+    """Say what kind of failure ``exc`` is, whether a retry may help, and what to do.
+
+    ```python
+    >>> af.classify(ConnectionError("reset")).retryable
+    True
+    >>> af.classify(ValueError("bad")).kind
+    'runtime'
+    ```
+    """
+    name = tool or getattr(exc, "tool", None)
+    kind, retryable = _kind_and_retryable(exc)
+    return ErrorInfo(kind, retryable, _recommend(exc, kind, retryable, name))
+
+
+def _kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
+    if not isinstance(exc, BaseException):
+        return "logical", False  # a ToolFailure: an expected business failure
+    explicit = getattr(exc, "retryable", None)
+    if isinstance(exc, InvalidArgsError | UnknownToolError):
+        return "validation", False
+    if isinstance(exc, EscalationError):
+        return "escalation", False
+    if isinstance(exc, ToolExecutionError):
+        return "exception", False
+    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | BudgetExceededError):
+        return "aborted", False
+    if isinstance(exc, UsageError):
+        return "exception", False
+    if isinstance(explicit, bool):
+        return "runtime", explicit
+    return "runtime", _is_transient(exc)
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, ModelAuthError):
+        return False
+    if isinstance(exc, ModelHTTPError):
+        return is_retryable_status(exc.status)
+    if isinstance(exc, MalformedResponseError | ModelStreamError):
+        # A bad answer may come out right when asked again; the stream is re-asked whole.
+        return True
+    if isinstance(exc, PermissionError):
+        return False
+    if isinstance(exc, ConnectionError | TimeoutError | OSError | ModelTransportError):
+        return True
+    message = str(exc)
+    if _AUTH_PATTERNS.search(message):
+        return False
+    if _TRANSIENT_PATTERNS.search(message):
+        # Many SDKs raise plain exceptions whose message is the only sign of a 503.
+        return True
+    # Anything else a tool raises is an unexpected runtime failure: one more try may pass,
+    # and the retry action bounds how many are made.
+    return not isinstance(exc, _NEVER_RETRIED)
+
+
+def _recommend(exc: object, kind: ErrorKind, retryable: bool, tool: str | None) -> list[str]:
+    subject = f"'{tool}'" if tool else "the tool"
+    if not isinstance(exc, BaseException):
+        given: list[str] = list(getattr(exc, "recommendations", []) or [])
+        return given or [f"{subject} reported a failure; do not repeat the same call."]
+    if isinstance(exc, UnknownToolError):
+        names = ", ".join(exc.available) or "(none)"
+        return [f"There is no tool named {subject}. Call one of: {names}."]
+    if isinstance(exc, InvalidArgsError):
+        return [
+            f"Fix the arguments of {subject} so they match its JSON schema, then call it again.",
+            "Send the arguments as one valid JSON object with double-quoted keys.",
+        ]
+    if kind == "escalation":
+        return [f"{subject} escalated: read the reason, then change the approach or answer."]
+    if kind == "exception":
+        return [f"{subject} failed hard; do not call it again in this run."]
+    if kind == "aborted":
+        return ["The run was stopped; nothing more should be attempted."]
+    if isinstance(exc, ModelAuthError) or _AUTH_PATTERNS.search(str(exc)):
+        return ["Check the API key and its permissions; retrying will not help."]
+    if isinstance(exc, RateLimitError):
+        wait = f" after {exc.retry_after:g}s" if exc.retry_after is not None else ""
+        return [f"The provider is rate limiting; try again{wait} or reduce the request rate."]
+    if isinstance(exc, TimeoutError):
+        return [
+            f"{subject} timed out; try again, or ask for less work per call.",
+        ]
+    if retryable:
+        return [
+            f"The failure of {subject} looks transient; calling it again may succeed.",
+            "If it keeps failing, try another tool or answer with what you have.",
+        ]
+    return [
+        f"Do not repeat the same call to {subject}: change the arguments or use another tool.",
+    ]

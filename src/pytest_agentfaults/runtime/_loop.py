@@ -1,0 +1,277 @@
+"""The engine under `Agent.run` and `Agent.arun`: one loop, two drivers.
+
+The run logic is written once, as generators that *yield effects* (call the model, run a
+tool attempt, wait) and receive their results. A sync driver and an async driver perform
+the effects; everything else (policies, events, budgets) is shared, so ``run()`` and
+``arun()`` cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pytest_agentfaults.errors import ToolTimeoutError, UsageError
+from pytest_agentfaults.runtime.clock import (
+    AttemptDeadlineExceeded,
+    Clock,
+    RealClock,
+    VirtualClock,
+    reset_attempt_deadline,
+    set_attempt_deadline,
+)
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.models.base import Model, ModelRequest, ModelResponse
+    from pytest_agentfaults.runtime.tools import Tool
+
+T = TypeVar("T")
+
+
+class Sleep:
+    """Wait ``seconds`` on ``clock``."""
+
+    __slots__ = ("clock", "seconds")
+
+    def __init__(self, clock: Clock, seconds: float) -> None:
+        self.clock = clock
+        self.seconds = seconds
+
+
+class Attempt:
+    """Run one attempt of ``tool`` with ``kwargs``, bounded by ``timeout`` on ``clock``."""
+
+    __slots__ = ("clock", "kwargs", "timeout", "tool")
+
+    def __init__(
+        self, tool: Tool[Any, Any], kwargs: dict[str, Any], timeout: float | None, clock: Clock
+    ) -> None:
+        self.tool = tool
+        self.kwargs = kwargs
+        self.timeout = timeout
+        self.clock = clock
+
+
+class ModelCall:
+    """Send ``request`` to ``model``."""
+
+    __slots__ = ("model", "request")
+
+    def __init__(self, model: Model, request: ModelRequest) -> None:
+        self.model = model
+        self.request = request
+
+
+Effect = Sleep | Attempt | ModelCall
+Steps = Generator[Effect, Any, T]
+
+
+# ------------------------------------------------------------------------ interception
+
+# Hooks the test kit installs (fault injection). The runtime defines the seam, never the
+# faults: `intercept_tool` may raise, return a substitute result, or return PROCEED.
+PROCEED: Any = object()
+
+
+class Interceptor:
+    """Base class for the test kit's fault injection; the default does nothing."""
+
+    def tool_attempt(self, tool: Tool[Any, Any], kwargs: dict[str, Any], clock: Clock) -> Any:
+        """Called before each tool attempt. Raise, return a result, or return `PROCEED`."""
+        return PROCEED
+
+    def model_call(self, model: Model, request: ModelRequest) -> Any:
+        """Called before each model call. Raise, return a response, or return `PROCEED`."""
+        return PROCEED
+
+
+_interceptors: list[Interceptor] = []
+
+
+def install_interceptor(interceptor: Interceptor) -> None:
+    """Activate ``interceptor`` for every run in this process until removed."""
+    _interceptors.append(interceptor)
+
+
+def remove_interceptor(interceptor: Interceptor) -> None:
+    """Undo `install_interceptor`."""
+    if interceptor in _interceptors:
+        _interceptors.remove(interceptor)
+
+
+def _intercept_tool(effect: Attempt) -> Any:
+    for interceptor in _interceptors:
+        outcome = interceptor.tool_attempt(effect.tool, effect.kwargs, effect.clock)
+        if outcome is not PROCEED:
+            return outcome
+    return PROCEED
+
+
+def _intercept_model(effect: ModelCall) -> Any:
+    for interceptor in _interceptors:
+        outcome = interceptor.model_call(effect.model, effect.request)
+        if outcome is not PROCEED:
+            return outcome
+    return PROCEED
+
+
+# ------------------------------------------------------------------------ sync driver
+
+
+def drive(steps: Steps[T]) -> T:
+    """Run ``steps`` to completion, performing each effect synchronously."""
+    runner: asyncio.Runner | None = None
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                effect = steps.send(value) if error is None else steps.throw(error)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            error = None
+            try:
+                if type(effect) is Attempt:
+                    if effect.tool.is_async and runner is None:
+                        runner = _new_runner()
+                    value = _attempt_sync(effect, runner)
+                elif type(effect) is ModelCall:
+                    value = _model_call_sync(effect)
+                else:
+                    value = None
+                    effect.clock.sleep(effect.seconds)  # type: ignore[union-attr]
+            except BaseException as exc:
+                value = None
+                error = exc
+    finally:
+        if runner is not None:
+            runner.close()
+
+
+def _new_runner() -> asyncio.Runner:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.Runner()
+    raise UsageError(
+        "an async tool cannot run inside agent.run() while an event loop is running in this "
+        "thread; use `await agent.arun(...)`"
+    )
+
+
+def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
+    clock, timeout = effect.clock, effect.timeout
+    start = clock.now()
+    virtual = type(clock) is VirtualClock and timeout is not None
+    token = set_attempt_deadline(clock, start + timeout) if virtual else None  # type: ignore[operator]
+    try:
+        result = _intercept_tool(effect) if _interceptors else PROCEED
+        if result is PROCEED:
+            result = effect.tool.function(**effect.kwargs)
+            if effect.tool.is_async:
+                assert runner is not None
+                result = runner.run(result)
+    except AttemptDeadlineExceeded:
+        raise _timed_out(effect) from None
+    finally:
+        if token is not None:
+            reset_attempt_deadline(token)
+    if timeout is not None and clock.now() - start > timeout:
+        raise _timed_out(effect)
+    return result
+
+
+def _model_call_sync(effect: ModelCall) -> ModelResponse:
+    if _interceptors:
+        outcome = _intercept_model(effect)
+        if outcome is not PROCEED:
+            return outcome  # type: ignore[no-any-return]
+    request = getattr(effect.model, "request", None)
+    if request is None:
+        raise UsageError(
+            f"model {_model_name(effect.model)!r} has no sync request(); use await agent.arun()"
+        )
+    return request(effect.request)  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------------------------ async driver
+
+
+async def adrive(steps: Steps[T]) -> T:
+    """Run ``steps`` to completion, awaiting each effect."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            effect = steps.send(value) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        error = None
+        try:
+            if type(effect) is Attempt:
+                value = await _attempt_async(effect)
+            elif type(effect) is ModelCall:
+                value = await _model_call_async(effect)
+            else:
+                value = None
+                await effect.clock.asleep(effect.seconds)  # type: ignore[union-attr]
+        except BaseException as exc:
+            value = None
+            error = exc
+
+
+async def _attempt_async(effect: Attempt) -> Any:
+    clock, timeout, tool = effect.clock, effect.timeout, effect.tool
+    start = clock.now()
+    virtual = type(clock) is VirtualClock and timeout is not None
+    token = set_attempt_deadline(clock, start + timeout) if virtual else None  # type: ignore[operator]
+    try:
+        result = _intercept_tool(effect) if _interceptors else PROCEED
+        if result is PROCEED:
+            if not tool.is_async:
+                result = tool.function(**effect.kwargs)
+            elif timeout is not None and type(clock) is RealClock:
+                try:
+                    async with asyncio.timeout(timeout) as scope:
+                        result = await tool.function(**effect.kwargs)
+                except TimeoutError:
+                    if scope.expired():
+                        raise _timed_out(effect) from None
+                    raise
+            else:
+                result = await tool.function(**effect.kwargs)
+    except AttemptDeadlineExceeded:
+        raise _timed_out(effect) from None
+    finally:
+        if token is not None:
+            reset_attempt_deadline(token)
+    if timeout is not None and clock.now() - start > timeout:
+        raise _timed_out(effect)
+    return result
+
+
+async def _model_call_async(effect: ModelCall) -> ModelResponse:
+    if _interceptors:
+        outcome = _intercept_model(effect)
+        if outcome is not PROCEED:
+            return outcome  # type: ignore[no-any-return]
+    arequest = getattr(effect.model, "arequest", None)
+    if arequest is None:
+        raise UsageError(
+            f"model {_model_name(effect.model)!r} has no async arequest(); use agent.run()"
+        )
+    return await arequest(effect.request)  # type: ignore[no-any-return]
+
+
+def _timed_out(effect: Attempt) -> ToolTimeoutError:
+    timeout = effect.timeout or 0.0
+    return ToolTimeoutError(
+        f"tool {effect.tool.name!r} did not finish within {timeout:g}s",
+        tool=effect.tool.name,
+        timeout=timeout,
+    )
+
+
+def _model_name(model: object) -> str:
+    return str(getattr(model, "name", type(model).__name__))

@@ -1,0 +1,999 @@
+"""`Agent`: the loop that calls the model, runs tools, and recovers from their failures.
+
+```python
+agent = af.Agent(name="bot", model=model, tools=[fetch],
+                 resilience=af.ResilienceConfig(max_retries=2))
+result = agent.run("Summarise https://example.com")
+result.output, result.status, result.trace.retries("fetch")
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from pytest_agentfaults.errors import (
+    BudgetExceededError,
+    EscalationError,
+    InvalidArgsError,
+    MalformedResponseError,
+    Severity,
+    ToolExecutionError,
+    ToolTimeoutError,
+    UnknownToolError,
+    UsageError,
+    classify,
+)
+from pytest_agentfaults.runtime import _loop
+from pytest_agentfaults.runtime._loop import Attempt, ModelCall, Sleep, Steps
+from pytest_agentfaults.runtime.backoff import ResilienceConfig, jitter_rng
+from pytest_agentfaults.runtime.clock import Clock, default_clock
+from pytest_agentfaults.runtime.decisions import LlmErrorDecision
+from pytest_agentfaults.runtime.events import ErrorRecord, Observer, Recorder, Trace, logger
+from pytest_agentfaults.runtime.models.base import (
+    Message,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+)
+from pytest_agentfaults.runtime.policy import (
+    Action,
+    FailureKind,
+    FeedBack,
+    Fix,
+    OnError,
+    PolicySources,
+    RaiseError,
+    RespondWith,
+    Retry,
+    check_on_tool_error,
+)
+from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.runtime.tools import Tool, ToolFailure, as_tool, render_result
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "Agent",
+    "Budget",
+    "CancelToken",
+    "RunResult",
+    "RunStatus",
+    "Usage",
+]
+
+RunStatus = Literal["ok", "max_iterations", "cancelled"]
+LlmErrorHandler = Callable[[Exception, int], LlmErrorDecision]
+
+_BLOCKED_REASONS: Final = frozenset(
+    {"content_filter", "safety", "blocked", "refusal", "recitation", "prohibited_content"}
+)
+
+
+class Budget(BaseModel):
+    """Caps on one run. Reaching one ends the run with status ``"max_iterations"``.
+
+    ``max_turns`` counts model turns (answers used by the loop); ``max_llm_calls`` every
+    model call, retries and fallbacks included; ``max_tool_calls`` the tool calls the model
+    asks for.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_turns: int | None = 10
+    max_llm_calls: int | None = None
+    max_tool_calls: int | None = None
+
+    def __init__(self, **data: Any) -> None:
+        for key, value in data.items():
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise UsageError(f"Budget({key}={value!r}): give an int >= 1, or None for no cap")
+        try:
+            super().__init__(**data)
+        except ValueError as exc:
+            raise UsageError(f"invalid Budget: {exc}") from exc
+
+
+class Usage(BaseModel):
+    """What one run consumed."""
+
+    llm_calls: int = 0
+    tool_calls: int = 0
+    retries: int = 0
+    fixer_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class CancelToken:
+    """Cancel a run from a callback, another thread or a tool.
+
+    ```python
+    token = af.CancelToken()
+    result = agent.run("...", cancel=token)      # token.cancel() elsewhere -> "cancelled"
+    ```
+    """
+
+    __slots__ = ("_cancelled", "reason")
+
+    def __init__(self) -> None:
+        self._cancelled = False
+        self.reason: str | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether `cancel` was called."""
+        return self._cancelled
+
+    def cancel(self, reason: str | None = None) -> None:
+        """Ask the run to stop at its next step."""
+        self.reason = reason
+        self._cancelled = True
+
+
+@dataclass(slots=True)
+class RunResult:
+    """The outcome of one run: output, status, trace, messages and usage."""
+
+    output: Any
+    status: RunStatus
+    trace: Trace
+    messages: list[Message]
+    usage: Usage = field(default_factory=Usage)
+    run_id: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when the run finished normally."""
+        return self.status == "ok"
+
+
+# ---------------------------------------------------------------------------- built-ins
+
+
+def _escalate(reason: str, severity: Severity = Severity.MEDIUM) -> str:
+    """Give up on the task and hand it back, with the reason and how serious it is."""
+    raise EscalationError(reason, severity)
+
+
+def _throw_exception(reason: str) -> str:
+    """Stop everything: a failure that must not be retried or worked around."""
+    raise ToolExecutionError(reason)
+
+
+BUILTIN_TOOLS: Final[dict[str, Tool[Any, Any]]] = {
+    "escalate": Tool(_escalate, name="escalate"),
+    "throw_exception": Tool(_throw_exception, name="throw_exception"),
+}
+
+
+# ---------------------------------------------------------------------------- agent
+
+
+class Agent:
+    """An LLM agent with tools and a recovery policy for each kind of failure.
+
+    ``run()`` and ``arun()`` share one implementation, so their semantics are identical.
+    """
+
+    def __init__(
+        self,
+        name: str = "agent",
+        model: Model | str | None = None,
+        *,
+        instructions: str = "",
+        tools: Iterable[Tool[Any, Any] | Callable[..., Any]] = (),
+        builtin_tools: Iterable[str] = (),
+        resilience: ResilienceConfig | None = None,
+        on_tool_error: Mapping[str, OnError] | None = None,
+        tool_defaults: OnError | None = None,
+        on_llm_error: LlmErrorHandler | None = None,
+        output_type: Any = str,
+        budget: Budget | None = None,
+        clock: Clock | None = None,
+        observer: str | Observer | None = None,
+        stream: bool = False,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise UsageError(f"Agent(name={name!r}): give a non-empty name")
+        self.name = name
+        self.model = _resolve_model(model) if model is not None else None
+        self.instructions = instructions
+        self.tools = _tool_table(tools)
+        self.builtin_tools = _check_builtins(builtin_tools, self.tools)
+        if resilience is not None and not isinstance(resilience, ResilienceConfig):
+            raise UsageError(f"resilience must be af.ResilienceConfig(...), got {resilience!r}")
+        self.resilience = resilience or ResilienceConfig()
+        self.on_tool_error = check_on_tool_error(on_tool_error)
+        unknown = sorted(set(self.on_tool_error) - set(self.tools) - set(self.builtin_tools))
+        if unknown:
+            raise UsageError(
+                f"on_tool_error names unknown tool(s) {', '.join(unknown)}; "
+                f"the agent's tools are {', '.join(self.tools) or '(none)'}"
+            )
+        if tool_defaults is not None and not isinstance(tool_defaults, OnError):
+            raise UsageError(f"tool_defaults must be af.OnError(...), got {tool_defaults!r}")
+        self.tool_defaults = tool_defaults
+        if on_llm_error is not None and not callable(on_llm_error):
+            raise UsageError("on_llm_error must be a callable (exc, attempt) -> LlmErrorDecision")
+        self.on_llm_error = on_llm_error
+        self.output_type = output_type
+        if budget is not None and not isinstance(budget, Budget):
+            raise UsageError(f"budget must be af.Budget(...), got {budget!r}")
+        self.budget = budget or Budget()
+        self._clock = clock
+        self.observers = _observers(observer)
+        self.stream = stream
+        self._function: Callable[[str], Any] | None = None
+        self._specs = [t.spec for t in self.tools.values()] + [
+            BUILTIN_TOOLS[n].spec for n in self.builtin_tools
+        ]
+
+    @classmethod
+    def from_function(cls, name: str, function: Callable[[str], Any]) -> Agent:
+        """A deterministic agent that answers by calling ``function`` (zero LLM calls).
+
+        As a fixer, ``function`` receives the raw arguments string and returns corrected
+        arguments (a JSON string, or a dict). It may raise `EscalationError` (soft) or
+        `ToolExecutionError` (hard).
+        """
+        if not callable(function):
+            raise UsageError(f"Agent.from_function({name!r}, ...): give a callable")
+        agent = cls(name)
+        agent._function = function
+        return agent
+
+    def __repr__(self) -> str:
+        model = _loop._model_name(self.model) if self.model is not None else None
+        return f"<Agent {self.name!r} model={model!r} tools={list(self.tools)}>"
+
+    @property
+    def clock(self) -> Clock:
+        """The clock this agent waits on: its own, or the default in force when it runs."""
+        return self._clock if self._clock is not None else default_clock()
+
+    # ------------------------------------------------------------------ running
+
+    def run(
+        self,
+        prompt: str | None = None,
+        *,
+        messages: Sequence[Message] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> RunResult:
+        """Run the agent to its answer (blocking)."""
+        return _loop.drive(self._steps(prompt, messages, cancel, None))
+
+    async def arun(
+        self,
+        prompt: str | None = None,
+        *,
+        messages: Sequence[Message] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> RunResult:
+        """Run the agent to its answer without blocking the event loop."""
+        return await _loop.adrive(self._steps(prompt, messages, cancel, None))
+
+    def __call__(self, prompt: str) -> Any:
+        """Shorthand for ``agent.run(prompt).output``."""
+        return self.run(prompt).output
+
+    def _steps(
+        self,
+        prompt: str | None,
+        messages: Sequence[Message] | None,
+        cancel: CancelToken | None,
+        parent: Recorder | None,
+    ) -> Steps[RunResult]:
+        history = _initial_messages(self, prompt, messages)
+        clock = self._clock if self._clock is not None else default_clock()
+        recorder = Recorder(agent=self.name, clock=clock, observers=self.observers, parent=parent)
+        return _Run(self, history, recorder, cancel or CancelToken()).main()
+
+    def _fixer_step(
+        self, parent: _Run, tool: Tool[Any, Any], error: Exception, raw: str
+    ) -> Steps[Any]:
+        """Run this agent as a fixer for ``tool``; returns corrected arguments."""
+        if self._function is not None:
+            return self._function(raw)
+        if self.model is None:
+            raise UsageError(f"fixer agent {self.name!r} has no model and no function")
+        prompt = (
+            f"The tool {tool.name!r} failed.\n"
+            f"Error: {type(error).__name__}: {error}\n"
+            f"Raw arguments, as the model sent them:\n{raw}\n"
+            f"The tool's argument schema:\n{json.dumps(tool.parameters)}\n"
+            "Reply with only the corrected arguments as one JSON object."
+        )
+        clock = parent.clock
+        recorder = Recorder(
+            agent=self.name, clock=clock, observers=self.observers, parent=parent.rec
+        )
+        run = _Run(self, _initial_messages(self, prompt, None), recorder, parent.cancel)
+        result = yield from run.main()
+        parent.absorb(run)
+        return result.output
+
+
+def invoke_tool(
+    tool: Tool[Any, Any],
+    arguments: str | Mapping[str, Any] | None,
+    *,
+    config: ResilienceConfig | None,
+    clock: Clock | None,
+) -> Any:
+    """`Tool.invoke`: validate and run one tool through its recovery policy."""
+    return _loop.drive(_standalone(tool, arguments, config, clock))
+
+
+async def ainvoke_tool(
+    tool: Tool[Any, Any],
+    arguments: str | Mapping[str, Any] | None,
+    *,
+    config: ResilienceConfig | None,
+    clock: Clock | None,
+) -> Any:
+    """`Tool.ainvoke`: the async twin of `invoke_tool`."""
+    return await _loop.adrive(_standalone(tool, arguments, config, clock))
+
+
+def _standalone(
+    tool: Tool[Any, Any],
+    arguments: str | Mapping[str, Any] | None,
+    config: ResilienceConfig | None,
+    clock: Clock | None,
+) -> Steps[Any]:
+    agent = Agent(f"tool:{tool.name}", tools=[tool], resilience=config, clock=clock)
+    run = _Run(agent, [], Recorder(agent=agent.name, clock=agent.clock), CancelToken())
+    raw = arguments if isinstance(arguments, str) else json.dumps(dict(arguments or {}))
+    outcome = yield from run.tool_call(ToolCall(id="invoke", name=tool.name, arguments=raw))
+    if outcome.error is not None and not isinstance(outcome.error, ToolFailure):
+        raise outcome.error
+    return outcome.value
+
+
+# ---------------------------------------------------------------------------- one run
+
+
+class _Cancelled(Exception):
+    """The run's CancelToken was cancelled during a wait."""
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """The end of one tool call: what the model is told, and what happened."""
+
+    content: str
+    value: Any = None
+    error: BaseException | ToolFailure | None = None
+    attempts: int = 0
+
+
+class _Run:
+    """The state of one run, and the generator methods that make it progress."""
+
+    def __init__(
+        self, agent: Agent, messages: list[Message], rec: Recorder, cancel: CancelToken
+    ) -> None:
+        self.agent = agent
+        self.messages = messages
+        self.rec = rec
+        self.clock = rec.clock
+        self.cancel = cancel
+        self.usage = Usage()
+        self.turns = 0
+        self._rng: Any = None
+
+    def absorb(self, child: _Run) -> None:
+        """Count a nested run's model and tool use in this run's usage."""
+        mine, theirs = self.usage, child.usage
+        mine.llm_calls += theirs.llm_calls
+        mine.input_tokens += theirs.input_tokens
+        mine.output_tokens += theirs.output_tokens
+
+    def uniform(self) -> float:
+        if self._rng is None:
+            self._rng = jitter_rng()
+        return float(self._rng.random())
+
+    # ------------------------------------------------------------------ the loop
+
+    def main(self) -> Steps[RunResult]:
+        agent, rec = self.agent, self.rec
+        rec.emit("run.start", detail=_preview(self.messages[-1].content if self.messages else ""))
+        try:
+            if agent._function is not None:
+                output = agent._function(self.messages[-1].content if self.messages else "")
+                return self.finish("ok", output)
+            if agent.model is None:
+                raise UsageError(f"agent {agent.name!r} has no model; pass model=... to Agent()")
+            while True:
+                if self.stopping():
+                    return self.cancelled()
+                response = yield from self.model_turn()
+                self.messages.append(response.message)
+                calls = response.message.tool_calls
+                if not calls:
+                    return self.finish("ok", response.message.content)
+                for call in calls:
+                    if self.stopping():
+                        return self.cancelled()
+                    self.check_budget("max_tool_calls", self.usage.tool_calls)
+                    self.usage.tool_calls += 1
+                    outcome = yield from self.tool_call(call)
+                    self.messages.append(
+                        Message.tool_result(outcome.content, tool_call_id=call.id, name=call.name)
+                    )
+        except BudgetExceededError as exc:
+            rec.emit("budget.exceeded", reason=str(exc), status=exc.limit, detail=str(exc.value))
+            return self.finish("max_iterations", self.last_text())
+        except _Cancelled:
+            return self.cancelled()
+        except GeneratorExit:
+            raise
+        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+            # Task cancellation and Ctrl-C are recorded, then re-raised: swallowing them
+            # would break the caller's task group or shutdown.
+            rec.emit("run.cancelled", reason=type(exc).__name__)
+            rec.emit("run.end", status="cancelled")
+            raise
+        except BaseException as exc:
+            rec.emit("run.end", status="error", error=ErrorRecord.from_exception(exc))
+            raise
+
+    def finish(self, status: RunStatus, output: Any) -> RunResult:
+        self.rec.emit("run.end", status=status, detail=_preview(render_result(output)))
+        return RunResult(
+            output=output,
+            status=status,
+            trace=self.rec.trace,
+            messages=self.messages,
+            usage=self.usage,
+            run_id=self.rec.run_id,
+        )
+
+    def cancelled(self) -> RunResult:
+        self.rec.emit("run.cancelled", reason=self.cancel.reason)
+        return self.finish("cancelled", self.last_text())
+
+    def last_text(self) -> str | None:
+        for message in reversed(self.messages):
+            if message.role == "assistant" and message.content:
+                return message.content
+        return None
+
+    def stopping(self) -> bool:
+        return self.cancel.cancelled
+
+    def check_cancel(self) -> None:
+        if self.stopping():
+            raise _Cancelled
+
+    def check_budget(self, limit: str, used: int) -> None:
+        cap = getattr(self.agent.budget, limit)
+        if cap is not None and used >= cap:
+            raise BudgetExceededError(f"budget {limit}={cap} reached", limit=limit, value=cap)
+
+    # ------------------------------------------------------------------ model turns
+
+    def model_turn(self) -> Steps[ModelResponse]:
+        agent, rec = self.agent, self.rec
+        self.check_budget("max_turns", self.turns)
+        attempt = 1
+        while True:
+            self.check_budget("max_llm_calls", self.usage.llm_calls)
+            try:
+                response = yield from self.call_model(agent.model, attempt)  # type: ignore[arg-type]
+            except (BudgetExceededError, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                decision = self.decide(exc, attempt)
+                if decision.action == "retry" and attempt < decision.max_attempts:
+                    delay = decision.backoff(attempt)
+                    rec.emit(
+                        "llm.retry",
+                        attempt=attempt + 1,
+                        max_attempts=decision.max_attempts,
+                        delay=delay,
+                        error=ErrorRecord.from_exception(exc),
+                    )
+                    self.usage.retries += 1
+                    yield Sleep(self.clock, delay)
+                    self.check_cancel()
+                    attempt += 1
+                    continue
+                if decision.action == "respond_with":
+                    response = ModelResponse(
+                        message=Message.assistant(render_result(decision.output)),
+                        finish_reason="stop",
+                        model="on_llm_error",
+                    )
+                    rec.emit("llm.response", attempt=attempt, detail="respond_with: substituted")
+                    self.turns += 1
+                    return response
+                fallback = self.agent.resilience.fallback_model
+                if fallback is not None:
+                    response = yield from self.call_fallback(fallback, exc)
+                    self.turns += 1
+                    return response
+                raise
+            self.turns += 1
+            return response
+
+    def call_model(self, model: Model, attempt: int) -> Steps[ModelResponse]:
+        agent, rec = self.agent, self.rec
+        request = ModelRequest(
+            messages=list(self.messages),
+            tools=agent._specs,
+            stream=agent.stream,
+            clock=self.clock,
+            emit=rec.emit,
+            agent=agent.name,
+        )
+        name = _loop._model_name(model)
+        rec.emit("llm.request", attempt=attempt, detail=name)
+        self.usage.llm_calls += 1
+        try:
+            response: ModelResponse = yield ModelCall(model, request)
+            _check_soft_failure(response, name)
+        except Exception as exc:
+            rec.emit("llm.error", attempt=attempt, error=ErrorRecord.from_exception(exc))
+            raise
+        usage = response.usage
+        self.usage.input_tokens += usage.input_tokens
+        self.usage.output_tokens += usage.output_tokens
+        rec.emit(
+            "llm.response",
+            attempt=attempt,
+            status=response.finish_reason,
+            detail=_describe_response(response),
+        )
+        return response
+
+    def call_fallback(self, fallback: Any, primary_error: Exception) -> Steps[ModelResponse]:
+        model = _resolve_model(fallback)
+        self.rec.emit(
+            "fallback",
+            detail=_loop._model_name(model),
+            error=ErrorRecord.from_exception(primary_error),
+        )
+        try:
+            return (yield from self.call_model(model, 1))
+        except (BudgetExceededError, KeyboardInterrupt):
+            raise
+        except Exception:
+            raise primary_error from None
+
+    def decide(self, exc: Exception, attempt: int) -> LlmErrorDecision:
+        handler = self.agent.on_llm_error
+        if handler is None:
+            return LlmErrorDecision.rethrow()
+        try:
+            decision: object = handler(exc, attempt)
+        except Exception:
+            logger.exception("on_llm_error raised; the original error is re-raised")
+            return LlmErrorDecision.rethrow()
+        if not isinstance(decision, LlmErrorDecision):
+            logger.error(
+                "on_llm_error returned %r, not an af.LlmErrorDecision; treating it as rethrow",
+                decision,
+            )
+            return LlmErrorDecision.rethrow()
+        return decision
+
+    # ------------------------------------------------------------------ tool calls
+
+    def tool_call(self, call: ToolCall) -> Steps[_Outcome]:
+        """Run one tool call the model asked for, through its recovery policy."""
+        agent, rec = self.agent, self.rec
+        name = call.name
+        tool = agent.tools.get(name)
+        builtin = False
+        if tool is None and name in agent.builtin_tools:
+            tool, builtin = BUILTIN_TOOLS[name], True
+        if tool is None:
+            available = [*agent.tools, *agent.builtin_tools]
+            error = UnknownToolError(
+                f"unknown tool {name!r}; available: {', '.join(available) or '(none)'}",
+                tool=name,
+                available=available,
+            )
+            rec.emit(
+                "tool.error", tool=name, call_id=call.id, error=ErrorRecord.from_exception(error)
+            )
+            return _Outcome(_payload(name, error, 0), error=error)
+
+        config = agent.resilience.for_tool(name)
+        sources = PolicySources(
+            levels=(tool.on_error, agent.on_tool_error.get(name), agent.tool_defaults),
+            config=config,
+        )
+        raw = call.arguments
+        attempts = 0
+        used: dict[int, int] = {}
+        while True:
+            try:
+                kwargs = tool.validate(raw)
+            except InvalidArgsError as exc:
+                rec.emit(
+                    "tool.error",
+                    tool=name,
+                    call_id=call.id,
+                    error=ErrorRecord.from_exception(exc),
+                    detail=_preview(raw),
+                )
+                kind: FailureKind = "invalid_args"
+                failure: Exception = exc
+            else:
+                attempts += 1
+                rec.emit(
+                    "tool.call", tool=name, call_id=call.id, attempt=attempts, detail=_preview(raw)
+                )
+                try:
+                    result = yield Attempt(tool, kwargs, config.timeout_seconds, self.clock)
+                except ToolExecutionError as exc:
+                    # Hard failure: no retry, no further model call.
+                    exc.tool = exc.tool or name
+                    rec.emit(
+                        "tool.error",
+                        tool=name,
+                        call_id=call.id,
+                        attempt=attempts,
+                        error=ErrorRecord.from_exception(exc),
+                    )
+                    raise
+                except EscalationError as exc:
+                    exc.tool = exc.tool or name
+                    rec.emit(
+                        "tool.error",
+                        tool=name,
+                        call_id=call.id,
+                        attempt=attempts,
+                        error=ErrorRecord.from_exception(exc),
+                    )
+                    if builtin:
+                        raise
+                    return self.escalated(name, call, exc, attempts)
+                except (BudgetExceededError, KeyboardInterrupt, GeneratorExit):
+                    raise
+                except Exception as exc:
+                    rec.emit(
+                        "tool.error",
+                        tool=name,
+                        call_id=call.id,
+                        attempt=attempts,
+                        error=ErrorRecord.from_exception(exc, tool=name),
+                    )
+                    kind = "timeout" if isinstance(exc, ToolTimeoutError) else "execution"
+                    failure = exc
+                else:
+                    if isinstance(result, ToolFailure):
+                        rec.emit(
+                            "tool.error",
+                            tool=name,
+                            call_id=call.id,
+                            attempt=attempts,
+                            error=ErrorRecord.from_exception(result, tool=name),
+                        )
+                        return _Outcome(
+                            _payload(name, result, attempts),
+                            value=result,
+                            error=result,
+                            attempts=attempts,
+                        )
+                    content = render_result(result)
+                    rec.emit(
+                        "tool.result",
+                        tool=name,
+                        call_id=call.id,
+                        attempt=attempts,
+                        detail=_preview(content),
+                    )
+                    return _Outcome(content, value=result, attempts=attempts)
+
+            action = sources.resolve(kind)
+            step = yield from self.recover(
+                action, kind, failure, tool, call, raw, attempts, used, config
+            )
+            if isinstance(step, _Outcome):
+                return step
+            raw = step
+
+    def recover(
+        self,
+        action: Action,
+        kind: FailureKind,
+        error: Exception,
+        tool: Tool[Any, Any],
+        call: ToolCall,
+        raw: str,
+        attempts: int,
+        used: dict[int, int],
+        config: ResilienceConfig,
+    ) -> Steps[_Outcome | str]:
+        """Apply ``action`` to a failure: an `_Outcome` ends the call, a str is new arguments."""
+        rec, name = self.rec, tool.name
+        key = id(action)
+        if isinstance(action, Retry):
+            runs = used.get(key, 0) + 1
+            used[key] = runs
+            if runs < action.max_attempts and action.should_retry(error):
+                delay = action.delay(runs, config, self.uniform())
+                rec.emit(
+                    "tool.retry",
+                    tool=name,
+                    call_id=call.id,
+                    attempt=runs + 1,
+                    max_attempts=action.max_attempts,
+                    delay=delay,
+                    error=ErrorRecord.from_exception(error, tool=name),
+                )
+                self.usage.retries += 1
+                yield Sleep(self.clock, delay)
+                self.check_cancel()
+                return raw
+            return self.exhausted(name, error, attempts, config)
+        if isinstance(action, Fix):
+            rounds = used.get(key, 0) + 1
+            used[key] = rounds
+            if rounds > action.retries:
+                return self.exhausted(name, error, attempts, config)
+            fixed = yield from self.run_fixer(action, tool, call, error, raw, rounds)
+            if isinstance(fixed, _Outcome):
+                return fixed
+            if fixed is None or fixed == raw:
+                return self.exhausted(name, error, attempts, config)
+            return fixed
+        if isinstance(action, RespondWith):
+            content = render_result(action.value)
+            rec.emit(
+                "tool.result",
+                tool=name,
+                call_id=call.id,
+                attempt=attempts or None,
+                detail=f"respond_with: {_preview(content)}",
+            )
+            return _Outcome(content, value=action.value, error=error, attempts=attempts)
+        if isinstance(action, RaiseError):
+            raise error
+        assert isinstance(action, FeedBack)
+        return _Outcome(_payload(name, error, attempts), error=error, attempts=attempts)
+
+    def run_fixer(
+        self,
+        action: Fix,
+        tool: Tool[Any, Any],
+        call: ToolCall,
+        error: Exception,
+        raw: str,
+        round_: int,
+    ) -> Steps[_Outcome | str | None]:
+        rec, name, fixer = self.rec, tool.name, action.agent
+        rec.emit(
+            "fixer.call",
+            tool=name,
+            call_id=call.id,
+            attempt=round_,
+            max_attempts=action.retries,
+            detail=fixer.name,
+            error=ErrorRecord.from_exception(error, tool=name),
+        )
+        self.usage.fixer_calls += 1
+        try:
+            produced = yield from fixer._fixer_step(self, tool, error, raw)
+        except EscalationError as exc:
+            rec.emit("fixer.result", tool=name, call_id=call.id, attempt=round_, status="escalated")
+            return self.escalated(name, call, exc, 0)
+        except ToolExecutionError as exc:
+            exc.tool = exc.tool or name
+            rec.emit(
+                "fixer.result",
+                tool=name,
+                call_id=call.id,
+                attempt=round_,
+                status="failed",
+                error=ErrorRecord.from_exception(exc),
+            )
+            raise
+        except (BudgetExceededError, KeyboardInterrupt, GeneratorExit):
+            raise
+        except Exception as exc:
+            rec.emit(
+                "fixer.result",
+                tool=name,
+                call_id=call.id,
+                attempt=round_,
+                status="error",
+                error=ErrorRecord.from_exception(exc),
+            )
+            return None
+        fixed = _as_arguments(produced)
+        status = "unchanged" if fixed == raw else ("fixed" if fixed is not None else "invalid")
+        rec.emit(
+            "fixer.result",
+            tool=name,
+            call_id=call.id,
+            attempt=round_,
+            status=status,
+            detail=_preview(fixed if fixed is not None else repr(produced)),
+        )
+        return fixed
+
+    def escalated(self, name: str, call: ToolCall, exc: EscalationError, attempts: int) -> _Outcome:
+        self.rec.emit(
+            "escalation",
+            tool=name,
+            call_id=call.id,
+            reason=exc.reason,
+            severity=exc.severity.name,
+        )
+        return _Outcome(f"ERROR: Tool '{name}' failed: {exc.reason}", error=exc, attempts=attempts)
+
+    def exhausted(
+        self, name: str, error: Exception, attempts: int, config: ResilienceConfig
+    ) -> _Outcome:
+        if config.on_exhaustion == "raise":
+            raise ToolExecutionError(
+                f"tool {name!r} failed after {attempts} attempt(s): "
+                f"{type(error).__name__}: {error}",
+                tool=name,
+            ) from error
+        return _Outcome(_payload(name, error, attempts), error=error, attempts=attempts)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _payload(name: str, error: BaseException | ToolFailure, attempts: int) -> str:
+    """The JSON object the model sees for a failed tool."""
+    info = classify(error, tool=name)
+    if isinstance(error, BaseException):
+        message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    else:
+        message = error.error
+    return json.dumps(
+        {
+            "ok": False,
+            "tool": name,
+            "error": redact_text(message),
+            "error_type": info.kind,
+            "retryable": info.retryable,
+            "attempts": attempts,
+            "recommendations": info.recommendations,
+        }
+    )
+
+
+def _as_arguments(produced: Any) -> str | None:
+    """A fixer's output as an arguments JSON string (None when it is not usable)."""
+    if isinstance(produced, Mapping):
+        return json.dumps(dict(produced))
+    if isinstance(produced, BaseModel):
+        return produced.model_dump_json()
+    if not isinstance(produced, str):
+        return None
+    text = produced.strip()
+    if text.startswith("```"):
+        # LLM fixers like to fence their JSON; the fence is not part of the arguments.
+        text = text.strip("`").removeprefix("json").strip()
+    return text
+
+
+def _check_soft_failure(response: ModelResponse, model: str) -> None:
+    message = response.message
+    if message.tool_calls:
+        return
+    reason = (response.finish_reason or "").lower()
+    if reason in _BLOCKED_REASONS:
+        raise MalformedResponseError(
+            f"model {model!r} blocked its answer (finish_reason={response.finish_reason!r})",
+            body=message.content,
+            model=model,
+        )
+    if not message.content.strip():
+        raise MalformedResponseError(
+            f"model {model!r} returned an empty answer with no tool calls "
+            f"(finish_reason={response.finish_reason!r})",
+            model=model,
+        )
+
+
+def _describe_response(response: ModelResponse) -> str:
+    calls = response.message.tool_calls
+    if calls:
+        return "tool calls: " + ", ".join(call.name for call in calls)
+    return _preview(response.message.content)
+
+
+def _preview(text: str, limit: int = 120) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _initial_messages(
+    agent: Agent, prompt: str | None, messages: Sequence[Message] | None
+) -> list[Message]:
+    history = list(messages or [])
+    if agent.instructions and not any(m.role == "system" for m in history):
+        history.insert(0, Message.system(agent.instructions))
+    if prompt is not None:
+        history.append(Message.user(prompt))
+    if not history or history[-1].role not in ("user", "tool"):
+        raise UsageError("run() needs a prompt (or messages ending with a user message)")
+    return history
+
+
+def _tool_table(tools: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> dict[str, Tool[Any, Any]]:
+    if isinstance(tools, str | bytes) or not isinstance(tools, Iterable):  # type: ignore[unreachable]
+        raise UsageError(f"tools must be a list of tools or functions, got {tools!r}")
+    table: dict[str, Tool[Any, Any]] = {}
+    for item in tools:
+        made = as_tool(item)
+        if made.name in table:
+            raise UsageError(
+                f"two tools are named {made.name!r}; give one of them another name with "
+                "@af.tool(name=...)"
+            )
+        table[made.name] = made
+    return table
+
+
+def _check_builtins(names: Iterable[str], tools: Mapping[str, Tool[Any, Any]]) -> tuple[str, ...]:
+    if isinstance(names, str):
+        names = (names,)
+    chosen: list[str] = []
+    for name in names:
+        if name not in BUILTIN_TOOLS:
+            raise UsageError(
+                f"builtin_tools: unknown built-in {name!r}; the built-ins are "
+                f"{', '.join(BUILTIN_TOOLS)}"
+            )
+        if name in tools:
+            raise UsageError(
+                f"builtin_tools: {name!r} is also the name of one of your tools; rename yours"
+            )
+        if name not in chosen:
+            chosen.append(name)
+    return tuple(chosen)
+
+
+def _observers(observer: str | Observer | None) -> tuple[Observer, ...]:
+    if observer is None:
+        return ()
+    if isinstance(observer, str):
+        from pytest_agentfaults.runtime.observers import named_observer  # noqa: PLC0415
+
+        return (named_observer(observer),)
+    if callable(observer):
+        return (observer,)
+    raise UsageError(
+        f"observer must be None, 'progress', 'detailed' or a callable(Event), got {observer!r}"
+    )
+
+
+def _resolve_model(model: Model | str) -> Model:
+    if isinstance(model, str):
+        try:
+            from pytest_agentfaults.runtime.models.resolve import (  # noqa: PLC0415
+                resolve_model,
+            )
+        except ImportError as exc:  # pragma: no cover - the module ships with the package
+            raise UsageError(f"cannot resolve model string {model!r}: {exc}") from exc
+        resolved: Model = resolve_model(model)
+        return resolved
+    has_sync = callable(getattr(model, "request", None))
+    has_async = callable(getattr(model, "arequest", None))
+    if not (has_sync or has_async):
+        raise UsageError(
+            f"model {model!r} is not an af.Model: it needs request(req) and/or arequest(req), "
+            "or pass a string such as 'openai:gpt-4o-mini'"
+        )
+    return model

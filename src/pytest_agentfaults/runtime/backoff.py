@@ -1,0 +1,198 @@
+"""`ResilienceConfig` and the backoff maths: pure functions of a config and a seed.
+
+Delay before retry n (n = 1, 2, ...):
+
+| strategy | delay |
+|---|---|
+| ``fixed`` | ``base`` |
+| ``linear`` | ``base * n`` |
+| ``exponential`` | ``base * 2 ** (n - 1)`` |
+| ``exponential_jitter`` | ``base * 2 ** (n - 1) * (1 + U * jitter_factor)``, U uniform in [0, 1) |
+| ``none`` | ``0`` |
+
+then ``min(max_delay, delay)``, so no delay ever exceeds ``max_delay``, jitter included.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pytest_agentfaults.errors import UsageError
+
+__all__ = ["ResilienceConfig", "Strategy", "backoff_delay", "jitter_rng", "seeded_jitter"]
+
+Strategy = Literal["exponential_jitter", "exponential", "linear", "fixed", "none"]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+_OVERRIDABLE = frozenset(
+    {
+        "max_retries",
+        "strategy",
+        "base_delay",
+        "max_delay",
+        "jitter_factor",
+        "on_exhaustion",
+        "timeout_seconds",
+    }
+)
+
+
+def backoff_delay(
+    strategy: str,
+    retry: int,
+    *,
+    base_delay: float,
+    max_delay: float,
+    jitter_factor: float = 0.0,
+    uniform: float = 0.0,
+) -> float:
+    """The delay before retry number ``retry`` (1-based). ``uniform`` is U in [0, 1)."""
+    if strategy == "none":
+        return 0.0
+    if strategy == "fixed":
+        delay = base_delay
+    elif strategy == "linear":
+        delay = base_delay * retry
+    else:
+        # Cap the exponent: 2**1100 overflows a float, and the cap wins long before.
+        delay = base_delay * 2.0 ** min(retry - 1, 1023)
+        if strategy == "exponential_jitter":
+            delay *= 1.0 + uniform * jitter_factor
+    return min(max_delay, delay)
+
+
+_session_seed: ContextVar[int | None] = ContextVar("agentfaults_jitter_seed", default=None)
+
+
+def jitter_rng() -> random.Random:
+    """A random source for jitter: seeded when a seed is active (tests), else from the OS."""
+    seed = _session_seed.get()
+    return random.Random(seed)
+
+
+class seeded_jitter:
+    """Make every jitter drawn in this context reproducible from ``seed``."""
+
+    def __init__(self, seed: int | None) -> None:
+        self._seed = seed
+        self._token: object = None
+
+    def __enter__(self) -> None:
+        self._token = _session_seed.set(self._seed)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _session_seed.reset(self._token)  # type: ignore[arg-type]
+
+
+class ResilienceConfig(BaseModel):
+    """How failed tool calls are retried when no per-tool action says otherwise.
+
+    ```python
+    config = af.ResilienceConfig(max_retries=2, strategy="fixed", base_delay=0.5)
+    config.schedule()                    # [0.5, 0.5]
+    ```
+
+    Invalid values raise `UsageError` naming the field and the fix.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    max_retries: int = Field(default=3, ge=0, description="Retries after the first failure.")
+    strategy: Strategy = "exponential_jitter"
+    base_delay: float = Field(default=1.0, ge=0)
+    max_delay: float = Field(default=60.0, ge=0)
+    jitter_factor: float = Field(default=0.25, ge=0, le=1)
+    on_exhaustion: Literal["return", "raise"] = "return"
+    fallback_model: Any = None
+    timeout_seconds: float | None = Field(default=60.0, gt=0)
+    tool_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise UsageError(_explain(exc)) from exc
+
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _strategy_any_case(cls, value: object) -> object:
+        if isinstance(value, str):
+            return value.strip().lower()
+        return value
+
+    @field_validator("tool_overrides")
+    @classmethod
+    def _known_override_fields(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for tool, fields in value.items():
+            unknown = sorted(set(fields) - _OVERRIDABLE)
+            if unknown:
+                valid = ", ".join(sorted(_OVERRIDABLE))
+                raise ValueError(
+                    f"tool_overrides[{tool!r}] has unknown field(s) {', '.join(unknown)}; "
+                    f"valid fields are {valid}"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ResilienceConfig:
+        if self.max_delay < self.base_delay:
+            raise ValueError(
+                f"max_delay ({self.max_delay:g}) is smaller than base_delay "
+                f"({self.base_delay:g}); raise max_delay or lower base_delay"
+            )
+        for tool in self.tool_overrides:
+            # Validate each override by building the config it produces.
+            self.for_tool(tool)
+        return self
+
+    def for_tool(self, tool: str) -> ResilienceConfig:
+        """This config with ``tool_overrides[tool]`` applied (itself when there is none)."""
+        fields = self.tool_overrides.get(tool)
+        if not fields:
+            return self
+        merged = self.model_dump(exclude={"tool_overrides", "fallback_model"})
+        merged.update(fields)
+        return ResilienceConfig(**merged, fallback_model=self.fallback_model)
+
+    def delay(self, retry: int, uniform: float = 0.0) -> float:
+        """The delay before retry number ``retry`` (1-based), given U = ``uniform``."""
+        return backoff_delay(
+            self.strategy,
+            retry,
+            base_delay=self.base_delay,
+            max_delay=self.max_delay,
+            jitter_factor=self.jitter_factor,
+            uniform=uniform,
+        )
+
+    def schedule(self, seed: int | None = None) -> list[float]:
+        """The delays of all `max_retries` retries, in order.
+
+        A pure function of the config and ``seed``; with ``seed=None`` jitter comes from the
+        active test seed if any, else from the OS.
+        """
+        rng = random.Random(seed) if seed is not None else jitter_rng()
+        return [self.delay(n, rng.random()) for n in range(1, self.max_retries + 1)]
+
+
+def _explain(exc: ValidationError) -> str:
+    lines = [f"invalid {exc.title}:"]
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "config"
+        message = error["msg"].removeprefix("Value error, ")
+        hint = _HINTS.get(error["type"], "")
+        given = error.get("input")
+        shown = "" if isinstance(given, Mapping) else f" (got {given!r})"
+        lines.append(f"  {where}: {message}{shown}{hint}")
+    return "\n".join(lines)
+
+
+_HINTS = {
+    "literal_error": "",
+    "extra_forbidden": "; check the spelling against the documented fields",
+    "greater_than_equal": "; negative values make no sense here",
+}

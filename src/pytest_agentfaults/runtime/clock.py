@@ -1,0 +1,174 @@
+"""Clocks: every wait in the runtime goes through one, so tests can make time virtual.
+
+```python
+clock = af.VirtualClock()
+agent = af.Agent(..., clock=clock)
+agent.run("hi")
+assert clock.sleeps == [1.0, 2.0]      # backoff recorded, never slept
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextvars import ContextVar
+from typing import Protocol, runtime_checkable
+
+from pytest_agentfaults.errors import UsageError
+
+__all__ = ["Clock", "RealClock", "VirtualClock", "default_clock", "use_default_clock"]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """What the runtime needs of time: read it, and wait."""
+
+    def now(self) -> float:
+        """Seconds on a monotonic scale."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` (synchronously)."""
+        ...
+
+    async def asleep(self, seconds: float) -> None:
+        """Wait ``seconds`` without blocking the event loop."""
+        ...
+
+
+class RealClock:
+    """Wall time: `time.monotonic`, `time.sleep`, `asyncio.sleep`."""
+
+    __slots__ = ()
+
+    def now(self) -> float:
+        """Seconds from `time.monotonic`."""
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        """Block for ``seconds``."""
+        if seconds > 0:
+            time.sleep(seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        """Await ``seconds`` on the running event loop."""
+        if seconds > 0:
+            await asyncio.sleep(seconds)
+
+    def __repr__(self) -> str:
+        return "RealClock()"
+
+
+class AttemptDeadlineExceeded(Exception):
+    """A virtual sleep crossed the deadline of the tool attempt it runs in."""
+
+    def __init__(self, deadline: float) -> None:
+        super().__init__(f"deadline {deadline:g} reached")
+        self.deadline = deadline
+
+
+# The deadline of the tool attempt running in this context, on the clock that set it.
+_deadline: ContextVar[tuple[VirtualClock, float] | None] = ContextVar(
+    "agentfaults_attempt_deadline", default=None
+)
+
+
+class VirtualClock:
+    """Time that advances only when something waits, and at once.
+
+    Every wait is recorded in `sleeps`, in order. A wait inside a tool attempt that would
+    cross the attempt's timeout stops at the deadline and the attempt times out, exactly as
+    it would in real time, only instantly.
+    """
+
+    __slots__ = ("_now", "sleeps")
+
+    def __init__(self, start: float = 0.0) -> None:
+        if start < 0:
+            raise UsageError(f"VirtualClock(start={start!r}): start must be >= 0")
+        self._now = float(start)
+        self.sleeps: list[float] = []
+
+    def now(self) -> float:
+        """The virtual time in seconds (starts at ``start``, 0.0 by default)."""
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward without recording a sleep (latency, not a wait).
+
+        Inside a tool attempt, moving past the attempt's deadline stops at the deadline and
+        the attempt times out.
+        """
+        if seconds < 0:
+            raise UsageError(f"cannot move a VirtualClock backwards ({seconds!r} s)")
+        self._move(seconds)
+
+    def sleep(self, seconds: float) -> None:
+        """Record the wait and advance time by it; returns immediately."""
+        if seconds < 0:
+            raise UsageError(f"cannot sleep a negative time ({seconds!r} s)")
+        self.sleeps.append(seconds)
+        self._move(seconds)
+
+    def _move(self, seconds: float) -> None:
+        active = _deadline.get()
+        if active is not None and active[0] is self and self._now + seconds > active[1]:
+            self._now = max(self._now, active[1])
+            raise AttemptDeadlineExceeded(active[1])
+        self._now += seconds
+
+    async def asleep(self, seconds: float) -> None:
+        """Like `sleep`, but yields to the event loop once so other tasks may run."""
+        self.sleep(seconds)
+        await asyncio.sleep(0)
+
+    @property
+    def total_slept(self) -> float:
+        """The sum of every recorded wait."""
+        return sum(self.sleeps)
+
+    def __repr__(self) -> str:
+        return f"VirtualClock(now={self._now:g}, sleeps={len(self.sleeps)})"
+
+
+def set_attempt_deadline(clock: Clock, deadline: float | None) -> object:
+    """Mark the deadline of the tool attempt about to run; returns a token to reset."""
+    if deadline is None or not isinstance(clock, VirtualClock):
+        return _deadline.set(None)
+    return _deadline.set((clock, deadline))
+
+
+def reset_attempt_deadline(token: object) -> None:
+    """Undo `set_attempt_deadline`."""
+    _deadline.reset(token)  # type: ignore[arg-type]
+
+
+_default: ContextVar[Clock | None] = ContextVar("agentfaults_default_clock", default=None)
+_REAL = RealClock()
+
+
+def default_clock() -> Clock:
+    """The clock an agent built with ``clock=None`` uses: the active override, else real time."""
+    return _default.get() or _REAL
+
+
+class use_default_clock:
+    """Make ``clock`` the default for agents in this context (the plugin uses this).
+
+    ```python
+    with use_default_clock(VirtualClock()):
+        agent.run("hi")          # backoff is virtual
+    ```
+    """
+
+    def __init__(self, clock: Clock | None) -> None:
+        self._clock = clock
+        self._token: object = None
+
+    def __enter__(self) -> Clock | None:
+        self._token = _default.set(self._clock)
+        return self._clock
+
+    def __exit__(self, *exc_info: object) -> None:
+        _default.reset(self._token)  # type: ignore[arg-type]

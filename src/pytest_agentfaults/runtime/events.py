@@ -1,0 +1,386 @@
+"""Events and the `Trace`: the ordered record of everything a run did.
+
+```python
+result = agent.run("hi")
+result.trace.retries("fetch")                        # 2
+result.trace.assert_sequence("tool.error:fetch", "tool.retry:fetch", "tool.result:fetch")
+print(result.trace.render())
+```
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import json
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from pytest_agentfaults.errors import classify
+from pytest_agentfaults.runtime.clock import Clock
+from pytest_agentfaults.runtime.redact import redact_text
+
+__all__ = [
+    "EVENT_TYPES",
+    "ErrorRecord",
+    "Event",
+    "EventType",
+    "Observer",
+    "Recorder",
+    "Trace",
+    "collecting",
+]
+
+logger = logging.getLogger("pytest_agentfaults")
+
+EventType = Literal[
+    "run.start",
+    "llm.request",
+    "llm.response",
+    "llm.error",
+    "llm.retry",
+    "transport.retry",
+    "tool.call",
+    "tool.result",
+    "tool.error",
+    "tool.retry",
+    "fixer.call",
+    "fixer.result",
+    "escalation",
+    "fallback",
+    "budget.exceeded",
+    "run.cancelled",
+    "run.end",
+    "http.request",
+    "http.fault",
+]
+EVENT_TYPES: Final[tuple[str, ...]] = EventType.__args__  # type: ignore[attr-defined]
+_RETRY_TYPES: Final = ("tool.retry", "llm.retry", "transport.retry")
+
+
+class ErrorRecord(BaseModel):
+    """An error as a trace keeps it: type name, message (redacted), kind, retryability."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    message: str
+    kind: str
+    retryable: bool
+
+    @classmethod
+    def from_exception(cls, exc: BaseException | Any, *, tool: str | None = None) -> ErrorRecord:
+        """Record ``exc`` (an exception or a `ToolFailure`) as `classify` sees it."""
+        info = classify(exc, tool=tool)
+        if isinstance(exc, BaseException):
+            name, message = type(exc).__name__, str(exc)
+        else:
+            name, message = "ToolFailure", str(getattr(exc, "error", exc))
+        return cls.model_construct(
+            type=name, message=redact_text(message), kind=info.kind, retryable=info.retryable
+        )
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}" if self.message else self.type
+
+
+class Event(BaseModel):
+    """One thing that happened in a run. JSON-serialisable; extra fields are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    seq: int = 0
+    at: float = 0.0
+    run_id: str = ""
+    agent: str = ""
+    parent_run_id: str | None = None
+    tool: str | None = None
+    call_id: str | None = None
+    attempt: int | None = None
+    max_attempts: int | None = None
+    delay: float | None = None
+    error: ErrorRecord | None = None
+    reason: str | None = None
+    severity: str | None = None
+    status: str | int | None = None
+    detail: str | None = None
+
+    def label(self) -> str:
+        """``type`` or ``type:tool``, the form `Trace.assert_sequence` matches."""
+        return f"{self.type}:{self.tool}" if self.tool else self.type
+
+    def field(self, name: str) -> Any:
+        """A field by name, extra fields included; None when absent."""
+        try:
+            return getattr(self, name)
+        except AttributeError:
+            return None
+
+    def describe(self) -> str:
+        """One line: type first, then what matters about this event."""
+        parts = [f"{self.type:<15}", f"t={self.at:8.3f}s", f"[{self.agent}]"]
+        if self.tool:
+            parts.append(self.tool)
+        if self.attempt is not None:
+            of = f"/{self.max_attempts}" if self.max_attempts is not None else ""
+            parts.append(f"attempt {self.attempt}{of}")
+        if self.status is not None:
+            parts.append(f"status={self.status}")
+        if self.delay is not None:
+            parts.append(f"delay={self.delay:.3f}s")
+        if self.error is not None:
+            parts.append(str(self.error))
+        if self.reason is not None:
+            parts.append(f"reason={self.reason!r}")
+        if self.severity is not None:
+            parts.append(f"severity={self.severity}")
+        if self.detail:
+            parts.append(self.detail)
+        return " ".join(parts)
+
+
+Observer = Callable[[Event], object]
+
+
+class Trace:
+    """An ordered list of events with questions a test asks of it."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, events: Sequence[Event] = ()) -> None:
+        self.events: list[Event] = list(events)
+
+    # ------------------------------------------------------------------ recording
+
+    def add(self, event: Event) -> Event:
+        """Append ``event``, numbering it in this trace; returns the stored event."""
+        seq = len(self.events)
+        if event.seq != seq:
+            event = event.model_copy(update={"seq": seq})
+        self.events.append(event)
+        return event
+
+    # ------------------------------------------------------------------ questions
+
+    def of(self, type: str | None = None, /, **fields: Any) -> list[Event]:
+        """Events of ``type`` (a glob such as ``"tool.*"`` works) whose fields equal ``fields``.
+
+        ```python
+        trace.of("tool.retry", tool="fetch")
+        ```
+        """
+        if type is None:
+            chosen: list[Event] = list(self.events)
+        elif any(c in type for c in "*?["):
+            chosen = [e for e in self.events if fnmatch.fnmatchcase(e.type, type)]
+        else:
+            chosen = [e for e in self.events if e.type == type]
+        for name, value in fields.items():
+            chosen = [e for e in chosen if e.field(name) == value]
+        return chosen
+
+    def count(self, type: str | None = None, /, **fields: Any) -> int:
+        """How many events `of` would return."""
+        return len(self.of(type, **fields))
+
+    def retries(self, tool: str | None = None) -> int:
+        """The number of ``tool.retry`` events (of ``tool`` when given)."""
+        if tool is None:
+            return self.count("tool.retry")
+        return self.count("tool.retry", tool=tool)
+
+    def fixer_calls(self, tool: str | None = None) -> list[Event]:
+        """The ``fixer.call`` events (for ``tool`` when given)."""
+        return self.of("fixer.call") if tool is None else self.of("fixer.call", tool=tool)
+
+    def escalations(self, tool: str | None = None) -> list[Event]:
+        """The ``escalation`` events (for ``tool`` when given)."""
+        return self.of("escalation") if tool is None else self.of("escalation", tool=tool)
+
+    def delays(self, tool: str | None = None) -> list[float]:
+        """The waits before retries, in order: of ``tool``'s retries, or of every retry."""
+        if tool is not None:
+            events = self.of("tool.retry", tool=tool)
+        else:
+            events = [e for e in self.events if e.type in _RETRY_TYPES]
+        return [e.delay for e in events if e.delay is not None]
+
+    def errors(self, tool: str | None = None) -> list[Event]:
+        """The ``tool.error`` and ``llm.error`` events (only ``tool``'s when given)."""
+        if tool is not None:
+            return self.of("tool.error", tool=tool)
+        return [e for e in self.events if e.type in ("tool.error", "llm.error")]
+
+    def assert_sequence(self, *expected: str) -> None:
+        """Assert that events labelled ``expected`` occur in this order (gaps allowed).
+
+        A label is ``"type"`` or ``"type:tool"``. On failure the message shows what was
+        expected, how far the match got, and the actual timeline.
+        """
+        position = 0
+        matched: list[int] = []
+        for index, event in enumerate(self.events):
+            if position == len(expected):
+                break
+            if _label_matches(expected[position], event):
+                matched.append(index)
+                position += 1
+        if position == len(expected):
+            return
+        lines = ["trace does not contain the expected sequence", "expected (in order):"]
+        for i, label in enumerate(expected):
+            mark = "ok " if i < position else ("-> " if i == position else "   ")
+            lines.append(f"  {mark}{label}")
+        lines.append(f"first missing: {expected[position]!r} (after {position} matched)")
+        lines.append("actual timeline:")
+        if not self.events:
+            lines.append("  (no events)")
+        for index, event in enumerate(self.events):
+            mark = "*" if index in matched else " "
+            lines.append(f"  {mark} {event.seq:3d} {event.label()}")
+        raise AssertionError("\n".join(lines))
+
+    # ------------------------------------------------------------------ output
+
+    def render(self) -> str:
+        """A human timeline: one line per event, each beginning with its type."""
+        return "\n".join(event.describe() for event in self.events)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The events as JSON (``{"events": [...]}``); `from_json` reads it back."""
+        payload = {"events": [e.model_dump(mode="json", exclude_none=True) for e in self.events]}
+        return json.dumps(payload, indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Trace:
+        """Rebuild a trace written by `to_json`."""
+        data = json.loads(text)
+        items = data["events"] if isinstance(data, dict) else data
+        return cls([Event.model_validate(item) for item in items])
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __getitem__(self, index: int) -> Event:
+        return self.events[index]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Trace) and self.events == other.events
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<Trace {len(self.events)} events>"
+
+
+def _label_matches(label: str, event: Event) -> bool:
+    kind, _, tool = label.partition(":")
+    if kind != event.type and not fnmatch.fnmatchcase(event.type, kind):
+        return False
+    return not tool or event.tool == tool
+
+
+# Traces that collect every event recorded in this context (the plugin's `trace` fixture).
+_collectors: ContextVar[tuple[Trace, ...]] = ContextVar("agentfaults_collectors", default=())
+
+
+class collecting:
+    """Also record every event of every run in this context into ``trace``."""
+
+    def __init__(self, trace: Trace) -> None:
+        self._trace = trace
+        self._token: object = None
+
+    def __enter__(self) -> Trace:
+        self._token = _collectors.set((*_collectors.get(), self._trace))
+        return self._trace
+
+    def __exit__(self, *exc_info: object) -> None:
+        _collectors.reset(self._token)  # type: ignore[arg-type]
+
+
+_run_ids = itertools.count(1)
+
+
+def new_run_id() -> str:
+    """A short id, unique in this process."""
+    return f"run-{next(_run_ids)}"
+
+
+class Recorder:
+    """Stamps and stores the events of one run, and tells observers and collectors."""
+
+    __slots__ = (
+        "_collectors",
+        "_observers",
+        "agent",
+        "clock",
+        "parent_run_id",
+        "run_id",
+        "start",
+        "trace",
+    )
+
+    def __init__(
+        self,
+        *,
+        agent: str,
+        clock: Clock,
+        trace: Trace | None = None,
+        observers: Sequence[Observer] = (),
+        parent: Recorder | None = None,
+    ) -> None:
+        self.agent = agent
+        self.clock = clock
+        self.run_id = new_run_id()
+        self.trace: Trace
+        self.start: float
+        if parent is not None:
+            # A nested run (a fixer) writes into its parent's trace, on the parent's time axis.
+            self.trace = parent.trace
+            self.start = parent.start
+            self.parent_run_id: str | None = parent.run_id
+            self._observers: tuple[Observer, ...] = (*parent._observers, *observers)
+            self._collectors: tuple[Trace, ...] = parent._collectors
+        else:
+            self.trace = trace if trace is not None else Trace()
+            self.start = clock.now()
+            self.parent_run_id = None
+            self._observers = tuple(observers)
+            self._collectors = _collectors.get()
+
+    def emit(self, type: str, /, **fields: Any) -> Event:
+        """Record one event now; returns it."""
+        if fields.get("detail"):
+            fields["detail"] = redact_text(fields["detail"])
+        if fields.get("reason"):
+            fields["reason"] = redact_text(fields["reason"])
+        trace = self.trace
+        event = Event.model_construct(
+            type=type,
+            seq=len(trace.events),
+            at=self.clock.now() - self.start,
+            run_id=self.run_id,
+            agent=self.agent,
+            parent_run_id=self.parent_run_id,
+            **fields,
+        )
+        trace.events.append(event)
+        for collector in self._collectors:
+            if collector is not trace:
+                collector.add(event)
+        for observer in self._observers:
+            try:
+                observer(event)
+            except Exception:
+                # An observer must never break a run; the failure is logged, not hidden.
+                logger.exception("observer %r raised on %s; the run goes on", observer, type)
+        return event

@@ -1,0 +1,1 @@
+"""Model clients and the `Model` protocol."""

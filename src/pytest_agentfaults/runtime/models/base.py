@@ -1,0 +1,167 @@
+"""Messages, requests, responses and the `Model` protocol every model client follows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.clock import Clock
+
+__all__ = [
+    "Message",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "Role",
+    "TokenUsage",
+    "ToolCall",
+    "ToolSpec",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """One tool call the model asked for. ``arguments`` is the raw JSON text it sent."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class Message(BaseModel):
+    """One chat message. A tool result is ``role="tool"`` with ``content`` as the model sees it."""
+
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        """A system message."""
+        return cls.model_construct(role="system", content=content, tool_calls=[])
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        """A user message."""
+        return cls.model_construct(role="user", content=content, tool_calls=[])
+
+    @classmethod
+    def assistant(cls, content: str = "", tool_calls: list[ToolCall] | None = None) -> Message:
+        """An assistant message, with tool calls when it asks for tools."""
+        return cls.model_construct(role="assistant", content=content, tool_calls=tool_calls or [])
+
+    @classmethod
+    def tool_result(cls, content: str, *, tool_call_id: str, name: str) -> Message:
+        """The result of one tool call, as fed back to the model."""
+        return cls.model_construct(
+            role="tool", content=content, tool_calls=[], tool_call_id=tool_call_id, name=name
+        )
+
+
+class ToolSpec(BaseModel):
+    """What the model is told about a tool: name, description, JSON schema of its arguments."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class TokenUsage(BaseModel):
+    """Tokens a model call consumed, when the provider says."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ModelResponse(BaseModel):
+    """What a model returned for one request: the assistant message and its metadata."""
+
+    message: Message
+    finish_reason: str | None = None
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    model: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The assistant's text."""
+        return self.message.content
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The tool calls the model asked for (empty for a final answer)."""
+        return self.message.tool_calls
+
+
+def _ignore_event(type: str, /, **fields: Any) -> None:
+    return None
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """One call to a model: the conversation so far and the tools on offer.
+
+    ``clock`` and ``emit`` come from the running agent: a model client waits through the
+    clock (transport backoff) and reports ``transport.retry`` events through ``emit``.
+    """
+
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    stream: bool = False
+    output_schema: dict[str, Any] | None = None
+    clock: Clock | None = None
+    emit: Callable[..., object] = _ignore_event
+    agent: str = ""
+
+    def snapshot(self) -> ModelRequest:
+        """A copy whose message list later turns of the run cannot change."""
+        return ModelRequest(
+            messages=list(self.messages),
+            tools=list(self.tools),
+            stream=self.stream,
+            output_schema=self.output_schema,
+            clock=self.clock,
+            emit=self.emit,
+            agent=self.agent,
+        )
+
+    @property
+    def last_message(self) -> Message | None:
+        """The newest message of the conversation (None when there is none)."""
+        return self.messages[-1] if self.messages else None
+
+    def tool_names(self) -> list[str]:
+        """The names of the tools on offer."""
+        return [spec.name for spec in self.tools]
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that can answer a `ModelRequest`, synchronously and asynchronously.
+
+    Raise the taxonomy's `ModelError` subclasses for failures so the runtime can tell a
+    503 from a bad key.
+    """
+
+    @property
+    def name(self) -> str:
+        """A short name for traces, such as ``"openai:gpt-4o-mini"``."""
+        ...
+
+    def request(self, request: ModelRequest) -> ModelResponse:
+        """Answer ``request``, blocking."""
+        ...
+
+    async def arequest(self, request: ModelRequest) -> ModelResponse:
+        """Answer ``request`` without blocking the event loop."""
+        ...

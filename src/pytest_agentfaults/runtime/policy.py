@@ -1,0 +1,282 @@
+"""Per-tool recovery: `OnError`, its actions, and which policy applies to a failure.
+
+```python
+@af.tool(on_error=af.OnError(invalid_args=af.fix(json_fixer),
+                             execution=af.retry(max_attempts=3, strategy="fixed")))
+def parse(json: str) -> dict: ...
+```
+
+Resolution priority, for each kind of failure: the tool's own ``on_error`` > the agent's
+``on_tool_error[name]`` > the agent's ``tool_defaults`` > `ResilienceConfig`
+(``tool_overrides[name]`` over the base fields). A timeout uses a level's ``timeout`` action,
+else that level's ``execution`` action, before looking at the next level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pytest_agentfaults.errors import UsageError, classify
+from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig, backoff_delay
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.agent import Agent
+
+__all__ = [
+    "Action",
+    "FailureKind",
+    "FeedBack",
+    "Fix",
+    "OnError",
+    "RaiseError",
+    "RespondWith",
+    "Retry",
+    "feed_back",
+    "fix",
+    "raise_error",
+    "resolve_action",
+    "respond_with",
+    "retry",
+]
+
+FailureKind = Literal["invalid_args", "execution", "timeout"]
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Run the tool again. ``max_attempts`` counts the original call.
+
+    Fields left ``None`` come from the `ResilienceConfig` in force. ``retry_on`` narrows what
+    is retried (exception types or a predicate); by default `classify` decides.
+    """
+
+    max_attempts: int = 3
+    strategy: str | None = None
+    base_delay: float | None = None
+    max_delay: float | None = None
+    jitter_factor: float | None = None
+    retry_on: tuple[type[BaseException], ...] | Callable[[BaseException], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
+            raise UsageError(f"retry(max_attempts={self.max_attempts!r}): give an int >= 1")
+        if self.max_attempts < 1:
+            raise UsageError(
+                f"retry(max_attempts={self.max_attempts}): max_attempts counts the original "
+                "call, so it must be >= 1 (1 means no retry)"
+            )
+        if self.strategy is not None:
+            normal = self.strategy.strip().lower()
+            if normal not in STRATEGIES:
+                raise UsageError(
+                    f"retry(strategy={self.strategy!r}): unknown strategy; use one of "
+                    f"{', '.join(STRATEGIES)}"
+                )
+            object.__setattr__(self, "strategy", normal)
+        for name in ("base_delay", "max_delay", "jitter_factor"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise UsageError(f"retry({name}={value!r}): must be >= 0")
+        if self.jitter_factor is not None and self.jitter_factor > 1:
+            raise UsageError(f"retry(jitter_factor={self.jitter_factor!r}): must be <= 1")
+        if (
+            self.base_delay is not None
+            and self.max_delay is not None
+            and self.max_delay < self.base_delay
+        ):
+            raise UsageError(
+                f"retry(base_delay={self.base_delay:g}, max_delay={self.max_delay:g}): "
+                "max_delay must be >= base_delay"
+            )
+
+    def should_retry(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is one this action retries."""
+        if self.retry_on is None:
+            return classify(exc).retryable
+        if isinstance(self.retry_on, tuple):
+            return isinstance(exc, self.retry_on)
+        return bool(self.retry_on(exc))
+
+    def delay(self, retry_number: int, config: ResilienceConfig, uniform: float) -> float:
+        """The wait before retry ``retry_number`` (1-based); unset fields from ``config``."""
+        base = config.base_delay if self.base_delay is None else self.base_delay
+        cap = config.max_delay if self.max_delay is None else self.max_delay
+        return backoff_delay(
+            self.strategy or config.strategy,
+            retry_number,
+            base_delay=base,
+            max_delay=max(cap, base) if self.max_delay is None else cap,
+            jitter_factor=config.jitter_factor
+            if self.jitter_factor is None
+            else self.jitter_factor,
+            uniform=uniform,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """Hand the failure to a fixer agent, which returns corrected arguments as JSON.
+
+    Up to ``retries`` rounds; a fixer that returns the same arguments ends the rounds.
+    """
+
+    agent: Agent
+    retries: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 1:
+            raise UsageError(f"fix(retries={self.retries!r}): give an int >= 1")
+        if not hasattr(self.agent, "_fixer_step"):
+            raise UsageError(
+                f"fix() needs an af.Agent (or af.Agent.from_function(...)), got {self.agent!r}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class FeedBack:
+    """Give the error payload to the model now, without retrying."""
+
+
+@dataclass(frozen=True, slots=True)
+class RaiseError:
+    """Let the error propagate out of the run."""
+
+
+@dataclass(frozen=True, slots=True)
+class RespondWith:
+    """Use ``value`` as the tool's result instead of the failure."""
+
+    value: Any = None
+
+
+Action = Retry | Fix | FeedBack | RaiseError | RespondWith
+_ACTIONS = (Retry, Fix, FeedBack, RaiseError, RespondWith)
+
+
+def retry(
+    max_attempts: int = 3,
+    *,
+    strategy: str | None = None,
+    base_delay: float | None = None,
+    max_delay: float | None = None,
+    jitter_factor: float | None = None,
+    retry_on: tuple[type[BaseException], ...]
+    | type[BaseException]
+    | Callable[[BaseException], bool]
+    | None = None,
+) -> Retry:
+    """Rerun the tool, up to ``max_attempts`` runs in all (the original call included)."""
+    if isinstance(retry_on, type):
+        retry_on = (retry_on,)
+    return Retry(max_attempts, strategy, base_delay, max_delay, jitter_factor, retry_on)
+
+
+def fix(agent: Agent, retries: int = 1) -> Fix:
+    """Hand the failure to ``agent`` (a fixer) for up to ``retries`` rounds."""
+    return Fix(agent, retries)
+
+
+def feed_back() -> FeedBack:
+    """Give the error to the model now."""
+    return FeedBack()
+
+
+def raise_error() -> RaiseError:
+    """Propagate the error out of ``run()``."""
+    return RaiseError()
+
+
+def respond_with(value: Any) -> RespondWith:
+    """Substitute ``value`` for the failed tool's result."""
+    return RespondWith(value)
+
+
+@dataclass(frozen=True, slots=True)
+class OnError:
+    """What to do when a tool fails, by kind of failure.
+
+    ``invalid_args``: the arguments failed the schema (or were not JSON);
+    ``execution``: the tool raised; ``timeout``: an attempt ran past its timeout
+    (falls back to ``execution`` when unset).
+    """
+
+    invalid_args: Action | None = None
+    execution: Action | None = None
+    timeout: Action | None = None
+
+    def __post_init__(self) -> None:
+        for slot in ("invalid_args", "execution", "timeout"):
+            value = getattr(self, slot)
+            if value is not None and not isinstance(value, _ACTIONS):
+                raise UsageError(
+                    f"OnError({slot}={value!r}): use af.retry(), af.fix(), af.feed_back(), "
+                    "af.raise_error() or af.respond_with()"
+                )
+        if isinstance(self.invalid_args, Retry):
+            raise UsageError(
+                "OnError(invalid_args=retry(...)): rerunning a call with the same invalid "
+                "arguments cannot succeed; use af.fix(fixer) or af.feed_back()"
+            )
+
+    def action_for(self, kind: FailureKind) -> Action | None:
+        """This policy's action for ``kind`` (a timeout falls back to ``execution``)."""
+        if kind == "timeout":
+            return self.timeout if self.timeout is not None else self.execution
+        if kind == "invalid_args":
+            return self.invalid_args
+        return self.execution
+
+
+_FEED_BACK = FeedBack()
+
+
+@dataclass(slots=True)
+class PolicySources:
+    """Where one tool's recovery policy can come from, most specific first.
+
+    ``config`` is the `ResilienceConfig` with the tool's overrides already applied.
+    """
+
+    levels: Sequence[OnError | None] = ()
+    config: ResilienceConfig = field(default_factory=ResilienceConfig)
+    _config_retry: Retry | None = None
+
+    def resolve(self, kind: FailureKind) -> Action:
+        """The action for a ``kind`` failure, by the resolution priority.
+
+        The same failure kind always resolves to the same action object, so attempts are
+        counted across the whole tool call.
+        """
+        for level in self.levels:
+            if level is None:
+                continue
+            action = level.action_for(kind)
+            if action is not None:
+                return action
+        if kind == "invalid_args":
+            # Invalid arguments are never retried blindly: the model must change them.
+            return _FEED_BACK
+        if self._config_retry is None:
+            self._config_retry = Retry(max_attempts=self.config.max_retries + 1)
+        return self._config_retry
+
+
+def resolve_action(kind: FailureKind, sources: PolicySources) -> Action:
+    """The action for a ``kind`` failure under ``sources`` (see `PolicySources.resolve`)."""
+    return sources.resolve(kind)
+
+
+def check_on_tool_error(value: Mapping[str, OnError] | None) -> dict[str, OnError]:
+    """Validate an agent's ``on_tool_error`` mapping."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise UsageError(
+            f"on_tool_error must map tool names to af.OnError(...), got {type(value).__name__}"
+        )
+    for name, policy in value.items():
+        if not isinstance(policy, OnError):
+            raise UsageError(f"on_tool_error[{name!r}] must be af.OnError(...), got {policy!r}")
+    return dict(value)
