@@ -340,13 +340,11 @@ def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, MalformedResponseError | ModelStreamError):
         # A bad answer may come out right when asked again; the stream is re-asked whole.
         return True
-    if isinstance(exc, PermissionError):
+    message = str(exc)
+    if isinstance(exc, PermissionError) or _AUTH_PATTERNS.search(message):
         return False
     if isinstance(exc, ConnectionError | TimeoutError | OSError | ModelTransportError):
         return True
-    message = str(exc)
-    if _AUTH_PATTERNS.search(message):
-        return False
     if _TRANSIENT_PATTERNS.search(message):
         # Many SDKs raise plain exceptions whose message is the only sign of a 503.
         return True

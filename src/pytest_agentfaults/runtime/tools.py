@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
 
@@ -74,6 +75,7 @@ class Tool(Generic[P, R]):
         name: str | None = None,
         description: str | None = None,
         on_error: OnError | None = None,
+        namespace: Mapping[str, Any] | None = None,
     ) -> None:
         if not callable(function):
             raise UsageError(f"@tool needs a function, got {function!r}")
@@ -88,12 +90,15 @@ class Tool(Generic[P, R]):
         self.description = description if description is not None else doc.strip()
         self.on_error = on_error
         self.is_async = inspect.iscoroutinefunction(function)
-        self._args_model, self._field_names = _arguments_model(function, self.name)
+        self._args_model, self._field_names = _arguments_model(function, self.name, namespace)
         self.parameters = _clean_schema(self._args_model.model_json_schema(by_alias=True))
         self._spec = ToolSpec(
             name=self.name, description=self.description, parameters=self.parameters
         )
         self.__doc__ = getattr(function, "__doc__", None)
+        self.__name__ = str(getattr(function, "__name__", self.name))
+        self.__qualname__ = str(getattr(function, "__qualname__", self.__name__))
+        self.__module__ = str(getattr(function, "__module__", __name__))
         self.__wrapped__ = function
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -187,11 +192,15 @@ def tool(
     The argument schema comes from the type hints (pydantic validates), the description
     from the docstring.
     """
+    # The caller's local names, so hints naming a class defined inside a function resolve.
+    caller = sys._getframe(1).f_locals  # noqa: SLF001
     if function is not None:
-        return Tool(function, name=name, description=description, on_error=on_error)
+        return Tool(
+            function, name=name, description=description, on_error=on_error, namespace=caller
+        )
 
     def decorate(fn: Callable[P, R]) -> Tool[P, R]:
-        return Tool(fn, name=name, description=description, on_error=on_error)
+        return Tool(fn, name=name, description=description, on_error=on_error, namespace=caller)
 
     return decorate
 
@@ -214,7 +223,7 @@ def render_result(result: Any) -> str:
 
 
 def _arguments_model(
-    function: Callable[..., Any], tool_name: str
+    function: Callable[..., Any], tool_name: str, namespace: Mapping[str, Any] | None = None
 ) -> tuple[type[BaseModel], dict[str, str]]:
     """A pydantic model of the function's parameters.
 
@@ -226,7 +235,7 @@ def _arguments_model(
     except (TypeError, ValueError) as exc:
         raise UsageError(f"tool {tool_name!r}: cannot read the signature of {function!r}") from exc
     try:
-        hints = get_type_hints(function, include_extras=True)
+        hints = get_type_hints(function, localns=dict(namespace or {}), include_extras=True)
     except Exception as exc:
         raise UsageError(
             f"tool {tool_name!r}: its type hints cannot be resolved ({exc}); "

@@ -1,0 +1,32 @@
+"""The test kit: scripted models and steps for proving that an agent recovers.
+
+```python
+from pytest_agentfaults.testing import ScriptedModel, call_tool, fail, say
+
+model = ScriptedModel([call_tool("fetch", url="https://x.test"), fail.http(503), say("done")])
+```
+
+Everything here may import the runtime, and never imports pytest.
+"""
+
+from pytest_agentfaults.testing.scripted import (
+    ScriptedModel,
+    ScriptExhaustedError,
+    Step,
+    call_tool,
+    call_tools,
+    fail,
+    malformed,
+    say,
+)
+
+__all__ = [
+    "ScriptExhaustedError",
+    "ScriptedModel",
+    "Step",
+    "call_tool",
+    "call_tools",
+    "fail",
+    "malformed",
+    "say",
+]

@@ -1,0 +1,52 @@
+"""The public surface: __all__ sorted and complete, version from metadata, py.typed."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.resources
+import inspect
+
+import pytest
+
+import pytest_agentfaults as af
+import pytest_agentfaults.runtime as runtime
+import pytest_agentfaults.testing as testing
+
+
+@pytest.mark.parametrize("module", [af, runtime, testing])
+def test_all_is_sorted(module):
+    assert module.__all__ == sorted(module.__all__)
+
+
+@pytest.mark.parametrize("module", [af, runtime, testing])
+def test_every_name_in_all_exists_and_is_documented(module):
+    for name in module.__all__:
+        value = getattr(module, name)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            assert inspect.getdoc(value), f"{module.__name__}.{name} has no docstring"
+
+
+def test_everything_the_runtime_and_kit_export_is_reexported_at_the_top():
+    assert set(runtime.__all__) <= set(af.__all__)
+    assert set(testing.__all__) <= set(af.__all__)
+
+
+def test_public_names_of_the_top_level_are_all_in_all():
+    public = {n for n in dir(af) if not n.startswith("_")}
+    modules = {n for n in public if inspect.ismodule(getattr(af, n))}
+    assert public - modules - {"annotations", "importlib", "TYPE_CHECKING", "Any"} <= set(
+        af.__all__
+    )
+
+
+def test_version_equals_the_installed_metadata():
+    assert af.__version__ == importlib.metadata.version("pytest-agentfaults")
+
+
+def test_package_is_typed():
+    assert importlib.resources.files("pytest_agentfaults").joinpath("py.typed").is_file()
+
+
+def test_plugin_entry_point_is_registered():
+    points = importlib.metadata.entry_points(group="pytest11")
+    assert any(p.name == "agentfaults" and p.value == "pytest_agentfaults.plugin" for p in points)
