@@ -325,7 +325,9 @@ def _kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
         return "exception", False
     if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | BudgetExceededError):
         return "aborted", False
-    if isinstance(exc, UsageError):
+    if isinstance(exc, UsageError | AssertionError):
+        # A developer's or a test's mistake (an exhausted script, an unmatched mock):
+        # retrying it would only hide it.
         return "exception", False
     if isinstance(explicit, bool):
         return "runtime", explicit

@@ -363,6 +363,11 @@ def _standalone(
 # ---------------------------------------------------------------------------- one run
 
 
+# Never handled by a recovery policy: budget caps, and mistakes of the developer or the test
+# (a UsageError, an exhausted script or unmatched mock raising AssertionError).
+_PASS_THROUGH = (BudgetExceededError, UsageError, AssertionError)
+
+
 class _Cancelled(Exception):
     """The run's CancelToken was cancelled during a wait."""
 
@@ -450,7 +455,8 @@ class _Run:
             raise
 
     def finish(self, status: RunStatus, output: Any) -> RunResult:
-        self.rec.emit("run.end", status=status, detail=_preview(render_result(output)))
+        shown = None if output is None else _preview(render_result(output))
+        self.rec.emit("run.end", status=status, detail=shown)
         return RunResult(
             output=output,
             status=status,
@@ -492,7 +498,7 @@ class _Run:
             self.check_budget("max_llm_calls", self.usage.llm_calls)
             try:
                 response = yield from self.call_model(agent.model, attempt)  # type: ignore[arg-type]
-            except (BudgetExceededError, KeyboardInterrupt):
+            except _PASS_THROUGH:
                 raise
             except Exception as exc:
                 decision = self.decide(exc, attempt)
@@ -567,7 +573,7 @@ class _Run:
         )
         try:
             return (yield from self.call_model(model, 1))
-        except (BudgetExceededError, KeyboardInterrupt):
+        except _PASS_THROUGH:
             raise
         except Exception:
             raise primary_error from None
@@ -612,10 +618,7 @@ class _Run:
             return _Outcome(_payload(name, error, 0), error=error)
 
         config = agent.resilience.for_tool(name)
-        sources = PolicySources(
-            levels=(tool.on_error, agent.on_tool_error.get(name), agent.tool_defaults),
-            config=config,
-        )
+        sources: PolicySources | None = None  # built on the first failure only
         raw = call.arguments
         attempts = 0
         used: dict[int, int] = {}
@@ -662,7 +665,7 @@ class _Run:
                     if builtin:
                         raise
                     return self.escalated(name, call, exc, attempts)
-                except (BudgetExceededError, KeyboardInterrupt, GeneratorExit):
+                except _PASS_THROUGH:
                     raise
                 except Exception as exc:
                     rec.emit(
@@ -699,6 +702,11 @@ class _Run:
                     )
                     return _Outcome(content, value=result, attempts=attempts)
 
+            if sources is None:
+                sources = PolicySources(
+                    levels=(tool.on_error, agent.on_tool_error.get(name), agent.tool_defaults),
+                    config=config,
+                )
             action = sources.resolve(kind)
             step = yield from self.recover(
                 action, kind, failure, tool, call, raw, attempts, used, config
@@ -803,7 +811,7 @@ class _Run:
                 error=ErrorRecord.from_exception(exc),
             )
             raise
-        except (BudgetExceededError, KeyboardInterrupt, GeneratorExit):
+        except _PASS_THROUGH:
             raise
         except Exception as exc:
             rec.emit(

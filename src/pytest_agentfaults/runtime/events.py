@@ -146,6 +146,32 @@ class Event(BaseModel):
 
 Observer = Callable[[Event], object]
 
+_EVENT_DEFAULTS: Final[dict[str, Any]] = {
+    name: info.default for name, info in Event.model_fields.items()
+}
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+
+
+def _build_event(fields: dict[str, Any]) -> Event:
+    """An `Event` from trusted fields, without validation: recording is on the hot path.
+
+    Equivalent to ``Event.model_construct(**fields)`` at a third of the cost.
+    """
+    values = dict(_EVENT_DEFAULTS)
+    extra: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key in values:
+            values[key] = value
+        else:
+            extra[key] = value
+    event = _new_object(Event)
+    _set_attribute(event, "__dict__", values)
+    _set_attribute(event, "__pydantic_fields_set__", set(fields))
+    _set_attribute(event, "__pydantic_extra__", extra)
+    _set_attribute(event, "__pydantic_private__", None)
+    return event
+
 
 class Trace:
     """An ordered list of events with questions a test asks of it."""
@@ -359,20 +385,20 @@ class Recorder:
 
     def emit(self, type: str, /, **fields: Any) -> Event:
         """Record one event now; returns it."""
-        if fields.get("detail"):
-            fields["detail"] = redact_text(fields["detail"])
-        if fields.get("reason"):
-            fields["reason"] = redact_text(fields["reason"])
+        detail = fields.get("detail")
+        if detail:
+            fields["detail"] = redact_text(detail)
+        reason = fields.get("reason")
+        if reason:
+            fields["reason"] = redact_text(reason)
         trace = self.trace
-        event = Event.model_construct(
-            type=type,
-            seq=len(trace.events),
-            at=self.clock.now() - self.start,
-            run_id=self.run_id,
-            agent=self.agent,
-            parent_run_id=self.parent_run_id,
-            **fields,
-        )
+        fields["type"] = type
+        fields["seq"] = len(trace.events)
+        fields["at"] = self.clock.now() - self.start
+        fields["run_id"] = self.run_id
+        fields["agent"] = self.agent
+        fields["parent_run_id"] = self.parent_run_id
+        event = _build_event(fields)
         trace.events.append(event)
         for collector in self._collectors:
             if collector is not trace:

@@ -93,6 +93,7 @@ DEFAULT_RETRY_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504, 529})
 DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)
 _EXCERPT: Final = 200
 _STREAM_KEEP: Final = 2000
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 # --------------------------------------------------------------------------- translation
@@ -418,8 +419,17 @@ class StreamBrokenError(Exception):
     """A stream ended early or reported an error mid-way; becomes `ModelStreamError`."""
 
 
-def decode_json(raw: bytes, content_type: str) -> Any:
-    """Parse a response body as JSON, saying precisely what is wrong when it is not."""
+def decode_json(raw: bytes, content_type: str | Callable[[], str]) -> Any:
+    """Parse a response body as JSON, saying precisely what is wrong when it is not.
+
+    ``content_type`` (or a function returning it, read only on failure) goes in the message.
+    """
+    try:
+        return json.loads(raw)
+    except ValueError:
+        pass
+    if not isinstance(content_type, str):
+        content_type = content_type()
     try:
         return json.loads(raw)
     except UnicodeDecodeError as exc:
@@ -719,8 +729,8 @@ class HTTPModel:
         "_base_url",
         "_client",
         "_extra_body",
-        "_headers",
         "_has_key",
+        "_headers",
         "_model",
         "_name",
         "_owns_async",
@@ -939,7 +949,7 @@ class HTTPModel:
         payload = self._payload(request)
         if self._extra_body:
             payload.update(self._extra_body)
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+        return _ENCODER.encode(payload).encode()
 
     def _post_sync(
         self, client: httpx.Client, content: bytes, request: ModelRequest
@@ -1028,7 +1038,9 @@ class HTTPModel:
             decoder.end_of_input()
         except WireFormatError:
             # The body stopped in the middle of an event: that is truncation, not bad JSON.
-            raise self._broken("truncated stream: it ended in the middle of an event", lines)
+            raise self._broken(
+                "truncated stream: it ended in the middle of an event", lines
+            ) from None
         except StreamBrokenError as exc:
             raise self._broken(str(exc), lines) from None
         try:
@@ -1061,9 +1073,8 @@ class HTTPModel:
                 hint=self._hint(response),
                 scrub=self._scrub,
             )
-        content_type = response.headers.get("content-type", "")
         try:
-            data = decode_json(body, content_type)
+            data = decode_json(body, lambda: response.headers.get("content-type", ""))
             return self._parse(data, request)
         except WireFormatError as exc:
             text = body.decode("utf-8", "replace")

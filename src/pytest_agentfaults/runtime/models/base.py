@@ -47,24 +47,22 @@ class Message(BaseModel):
     @classmethod
     def system(cls, content: str) -> Message:
         """A system message."""
-        return cls.model_construct(role="system", content=content, tool_calls=[])
+        return cls(role="system", content=content)
 
     @classmethod
     def user(cls, content: str) -> Message:
         """A user message."""
-        return cls.model_construct(role="user", content=content, tool_calls=[])
+        return cls(role="user", content=content)
 
     @classmethod
     def assistant(cls, content: str = "", tool_calls: list[ToolCall] | None = None) -> Message:
         """An assistant message, with tool calls when it asks for tools."""
-        return cls.model_construct(role="assistant", content=content, tool_calls=tool_calls or [])
+        return cls(role="assistant", content=content, tool_calls=tool_calls or [])
 
     @classmethod
     def tool_result(cls, content: str, *, tool_call_id: str, name: str) -> Message:
         """The result of one tool call, as fed back to the model."""
-        return cls.model_construct(
-            role="tool", content=content, tool_calls=[], tool_call_id=tool_call_id, name=name
-        )
+        return cls(role="tool", content=content, tool_call_id=tool_call_id, name=name)
 
 
 class ToolSpec(BaseModel):

@@ -153,8 +153,7 @@ class OpenAIModel(HTTPModel):
         if text is None:
             text = opt_str(message, "refusal", where) or ""
         calls = [
-            _tool_call(as_object(item, f"{where}.tool_calls[{i}]"), f"{where}.tool_calls[{i}]")
-            for i, item in enumerate(opt_list(message, "tool_calls", where))
+            _tool_call(item, i) for i, item in enumerate(opt_list(message, "tool_calls", where))
         ]
         usage = body.get("usage")
         usage = usage if isinstance(usage, dict) else None
@@ -227,12 +226,13 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def _tool_call(item: dict[str, Any], where: str) -> ToolCall:
-    function = get_object(item, "function", where)
+def _tool_call(item: Any, index: int) -> ToolCall:
+    where = f"response.choices[0].message.tool_calls[{index}]"
+    function = get_object(as_object(item, where), "function", where)
     return ToolCall(
         id=get_str(item, "id", where),
-        name=get_str(function, "name", f"{where}.function"),
-        arguments=arguments_text(function.get("arguments"), f"{where}.function.arguments"),
+        name=get_str(function, "name", where + ".function"),
+        arguments=arguments_text(function.get("arguments"), where + ".function.arguments"),
     )
 
 

@@ -62,15 +62,15 @@ def resolve_model(spec: str | Model) -> Model:
 def _factory(prefix: str) -> Callable[[str], Model] | None:
     # Imported here so that importing the runtime does not import every client.
     if prefix == "openai":
-        from pytest_agentfaults.runtime.models.openai import OpenAIModel
+        from pytest_agentfaults.runtime.models.openai import OpenAIModel  # noqa: PLC0415
 
         return OpenAIModel
     if prefix == "anthropic":
-        from pytest_agentfaults.runtime.models.anthropic import AnthropicModel
+        from pytest_agentfaults.runtime.models.anthropic import AnthropicModel  # noqa: PLC0415
 
         return AnthropicModel
     if prefix == "ollama":
-        from pytest_agentfaults.runtime.models.ollama import OllamaModel
+        from pytest_agentfaults.runtime.models.ollama import OllamaModel  # noqa: PLC0415
 
         return OllamaModel
     return None

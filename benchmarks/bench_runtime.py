@@ -1,0 +1,177 @@
+"""Runtime core benchmarks, side by side with the peers, in ONE process.
+
+Run:  python benchmarks/bench_runtime.py        (needs the `bench` extra)
+
+1. An agent run with one tool call over two scripted turns, vs pydantic-ai's FunctionModel
+   on the same scenario.
+2. A tool call through the recovery layer on the happy path, vs tenacity's @retry on the
+   same function.
+3. A run whose backoff schedule totals 10 minutes, on the virtual clock (wall time).
+
+Figures are medians of several repeats; what matters is the ratio, measured in one run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import timeit
+from collections.abc import Callable
+
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool, say
+from pytest_agentfaults.runtime import _loop
+from pytest_agentfaults.runtime._loop import Attempt
+from pytest_agentfaults.runtime.agent import CancelToken, _Run
+from pytest_agentfaults.runtime.events import Recorder
+from pytest_agentfaults.runtime.models.base import ToolCall
+
+
+def per_call_us(fn: Callable[[], object], number: int, repeat: int = 7) -> float:
+    fn()  # warm up
+    times = timeit.repeat(fn, number=number, repeat=repeat)
+    return statistics.median(times) / number * 1e6
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+# --------------------------------------------------------------------------- 1. agent run
+
+
+def ours_agent_run() -> Callable[[], object]:
+    model = ScriptedModel([call_tool("add", a=1, b=2), say("3")])
+    agent = af.Agent("bot", model=model, tools=[af.tool(add)], clock=af.VirtualClock())
+
+    def run() -> object:
+        model.reset()
+        result = agent.run("what is 1 + 2?")
+        assert result.output == "3"
+        return result
+
+    return run
+
+
+def pydantic_ai_agent_run() -> Callable[[], object]:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def respond(messages: list, info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("add", {"a": 1, "b": 2})])
+        return ModelResponse(parts=[TextPart("3")])
+
+    agent = Agent(FunctionModel(respond))
+    agent.tool_plain(add)
+
+    def run() -> object:
+        result = agent.run_sync("what is 1 + 2?")
+        assert result.output == "3"
+        return result
+
+    return run
+
+
+# --------------------------------------------------------------------------- 2. recovery layer
+
+
+def ours_recovery_layer() -> tuple[Callable[[], object], Callable[[], object]]:
+    """One tool attempt through the recovery loop (policy, attempt, timeout check).
+
+    Real time, as tenacity uses: the clock is read before and after the attempt.
+    """
+    tool = af.tool(add)
+    clock = af.RealClock()
+    agent = af.Agent("bot", tools=[tool], clock=clock)
+    run = _Run(agent, [], Recorder(agent="bot", clock=clock), CancelToken())
+    kwargs = {"a": 1, "b": 2}
+
+    def attempt_steps():  # the policy loop around one happy attempt, minus validation
+        result = yield Attempt(tool, kwargs, 60.0, clock)
+        return result
+
+    def through_layer() -> object:
+        return _loop.drive(attempt_steps())
+
+    call = ToolCall(id="c1", name="add", arguments='{"a": 1, "b": 2}')
+
+    def whole_tool_call() -> object:  # + argument validation + two trace events
+        run.rec.trace.events.clear()
+        return _loop.drive(run.tool_call(call))
+
+    return through_layer, whole_tool_call
+
+
+def tenacity_retry() -> Callable[[], object]:
+    from tenacity import retry, stop_after_attempt, wait_exponential_jitter
+
+    wrapped = retry(stop=stop_after_attempt(4), wait=wait_exponential_jitter())(add)
+    return lambda: wrapped(1, 2)
+
+
+# --------------------------------------------------------------------------- 3. ten minutes
+
+
+def ten_minutes_of_backoff() -> tuple[float, float]:
+    failures = {"left": 10}
+
+    @af.tool
+    def flaky() -> str:
+        """Fails ten times."""
+        if failures["left"]:
+            failures["left"] -= 1
+            raise ConnectionError("reset")
+        return "ok"
+
+    clock = af.VirtualClock()
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([call_tool("flaky"), say("done")]),
+        tools=[flaky],
+        clock=clock,
+        resilience=af.ResilienceConfig(max_retries=10, strategy="fixed", base_delay=60),
+    )
+    start = time.perf_counter()
+    result = agent.run("go")
+    wall = time.perf_counter() - start
+    assert result.output == "done"
+    return clock.total_slept, wall
+
+
+def main() -> None:
+    print("pytest-agentfaults runtime benchmarks (median per call)\n")
+    ours = per_call_us(ours_agent_run(), 2000)
+    theirs = per_call_us(pydantic_ai_agent_run(), 200)
+    print("1. agent run, one tool call over two scripted turns")
+    print(f"   pytest-agentfaults        {ours:9.1f} us   (target <= 100 us)")
+    print(f"   pydantic-ai FunctionModel {theirs:9.1f} us")
+    print(f"   ratio                     {theirs / ours:9.1f}x faster (target >= 30x)\n")
+
+    direct = per_call_us(lambda: add(1, 2), 200_000)
+    layer, whole = ours_recovery_layer()
+    layer_us = per_call_us(layer, 50_000)
+    whole_us = per_call_us(whole, 20_000)
+    ten = per_call_us(tenacity_retry(), 20_000)
+    print("2. tool call on the happy path")
+    print(f"   plain function call       {direct:9.2f} us")
+    print(
+        f"   through the recovery layer{layer_us:9.2f} us  (+{layer_us - direct:.2f} us; target <= 2)"
+    )
+    print(f"   + validation and events   {whole_us:9.2f} us")
+    print(f"   tenacity @retry           {ten:9.2f} us  (+{ten - direct:.2f} us)")
+    print(
+        f"   ratio of added cost       {(ten - direct) / (layer_us - direct):9.1f}x cheaper "
+        "than tenacity (target >= 10x)\n"
+    )
+
+    slept, wall = ten_minutes_of_backoff()
+    print("3. a run whose backoff totals 10 minutes, on the virtual clock")
+    print(f"   virtual time slept        {slept:9.0f} s")
+    print(f"   wall time                 {wall * 1e3:9.2f} ms  (target < 5 ms)")
+
+
+if __name__ == "__main__":
+    main()
