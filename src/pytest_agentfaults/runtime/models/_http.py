@@ -566,9 +566,11 @@ def arguments_object(text: str) -> dict[str, Any]:
 
 
 class LineBuffer:
-    """Cuts a byte stream into text lines, each decoded as strict UTF-8.
+    r"""Cuts a byte stream into text lines, each decoded as strict UTF-8.
 
-    Keeps the first and the last 2,000 bytes it saw, for error messages.
+    Lines end in ``\n`` or ``\r\n`` (what SSE and NDJSON servers send; a lone ``\r`` is
+    not a line end here). Splitting bytes before decoding keeps a character that straddles
+    two chunks whole. Keeps the first and the last 2,000 bytes it saw, for error messages.
     """
 
     __slots__ = ("_pending", "head", "lines", "size", "tail")
@@ -697,7 +699,7 @@ def check_base_url(value: str, *, cls: str, source: str, example: str) -> str:
             f"{cls}: {source}={value!r} is not a URL ({exc}); use e.g. {example!r}"
         ) from None
     if url.scheme not in ("http", "https") or not url.host:
-        if "://" not in text:
+        if "://" not in value:
             raise UsageError(
                 f"{cls}: {source}={value!r} has no scheme; write it with http:// or https://, "
                 f"e.g. {'https://' + text if '.' in text.split('/')[0] else example!r}"
@@ -1084,8 +1086,10 @@ class HTTPModel:
         status = response.status_code
         if status in (401, 403):
             if not self._has_key:
-                return f"no API key was sent: set {self.key_env} or pass api_key="
-            return f"check the API key ({self.key_env} or api_key=) and its permissions"
+                fix = f"set {self.key_env} or pass api_key=" if self.key_env else "pass api_key="
+                return f"no API key was sent: {fix}"
+            where = f"{self.key_env} or api_key=" if self.key_env else "api_key="
+            return f"check the API key ({where}) and its permissions"
         if status == 404:
             return "check base_url and the model name"
         if 300 <= status < 400:

@@ -72,7 +72,7 @@ class OllamaModel(HTTPModel):
 
     provider = "ollama"
     sse = False
-    key_env = "OLLAMA_API_KEY"
+    key_env = ""  # Ollama reads no key from the environment
 
     __slots__ = ()
 

@@ -10,7 +10,8 @@ Wire format (POST ``{base_url}/chat/completions``): ``messages`` with ``system``
 / ``assistant`` (``tool_calls``) / ``tool`` (``tool_call_id``) roles, ``tools`` as
 ``{"type": "function", "function": {...}}``; a streamed answer is server-sent events of
 ``chat.completion.chunk`` objects ending with ``data: [DONE]``, tool-call arguments arriving
-in fragments keyed by ``index``.
+in fragments keyed by ``index``. A refusal (``message.refusal`` with no content) is
+reported as its text with ``finish_reason="refusal"``, which the agent treats as blocked.
 """
 
 from __future__ import annotations
@@ -150,16 +151,18 @@ class OpenAIModel(HTTPModel):
         message = get_object(choice, "message", "response.choices[0]")
         where = "response.choices[0].message"
         text = opt_str(message, "content", where)
-        if text is None:
-            text = opt_str(message, "refusal", where) or ""
+        finish = opt_str(choice, "finish_reason", "response.choices[0]")
+        refusal = opt_str(message, "refusal", where)
+        if not text and refusal:
+            text, finish = refusal, "refusal"
         calls = [
             _tool_call(item, i) for i, item in enumerate(opt_list(message, "tool_calls", where))
         ]
         usage = body.get("usage")
         usage = usage if isinstance(usage, dict) else None
         return ModelResponse(
-            message=Message.assistant(text, calls),
-            finish_reason=opt_str(choice, "finish_reason", "response.choices[0]"),
+            message=Message.assistant(text or "", calls),
+            finish_reason=finish,
             usage=TokenUsage(
                 input_tokens=count(usage, "prompt_tokens"),
                 output_tokens=count(usage, "completion_tokens"),
@@ -248,12 +251,23 @@ class _PartialCall:
 class _ChunkStream:
     """Assembles ``chat.completion.chunk`` events into one `ModelResponse`."""
 
-    __slots__ = ("_calls", "_done", "_events", "_finish", "_model", "_sse", "_text", "_usage")
+    __slots__ = (
+        "_calls",
+        "_done",
+        "_events",
+        "_finish",
+        "_model",
+        "_refusal",
+        "_sse",
+        "_text",
+        "_usage",
+    )
 
     def __init__(self, model: str) -> None:
         self._sse = SSEDecoder()
         self._model = model
         self._text: list[str] = []
+        self._refusal: list[str] = []
         self._calls: dict[int, _PartialCall] = {}
         self._finish: str | None = None
         self._usage: dict[str, Any] | None = None
@@ -302,7 +316,7 @@ class _ChunkStream:
                 self._text.append(piece)
             refusal = delta.get("refusal")
             if isinstance(refusal, str):
-                self._text.append(refusal)
+                self._refusal.append(refusal)
             for position, item in enumerate(opt_list(delta, "tool_calls", f"{where}.delta")):
                 self._on_tool_delta(as_object(item, f"{where}.delta.tool_calls[]"), position)
         finish = choice.get("finish_reason")
@@ -344,9 +358,12 @@ class _ChunkStream:
                     arguments="".join(partial.arguments) or "{}",
                 )
             )
+        text, finish = "".join(self._text), self._finish
+        if not text and self._refusal:
+            text, finish = "".join(self._refusal), "refusal"
         return ModelResponse(
-            message=Message.assistant("".join(self._text), calls),
-            finish_reason=self._finish,
+            message=Message.assistant(text, calls),
+            finish_reason=finish,
             usage=TokenUsage(
                 input_tokens=count(self._usage, "prompt_tokens"),
                 output_tokens=count(self._usage, "completion_tokens"),
