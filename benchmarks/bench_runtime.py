@@ -7,6 +7,7 @@ Run:  python benchmarks/bench_runtime.py        (needs the `bench` extra)
 2. A tool call through the recovery layer on the happy path, vs tenacity's @retry on the
    same function.
 3. A run whose backoff schedule totals 10 minutes, on the virtual clock (wall time).
+4. A fixer round with a function fixer, vs the same run without the fault.
 
 Figures are medians of several repeats; what matters is the ratio, measured in one run.
 """
@@ -19,7 +20,7 @@ import timeit
 from collections.abc import Callable
 
 import pytest_agentfaults as af
-from pytest_agentfaults import ScriptedModel, call_tool, say
+from pytest_agentfaults import ScriptedModel, call_tool, malformed, say
 from pytest_agentfaults.runtime import _loop
 from pytest_agentfaults.runtime._loop import Attempt
 from pytest_agentfaults.runtime.agent import CancelToken, _Run
@@ -141,6 +142,31 @@ def ten_minutes_of_backoff() -> tuple[float, float]:
     return clock.total_slept, wall
 
 
+# --------------------------------------------------------------------------- 4. fixer round
+
+
+def fixer_runs() -> tuple[Callable[[], object], Callable[[], object]]:
+    fixer = af.Agent.from_function("quote-keys", lambda raw: '{"a": 1, "b": 2}')
+    tool = af.tool(on_error=af.OnError(invalid_args=af.fix(fixer)))(add)
+    clean = ScriptedModel([call_tool("add", a=1, b=2), say("3")])
+    faulty = ScriptedModel([malformed.tool_args("{a: 1, b: 2}", tool="add"), say("3")])
+    clock = af.VirtualClock()
+    clean_agent = af.Agent("bot", model=clean, tools=[tool], clock=clock)
+    faulty_agent = af.Agent("bot", model=faulty, tools=[tool], clock=clock)
+
+    def without_fault() -> object:
+        clean.reset()
+        return clean_agent.run("x")
+
+    def with_fixer_round() -> object:
+        faulty.reset()
+        result = faulty_agent.run("x")
+        assert result.usage.fixer_calls == 1
+        return result
+
+    return without_fault, with_fixer_round
+
+
 def main() -> None:
     print("pytest-agentfaults runtime benchmarks (median per call)\n")
     ours = per_call_us(ours_agent_run(), 2000)
@@ -170,7 +196,14 @@ def main() -> None:
     slept, wall = ten_minutes_of_backoff()
     print("3. a run whose backoff totals 10 minutes, on the virtual clock")
     print(f"   virtual time slept        {slept:9.0f} s")
-    print(f"   wall time                 {wall * 1e3:9.2f} ms  (target < 5 ms)")
+    print(f"   wall time                 {wall * 1e3:9.2f} ms  (target < 5 ms)\n")
+
+    without, with_round = fixer_runs()
+    base = per_call_us(without, 2000)
+    fixed = per_call_us(with_round, 2000)
+    print("4. a fixer round with a function fixer")
+    print(f"   run without the fault     {base:9.1f} us")
+    print(f"   same run, one fixer round {fixed:9.1f} us  (+{fixed - base:.1f} us; target <= 20)")
 
 
 if __name__ == "__main__":

@@ -51,7 +51,9 @@ from pytest_agentfaults.runtime import (
     Clock,
     ErrorRecord,
     Event,
+    FirstOf,
     LlmErrorDecision,
+    Loop,
     Message,
     Model,
     ModelRequest,
@@ -60,6 +62,7 @@ from pytest_agentfaults.runtime import (
     RealClock,
     ResilienceConfig,
     RunResult,
+    Speculative,
     TokenUsage,
     Tool,
     ToolCall,
@@ -69,14 +72,21 @@ from pytest_agentfaults.runtime import (
     Usage,
     VirtualClock,
     feed_back,
+    first_of,
     fix,
     raise_error,
     respond_with,
     retry,
+    speculative,
     tool,
 )
 
 if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.models._http import TransportRetry
+    from pytest_agentfaults.runtime.models.anthropic import AnthropicModel
+    from pytest_agentfaults.runtime.models.ollama import OllamaModel
+    from pytest_agentfaults.runtime.models.openai import OpenAIModel
+    from pytest_agentfaults.runtime.models.resolve import resolve_model
     from pytest_agentfaults.testing import (
         ScriptedModel,
         ScriptExhaustedError,
@@ -90,6 +100,11 @@ if TYPE_CHECKING:
 
 # name -> module that defines it; imported on first attribute access.
 _LAZY: dict[str, str] = {
+    "AnthropicModel": "pytest_agentfaults.runtime.models.anthropic",
+    "OllamaModel": "pytest_agentfaults.runtime.models.ollama",
+    "OpenAIModel": "pytest_agentfaults.runtime.models.openai",
+    "TransportRetry": "pytest_agentfaults.runtime.models._http",
+    "resolve_model": "pytest_agentfaults.runtime.models.resolve",
     "ScriptExhaustedError": "pytest_agentfaults.testing",
     "ScriptedModel": "pytest_agentfaults.testing",
     "Step": "pytest_agentfaults.testing",
@@ -103,6 +118,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "Agent",
     "AgentFaultsError",
+    "AnthropicModel",
     "Budget",
     "BudgetExceededError",
     "CancelToken",
@@ -111,8 +127,10 @@ __all__ = [
     "ErrorRecord",
     "EscalationError",
     "Event",
+    "FirstOf",
     "InvalidArgsError",
     "LlmErrorDecision",
+    "Loop",
     "MalformedResponseError",
     "Message",
     "Model",
@@ -125,7 +143,9 @@ __all__ = [
     "ModelStreamError",
     "ModelTimeoutError",
     "ModelTransportError",
+    "OllamaModel",
     "OnError",
+    "OpenAIModel",
     "RateLimitError",
     "RealClock",
     "ResilienceConfig",
@@ -133,6 +153,7 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedModel",
     "Severity",
+    "Speculative",
     "Step",
     "TokenUsage",
     "Tool",
@@ -143,6 +164,7 @@ __all__ = [
     "ToolSpec",
     "ToolTimeoutError",
     "Trace",
+    "TransportRetry",
     "UnknownToolError",
     "Usage",
     "UsageError",
@@ -153,12 +175,15 @@ __all__ = [
     "classify",
     "fail",
     "feed_back",
+    "first_of",
     "fix",
     "malformed",
     "raise_error",
+    "resolve_model",
     "respond_with",
     "retry",
     "say",
+    "speculative",
     "tool",
 ]
 

@@ -309,11 +309,12 @@ def classify(exc: BaseException | ToolFailure, *, tool: str | None = None) -> Er
     ```
     """
     name = tool or getattr(exc, "tool", None)
-    kind, retryable = _kind_and_retryable(exc)
+    kind, retryable = kind_and_retryable(exc)
     return ErrorInfo(kind, retryable, _recommend(exc, kind, retryable, name))
 
 
-def _kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
+def kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
+    """`classify` without the recommendations: the kind and retryability only."""
     if not isinstance(exc, BaseException):
         return "logical", False  # a ToolFailure: an expected business failure
     explicit = getattr(exc, "retryable", None)

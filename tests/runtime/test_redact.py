@@ -52,3 +52,8 @@ def test_credential_headers_are_blanked():
         "content-type": "application/json",
         "x-stainless-retry-count": "1",
     }
+
+
+def test_rate_limit_headers_that_count_tokens_are_kept():
+    headers = redact_headers({"x-ratelimit-remaining-tokens": "9000", "x-auth-token": "abc"})
+    assert headers == {"x-ratelimit-remaining-tokens": "9000", "x-auth-token": REDACTED}

@@ -8,11 +8,13 @@ from pytest_agentfaults.runtime.agent import (
     Agent,
     Budget,
     CancelToken,
+    Loop,
     RunResult,
     Usage,
 )
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
 from pytest_agentfaults.runtime.clock import Clock, RealClock, VirtualClock
+from pytest_agentfaults.runtime.combinators import FirstOf, Speculative, first_of, speculative
 from pytest_agentfaults.runtime.decisions import LlmErrorDecision
 from pytest_agentfaults.runtime.events import ErrorRecord, Event, Trace
 from pytest_agentfaults.runtime.models.base import (
@@ -41,7 +43,9 @@ __all__ = [
     "Clock",
     "ErrorRecord",
     "Event",
+    "FirstOf",
     "LlmErrorDecision",
+    "Loop",
     "Message",
     "Model",
     "ModelRequest",
@@ -50,6 +54,7 @@ __all__ = [
     "RealClock",
     "ResilienceConfig",
     "RunResult",
+    "Speculative",
     "TokenUsage",
     "Tool",
     "ToolCall",
@@ -59,9 +64,11 @@ __all__ = [
     "Usage",
     "VirtualClock",
     "feed_back",
+    "first_of",
     "fix",
     "raise_error",
     "respond_with",
     "retry",
+    "speculative",
     "tool",
 ]

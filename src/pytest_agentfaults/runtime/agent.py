@@ -43,6 +43,7 @@ from pytest_agentfaults.runtime.models.base import (
     ModelResponse,
     ToolCall,
 )
+from pytest_agentfaults.runtime.output import OutputSpec, soft_failure, unfence
 from pytest_agentfaults.runtime.policy import (
     Action,
     FailureKind,
@@ -63,6 +64,7 @@ __all__ = [
     "Agent",
     "Budget",
     "CancelToken",
+    "Loop",
     "RunResult",
     "RunStatus",
     "Usage",
@@ -70,10 +72,6 @@ __all__ = [
 
 RunStatus = Literal["ok", "max_iterations", "cancelled"]
 LlmErrorHandler = Callable[[Exception, int], LlmErrorDecision]
-
-_BLOCKED_REASONS: Final = frozenset(
-    {"content_filter", "safety", "blocked", "refusal", "recitation", "prohibited_content"}
-)
 
 
 class Budget(BaseModel):
@@ -205,7 +203,7 @@ class Agent:
         if not isinstance(name, str) or not name:
             raise UsageError(f"Agent(name={name!r}): give a non-empty name")
         self.name = name
-        self.model = _resolve_model(model) if model is not None else None
+        self.model = as_model(model) if model is not None else None
         self.instructions = instructions
         self.tools = _tool_table(tools)
         self.builtin_tools = _check_builtins(builtin_tools, self.tools)
@@ -226,6 +224,7 @@ class Agent:
             raise UsageError("on_llm_error must be a callable (exc, attempt) -> LlmErrorDecision")
         self.on_llm_error = on_llm_error
         self.output_type = output_type
+        self._output = None if output_type is str else OutputSpec(output_type)
         if budget is not None and not isinstance(budget, Budget):
             raise UsageError(f"budget must be af.Budget(...), got {budget!r}")
         self.budget = budget or Budget()
@@ -286,16 +285,37 @@ class Agent:
         """Shorthand for ``agent.run(prompt).output``."""
         return self.run(prompt).output
 
+    def loop_until(
+        self,
+        predicate: Callable[[RunResult], bool],
+        max_iterations: int = 3,
+        *,
+        feedback: str = "That is not finished yet. Keep going.",
+    ) -> Loop:
+        """Run this agent again, in the same conversation, until ``predicate(result)`` holds.
+
+        ```python
+        result = agent.loop_until(lambda r: "DONE" in r.output, max_iterations=5).run("...")
+        ```
+
+        Each further iteration sends ``feedback`` as a user message. If the predicate never
+        holds, the last result comes back with status ``"max_iterations"``.
+        """
+        return Loop(self, predicate, max_iterations, feedback)
+
     def _steps(
         self,
         prompt: str | None,
         messages: Sequence[Message] | None,
         cancel: CancelToken | None,
         parent: Recorder | None,
+        trace: Trace | None = None,
     ) -> Steps[RunResult]:
         history = _initial_messages(self, prompt, messages)
         clock = self._clock if self._clock is not None else default_clock()
-        recorder = Recorder(agent=self.name, clock=clock, observers=self.observers, parent=parent)
+        recorder = Recorder(
+            agent=self.name, clock=clock, observers=self.observers, parent=parent, trace=trace
+        )
         return _Run(self, history, recorder, cancel or CancelToken()).main()
 
     def _fixer_step(
@@ -321,6 +341,66 @@ class Agent:
         result = yield from run.main()
         parent.absorb(run)
         return result.output
+
+
+class Loop:
+    """An agent run repeated until a predicate holds; see `Agent.loop_until`."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        predicate: Callable[[RunResult], bool],
+        max_iterations: int,
+        feedback: str,
+    ) -> None:
+        if not callable(predicate):
+            raise UsageError("loop_until(predicate, ...): predicate must be a callable(RunResult)")
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
+            raise UsageError(f"loop_until(max_iterations={max_iterations!r}): give an int >= 1")
+        if max_iterations < 1:
+            raise UsageError(f"loop_until(max_iterations={max_iterations}): give an int >= 1")
+        self.agent = agent
+        self.predicate = predicate
+        self.max_iterations = max_iterations
+        self.feedback = feedback
+
+    def run(self, prompt: str, *, cancel: CancelToken | None = None) -> RunResult:
+        """Iterate synchronously."""
+        return _loop.drive(self._steps(prompt, cancel))
+
+    async def arun(self, prompt: str, *, cancel: CancelToken | None = None) -> RunResult:
+        """Iterate asynchronously."""
+        return await _loop.adrive(self._steps(prompt, cancel))
+
+    def __call__(self, prompt: str) -> Any:
+        """Shorthand for ``loop.run(prompt).output``."""
+        return self.run(prompt).output
+
+    def _steps(self, prompt: str, cancel: CancelToken | None) -> Steps[RunResult]:
+        trace = Trace()
+        messages: list[Message] | None = None
+        usage = Usage()
+        result: RunResult | None = None
+        for iteration in range(1, self.max_iterations + 1):
+            text = prompt if iteration == 1 else self.feedback
+            result = yield from self.agent._steps(text, messages, cancel, None, trace)
+            for name in Usage.model_fields:
+                setattr(usage, name, getattr(usage, name) + getattr(result.usage, name))
+            result.usage = usage
+            if result.status != "ok" or self._satisfied(result):
+                return result
+            messages = result.messages
+        assert result is not None
+        result.status = "max_iterations"
+        return result
+
+    def _satisfied(self, result: RunResult) -> bool:
+        try:
+            return bool(self.predicate(result))
+        except Exception:
+            # A callback never breaks a run: the failure is logged and counts as "not yet".
+            logger.exception("loop_until predicate raised; treating it as not satisfied")
+            return False
 
 
 def invoke_tool(
@@ -395,7 +475,10 @@ class _Run:
         self.cancel = cancel
         self.usage = Usage()
         self.turns = 0
+        self.corrections = 0
+        self.fell_back = False
         self._rng: Any = None
+        self._record: tuple[object, ErrorRecord] | None = None
 
     def absorb(self, child: _Run) -> None:
         """Count a nested run's model and tool use in this run's usage."""
@@ -403,6 +486,15 @@ class _Run:
         mine.llm_calls += theirs.llm_calls
         mine.input_tokens += theirs.input_tokens
         mine.output_tokens += theirs.output_tokens
+
+    def record(self, error: BaseException | ToolFailure) -> ErrorRecord:
+        """The trace record of ``error``, built once however many events carry it."""
+        cached = self._record
+        if cached is not None and cached[0] is error:
+            return cached[1]
+        record = ErrorRecord.from_exception(error)
+        self._record = (error, record)
+        return record
 
     def uniform(self) -> float:
         if self._rng is None:
@@ -427,7 +519,12 @@ class _Run:
                 self.messages.append(response.message)
                 calls = response.message.tool_calls
                 if not calls:
-                    return self.finish("ok", response.message.content)
+                    if agent._output is None:
+                        return self.finish("ok", response.message.content)
+                    checked = yield from self.check_output(response)
+                    if isinstance(checked, RunResult):
+                        return checked
+                    continue
                 for call in calls:
                     if self.stopping():
                         return self.cancelled()
@@ -439,7 +536,9 @@ class _Run:
                     )
         except BudgetExceededError as exc:
             rec.emit("budget.exceeded", reason=str(exc), status=exc.limit, detail=str(exc.value))
-            return self.finish("max_iterations", self.last_text())
+            return self.finish(
+                "max_iterations", self.last_text() if agent._output is None else None
+            )
         except _Cancelled:
             return self.cancelled()
         except GeneratorExit:
@@ -465,6 +564,45 @@ class _Run:
             usage=self.usage,
             run_id=self.rec.run_id,
         )
+
+    def check_output(self, response: ModelResponse) -> Steps[RunResult | None]:
+        """Validate a final answer against ``output_type``; correct, fall back, or give up.
+
+        Returns the finished `RunResult`, or None after sending a correction message.
+        """
+        agent, rec = self.agent, self.rec
+        spec = agent._output
+        assert spec is not None
+        try:
+            return self.finish("ok", spec.parse(response.message.content))
+        except MalformedResponseError as exc:
+            failure = exc
+        config = agent.resilience
+        rec.emit("llm.error", error=ErrorRecord.from_exception(failure), detail="output_type")
+        if self.corrections < config.max_retries:
+            self.corrections += 1
+            rec.emit(
+                "llm.retry",
+                attempt=self.corrections + 1,
+                max_attempts=config.max_retries + 1,
+                detail="output correction",
+                error=ErrorRecord.from_exception(failure),
+            )
+            self.messages.append(Message.user(spec.correction(failure)))
+            return None
+        if config.fallback_model is not None and not self.fell_back:
+            self.fell_back = True
+            self.check_budget("max_llm_calls", self.usage.llm_calls)
+            fallback = yield from self.call_fallback(config.fallback_model, failure)
+            self.messages.append(fallback.message)
+            try:
+                return self.finish("ok", spec.parse(fallback.message.content))
+            except MalformedResponseError as exc:
+                rec.emit("llm.error", error=ErrorRecord.from_exception(exc), detail="output_type")
+                failure = exc
+        if config.on_exhaustion == "raise":
+            raise failure
+        return self.finish("max_iterations", None)
 
     def cancelled(self) -> RunResult:
         self.rec.emit("run.cancelled", reason=self.cancel.reason)
@@ -540,6 +678,7 @@ class _Run:
             messages=list(self.messages),
             tools=agent._specs,
             stream=agent.stream,
+            output_schema=agent._output.schema if agent._output is not None else None,
             clock=self.clock,
             emit=rec.emit,
             agent=agent.name,
@@ -565,7 +704,7 @@ class _Run:
         return response
 
     def call_fallback(self, fallback: Any, primary_error: Exception) -> Steps[ModelResponse]:
-        model = _resolve_model(fallback)
+        model = as_model(fallback)
         self.rec.emit(
             "fallback",
             detail=_loop._model_name(model),
@@ -612,9 +751,7 @@ class _Run:
                 tool=name,
                 available=available,
             )
-            rec.emit(
-                "tool.error", tool=name, call_id=call.id, error=ErrorRecord.from_exception(error)
-            )
+            rec.emit("tool.error", tool=name, call_id=call.id, error=self.record(error))
             return _Outcome(_payload(name, error, 0), error=error)
 
         config = agent.resilience.for_tool(name)
@@ -630,7 +767,7 @@ class _Run:
                     "tool.error",
                     tool=name,
                     call_id=call.id,
-                    error=ErrorRecord.from_exception(exc),
+                    error=self.record(exc),
                     detail=_preview(raw),
                 )
                 kind: FailureKind = "invalid_args"
@@ -650,7 +787,7 @@ class _Run:
                         tool=name,
                         call_id=call.id,
                         attempt=attempts,
-                        error=ErrorRecord.from_exception(exc),
+                        error=self.record(exc),
                     )
                     raise
                 except EscalationError as exc:
@@ -660,7 +797,7 @@ class _Run:
                         tool=name,
                         call_id=call.id,
                         attempt=attempts,
-                        error=ErrorRecord.from_exception(exc),
+                        error=self.record(exc),
                     )
                     if builtin:
                         raise
@@ -673,7 +810,7 @@ class _Run:
                         tool=name,
                         call_id=call.id,
                         attempt=attempts,
-                        error=ErrorRecord.from_exception(exc, tool=name),
+                        error=self.record(exc),
                     )
                     kind = "timeout" if isinstance(exc, ToolTimeoutError) else "execution"
                     failure = exc
@@ -684,7 +821,7 @@ class _Run:
                             tool=name,
                             call_id=call.id,
                             attempt=attempts,
-                            error=ErrorRecord.from_exception(result, tool=name),
+                            error=self.record(result),
                         )
                         return _Outcome(
                             _payload(name, result, attempts),
@@ -708,9 +845,15 @@ class _Run:
                     config=config,
                 )
             action = sources.resolve(kind)
-            step = yield from self.recover(
-                action, kind, failure, tool, call, raw, attempts, used, config
-            )
+            try:
+                step = yield from self.recover(
+                    action, kind, failure, tool, call, raw, attempts, used, config
+                )
+            finally:
+                # The failure's traceback holds this frame: drop the reference so no
+                # exception -> traceback -> frame -> exception cycle outlives the call.
+                del failure
+                self._record = None
             if isinstance(step, _Outcome):
                 return step
             raw = step
@@ -742,7 +885,7 @@ class _Run:
                     attempt=runs + 1,
                     max_attempts=action.max_attempts,
                     delay=delay,
-                    error=ErrorRecord.from_exception(error, tool=name),
+                    error=self.record(error),
                 )
                 self.usage.retries += 1
                 yield Sleep(self.clock, delay)
@@ -792,11 +935,14 @@ class _Run:
             attempt=round_,
             max_attempts=action.retries,
             detail=fixer.name,
-            error=ErrorRecord.from_exception(error, tool=name),
+            error=self.record(error),
         )
         self.usage.fixer_calls += 1
         try:
-            produced = yield from fixer._fixer_step(self, tool, error, raw)
+            if fixer._function is not None:
+                produced = fixer._function(raw)  # a function fixer: no nested run at all
+            else:
+                produced = yield from fixer._fixer_step(self, tool, error, raw)
         except EscalationError as exc:
             rec.emit("fixer.result", tool=name, call_id=call.id, attempt=round_, status="escalated")
             return self.escalated(name, call, exc, 0)
@@ -808,7 +954,7 @@ class _Run:
                 call_id=call.id,
                 attempt=round_,
                 status="failed",
-                error=ErrorRecord.from_exception(exc),
+                error=self.record(exc),
             )
             raise
         except _PASS_THROUGH:
@@ -820,7 +966,7 @@ class _Run:
                 call_id=call.id,
                 attempt=round_,
                 status="error",
-                error=ErrorRecord.from_exception(exc),
+                error=self.record(exc),
             )
             return None
         fixed = _as_arguments(produced)
@@ -888,30 +1034,13 @@ def _as_arguments(produced: Any) -> str | None:
         return produced.model_dump_json()
     if not isinstance(produced, str):
         return None
-    text = produced.strip()
-    if text.startswith("```"):
-        # LLM fixers like to fence their JSON; the fence is not part of the arguments.
-        text = text.strip("`").removeprefix("json").strip()
-    return text
+    return unfence(produced)
 
 
 def _check_soft_failure(response: ModelResponse, model: str) -> None:
-    message = response.message
-    if message.tool_calls:
-        return
-    reason = (response.finish_reason or "").lower()
-    if reason in _BLOCKED_REASONS:
-        raise MalformedResponseError(
-            f"model {model!r} blocked its answer (finish_reason={response.finish_reason!r})",
-            body=message.content,
-            model=model,
-        )
-    if not message.content.strip():
-        raise MalformedResponseError(
-            f"model {model!r} returned an empty answer with no tool calls "
-            f"(finish_reason={response.finish_reason!r})",
-            model=model,
-        )
+    error = soft_failure(response, model)
+    if error is not None:
+        raise error
 
 
 def _describe_response(response: ModelResponse) -> str:
@@ -987,7 +1116,8 @@ def _observers(observer: str | Observer | None) -> tuple[Observer, ...]:
     )
 
 
-def _resolve_model(model: Model | str) -> Model:
+def as_model(model: Model | str) -> Model:
+    """``model`` itself when it is an `af.Model`; a model string resolved to its client."""
     if isinstance(model, str):
         try:
             from pytest_agentfaults.runtime.models.resolve import (  # noqa: PLC0415

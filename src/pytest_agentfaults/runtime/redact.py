@@ -28,32 +28,34 @@ SECRET_HEADERS: Final = frozenset(
     }
 )
 
-_KEY_SHAPED: Final = re.compile(
-    r"""
-    (?P<bearer>\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{8,}      # Authorization values
-    | \bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{12,}          # OpenAI / Anthropic style keys
-    | \b(?:AKIA|ASIA)[A-Z0-9]{16}\b                               # AWS access key ids
-    | \bAIza[0-9A-Za-z_-]{30,}                                    # Google API keys
-    | \bgh[pousr]_[A-Za-z0-9]{30,}                                # GitHub tokens
-    | \bxox[abpr]-[A-Za-z0-9-]{10,}                               # Slack tokens
-    | (?P<kv>\b(?:api[_-]?key|access[_-]?token|secret|password|token)
-        ["']?\s*[:=]\s*["']?)[^\s"'&,;}]{6,}                      # key=value / "key": "value"
-    """,
-    re.IGNORECASE | re.VERBOSE,
+# (markers, pattern, keep-prefix group): a pattern runs only when one of its lower-cased
+# markers occurs in the text. Most text has none, and substring tests are far cheaper than
+# regular expressions: redaction runs on every recorded event.
+_RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] = (
+    (
+        ("bearer", "basic"),
+        re.compile(r"(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
+        "prefix",
+    ),
+    (("sk-",), re.compile(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{12,}"), None),
+    (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), None),
+    (("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), None),
+    (("gh",), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), None),
+    (("xox",), re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), None),
+    (
+        ("apikey", "api_key", "api-key", "token", "secret", "password"),
+        re.compile(
+            r"(\b(?:api[_-]?key|access[_-]?token|secret|password|token)[\"']?\s*[:=]\s*[\"']?)"
+            r"[^\s\"'&,;}]{6,}",
+            re.IGNORECASE,
+        ),
+        "prefix",
+    ),
 )
 
 
-def _replace(match: re.Match[str]) -> str:
-    prefix = match.group("bearer") or match.group("kv") or ""
-    return f"{prefix}{REDACTED}"
-
-
-# Every pattern above contains one of these (lower-cased). Most text contains none, and
-# substring tests are far cheaper than the full pattern: recording is on the hot path.
-_MARKERS: Final = (
-    "sk-", "bearer", "basic", "akia", "asia", "aiza", "gh", "xox", "key", "token", "secret",
-    "password",
-)  # fmt: skip
+def _keep_prefix(match: re.Match[str]) -> str:
+    return f"{match.group(1)}{REDACTED}"
 
 
 def redact_text(text: str) -> str:
@@ -61,9 +63,11 @@ def redact_text(text: str) -> str:
     if not text:
         return text
     lowered = text.lower()
-    for marker in _MARKERS:
-        if marker in lowered:
-            return _KEY_SHAPED.sub(_replace, text)
+    for markers, pattern, keep in _RULES:
+        for marker in markers:
+            if marker in lowered:
+                text = pattern.sub(_keep_prefix if keep else REDACTED, text)
+                break
     return text
 
 
@@ -75,7 +79,8 @@ def redact_headers(
     clean: dict[str, str] = {}
     for name, value in items:
         lowered = name.lower()
-        if lowered in SECRET_HEADERS or "api-key" in lowered or "token" in lowered:
+        secret = lowered in SECRET_HEADERS or "api-key" in lowered or "token" in lowered
+        if secret and "ratelimit" not in lowered:  # x-ratelimit-remaining-tokens is a count
             clean[lowered] = REDACTED
         else:
             clean[lowered] = redact_text(value)

@@ -129,11 +129,12 @@ class Tool(Generic[P, R]):
                 parsed = self._args_model.model_validate(dict(arguments or {}))  # type: ignore[arg-type]
         except ValidationError as exc:
             shown = raw if raw is not None else _safe_json(arguments)
+            errors = exc.errors(include_url=False)
             raise InvalidArgsError(
-                _describe_invalid(self.name, exc, shown),
+                _describe_invalid(self.name, errors, shown),
                 tool=self.name,
                 raw_arguments=shown,
-                errors=[_plain_error(e) for e in exc.errors(include_url=False)],
+                errors=[_plain_error(e) for e in errors],
             ) from exc
         values = parsed.__dict__
         return {public: values[internal] for internal, public in self._field_names.items()}
@@ -193,7 +194,7 @@ def tool(
     from the docstring.
     """
     # The caller's local names, so hints naming a class defined inside a function resolve.
-    caller = sys._getframe(1).f_locals  # noqa: SLF001
+    caller = sys._getframe(1).f_locals
     if function is not None:
         return Tool(
             function, name=name, description=description, on_error=on_error, namespace=caller
@@ -301,9 +302,9 @@ def _plain_error(error: Any) -> dict[str, Any]:
     }
 
 
-def _describe_invalid(tool_name: str, exc: ValidationError, raw: str) -> str:
+def _describe_invalid(tool_name: str, errors: list[Any], raw: str) -> str:
     problems = []
-    for error in exc.errors(include_url=False):
+    for error in errors:
         if error["type"] == "json_invalid":
             problems.append(f"arguments are not valid JSON ({error['msg']})")
             continue

@@ -1,0 +1,95 @@
+"""Structured output: validate the model's final answer against ``output_type``."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from pytest_agentfaults.errors import MalformedResponseError, UsageError
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.models.base import ModelResponse
+
+__all__ = ["BLOCKED_REASONS", "OutputSpec", "soft_failure", "unfence"]
+
+BLOCKED_REASONS = frozenset(
+    {"content_filter", "safety", "blocked", "refusal", "recitation", "prohibited_content"}
+)
+
+
+class OutputSpec:
+    """How to check a final answer: a pydantic `TypeAdapter` and its JSON schema."""
+
+    __slots__ = ("_adapter", "output_type", "schema")
+
+    def __init__(self, output_type: Any) -> None:
+        try:
+            self._adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+            self.schema: dict[str, Any] = self._adapter.json_schema()
+        except Exception as exc:
+            raise UsageError(
+                f"output_type={output_type!r} cannot be validated by pydantic ({exc}); use a "
+                "pydantic model, a dataclass, a TypedDict or a JSON-friendly type"
+            ) from exc
+        self.output_type = output_type
+
+    def parse(self, text: str) -> Any:
+        """The validated value of ``text``, or `MalformedResponseError` saying what is wrong."""
+        body = unfence(text)
+        try:
+            return self._adapter.validate_json(body)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
+                for e in exc.errors(include_url=False)
+            )
+            raise MalformedResponseError(
+                f"the answer does not match output_type {_type_name(self.output_type)}: {problems}",
+                body=text,
+            ) from exc
+
+    def correction(self, failure: MalformedResponseError) -> str:
+        """The user message that asks the model to correct its answer."""
+        return (
+            f"Your answer could not be used: {failure}.\n"
+            "Reply with only a JSON value that matches this JSON schema:\n"
+            f"{json.dumps(self.schema)}"
+        )
+
+
+def soft_failure(response: ModelResponse, model: str) -> MalformedResponseError | None:
+    """The error a blocked or empty final answer amounts to (None for a usable answer)."""
+    message = response.message
+    if message.tool_calls:
+        return None
+    reason = (response.finish_reason or "").lower()
+    if reason in BLOCKED_REASONS:
+        return MalformedResponseError(
+            f"model {model!r} blocked its answer (finish_reason={response.finish_reason!r})",
+            body=message.content,
+            model=model,
+        )
+    if not message.content.strip():
+        return MalformedResponseError(
+            f"model {model!r} returned an empty answer with no tool calls "
+            f"(finish_reason={response.finish_reason!r})",
+            model=model,
+        )
+    return None
+
+
+def unfence(text: str) -> str:
+    """``text`` without a Markdown code fence around it (models like to fence JSON)."""
+    body = text.strip()
+    if body.startswith("```"):
+        # Models like to fence JSON; the fence is not part of the answer.
+        body = body.strip("`").strip()
+        if body[:4].lower() == "json":
+            body = body[4:]
+    return body.strip()
+
+
+def _type_name(output_type: Any) -> str:
+    return str(getattr(output_type, "__name__", output_type))
