@@ -9,7 +9,8 @@ the effects; everything else (policies, events, budgets) is shared, so ``run()``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agentfaults.errors import ToolTimeoutError, UsageError
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+def _no_event(type: str, /, **fields: Any) -> None:
+    return None
+
+
 class Sleep:
     """Wait ``seconds`` on ``clock``."""
 
@@ -40,17 +45,31 @@ class Sleep:
 
 
 class Attempt:
-    """Run one attempt of ``tool`` with ``kwargs``, bounded by ``timeout`` on ``clock``."""
+    """Run one attempt of ``tool`` with ``kwargs``, bounded by ``timeout`` on ``clock``.
 
-    __slots__ = ("clock", "kwargs", "timeout", "tool")
+    ``emit`` records events in the run's trace; ``call_id`` and ``number`` say which tool
+    call and which attempt of it this is.
+    """
+
+    __slots__ = ("call_id", "clock", "emit", "kwargs", "number", "timeout", "tool")
 
     def __init__(
-        self, tool: Tool[Any, Any], kwargs: dict[str, Any], timeout: float | None, clock: Clock
+        self,
+        tool: Tool[Any, Any],
+        kwargs: dict[str, Any],
+        timeout: float | None,
+        clock: Clock,
+        emit: Callable[..., object] = _no_event,
+        call_id: str | None = None,
+        number: int = 1,
     ) -> None:
         self.tool = tool
         self.kwargs = kwargs
         self.timeout = timeout
         self.clock = clock
+        self.emit = emit
+        self.call_id = call_id
+        self.number = number
 
 
 class ModelCall:
@@ -77,16 +96,27 @@ PROCEED: Any = object()
 class Interceptor:
     """Base class for the test kit's fault injection; the default does nothing."""
 
-    def tool_attempt(self, tool: Tool[Any, Any], kwargs: dict[str, Any], clock: Clock) -> Any:
+    def tool_attempt(self, attempt: Attempt) -> Any:
         """Called before each tool attempt. Raise, return a result, or return `PROCEED`."""
         return PROCEED
 
-    def model_call(self, model: Model, request: ModelRequest) -> Any:
+    def model_call(self, call: ModelCall) -> Any:
         """Called before each model call. Raise, return a response, or return `PROCEED`."""
         return PROCEED
 
 
 _interceptors: list[Interceptor] = []
+
+# The emit function of the run whose model call or tool attempt is in progress, so layers
+# below the runtime (the HTTP fault router) can record into that run's trace.
+_current_emit: ContextVar[Callable[..., object] | None] = ContextVar(
+    "agentfaults_current_emit", default=None
+)
+
+
+def current_emit() -> Callable[..., object] | None:
+    """The event recorder of the run in progress in this context, if any."""
+    return _current_emit.get()
 
 
 def install_interceptor(interceptor: Interceptor) -> None:
@@ -102,7 +132,7 @@ def remove_interceptor(interceptor: Interceptor) -> None:
 
 def _intercept_tool(effect: Attempt) -> Any:
     for interceptor in _interceptors:
-        outcome = interceptor.tool_attempt(effect.tool, effect.kwargs, effect.clock)
+        outcome = interceptor.tool_attempt(effect)
         if outcome is not PROCEED:
             return outcome
     return PROCEED
@@ -110,7 +140,7 @@ def _intercept_tool(effect: Attempt) -> Any:
 
 def _intercept_model(effect: ModelCall) -> Any:
     for interceptor in _interceptors:
-        outcome = interceptor.model_call(effect.model, effect.request)
+        outcome = interceptor.model_call(effect)
         if outcome is not PROCEED:
             return outcome
     return PROCEED
@@ -165,6 +195,7 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     start = clock.now()
     virtual = type(clock) is VirtualClock and timeout is not None
     token = set_attempt_deadline(clock, start + timeout) if virtual else None  # type: ignore[operator]
+    emitting = _current_emit.set(effect.emit) if _interceptors else None
     try:
         result = _intercept_tool(effect) if _interceptors else PROCEED
         if result is PROCEED:
@@ -177,22 +208,28 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     finally:
         if token is not None:
             reset_attempt_deadline(token)
+        if emitting is not None:
+            _current_emit.reset(emitting)
     if timeout is not None and clock.now() - start > timeout:
         raise _timed_out(effect)
     return result
 
 
 def _model_call_sync(effect: ModelCall) -> ModelResponse:
-    if _interceptors:
-        outcome = _intercept_model(effect)
-        if outcome is not PROCEED:
-            return outcome  # type: ignore[no-any-return]
-    request = getattr(effect.model, "request", None)
-    if request is None:
-        raise UsageError(
-            f"model {_model_name(effect.model)!r} has no sync request(); use await agent.arun()"
-        )
-    return request(effect.request)  # type: ignore[no-any-return]
+    token = _current_emit.set(effect.request.emit)
+    try:
+        if _interceptors:
+            outcome = _intercept_model(effect)
+            if outcome is not PROCEED:
+                return outcome  # type: ignore[no-any-return]
+        request = getattr(effect.model, "request", None)
+        if request is None:
+            raise UsageError(
+                f"model {_model_name(effect.model)!r} has no sync request(); use await agent.arun()"
+            )
+        return request(effect.request)  # type: ignore[no-any-return]
+    finally:
+        _current_emit.reset(token)
 
 
 # ------------------------------------------------------------------------ async driver
@@ -226,6 +263,7 @@ async def _attempt_async(effect: Attempt) -> Any:
     start = clock.now()
     virtual = type(clock) is VirtualClock and timeout is not None
     token = set_attempt_deadline(clock, start + timeout) if virtual else None  # type: ignore[operator]
+    emitting = _current_emit.set(effect.emit) if _interceptors else None
     try:
         result = _intercept_tool(effect) if _interceptors else PROCEED
         if result is PROCEED:
@@ -246,22 +284,28 @@ async def _attempt_async(effect: Attempt) -> Any:
     finally:
         if token is not None:
             reset_attempt_deadline(token)
+        if emitting is not None:
+            _current_emit.reset(emitting)
     if timeout is not None and clock.now() - start > timeout:
         raise _timed_out(effect)
     return result
 
 
 async def _model_call_async(effect: ModelCall) -> ModelResponse:
-    if _interceptors:
-        outcome = _intercept_model(effect)
-        if outcome is not PROCEED:
-            return outcome  # type: ignore[no-any-return]
-    arequest = getattr(effect.model, "arequest", None)
-    if arequest is None:
-        raise UsageError(
-            f"model {_model_name(effect.model)!r} has no async arequest(); use agent.run()"
-        )
-    return await arequest(effect.request)  # type: ignore[no-any-return]
+    token = _current_emit.set(effect.request.emit)
+    try:
+        if _interceptors:
+            outcome = _intercept_model(effect)
+            if outcome is not PROCEED:
+                return outcome  # type: ignore[no-any-return]
+        arequest = getattr(effect.model, "arequest", None)
+        if arequest is None:
+            raise UsageError(
+                f"model {_model_name(effect.model)!r} has no async arequest(); use agent.run()"
+            )
+        return await arequest(effect.request)  # type: ignore[no-any-return]
+    finally:
+        _current_emit.reset(token)
 
 
 def _timed_out(effect: Attempt) -> ToolTimeoutError:

@@ -778,7 +778,15 @@ class _Run:
                     "tool.call", tool=name, call_id=call.id, attempt=attempts, detail=_preview(raw)
                 )
                 try:
-                    result = yield Attempt(tool, kwargs, config.timeout_seconds, self.clock)
+                    result = yield Attempt(
+                        tool,
+                        kwargs,
+                        config.timeout_seconds,
+                        self.clock,
+                        rec.emit,
+                        call.id,
+                        attempts,
+                    )
                 except ToolExecutionError as exc:
                     # Hard failure: no retry, no further model call.
                     exc.tool = exc.tool or name

@@ -57,6 +57,8 @@ EventType = Literal[
     "run.end",
     "http.request",
     "http.fault",
+    "tool.fault",
+    "llm.fault",
 ]
 EVENT_TYPES: Final[tuple[str, ...]] = EventType.__args__  # type: ignore[attr-defined]
 _RETRY_TYPES: Final = ("tool.retry", "llm.retry", "transport.retry")
