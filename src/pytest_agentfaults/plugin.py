@@ -1,7 +1,331 @@
 """The pytest plugin (``pytest11`` entry point ``agentfaults``).
 
-Kept light: pytest imports this module at start-up for every session, so everything heavy
-is imported inside hooks and fixtures.
+Markers ``inject_fault`` and ``real_time``; fixtures ``faults``, ``trace``,
+``virtual_clock``, ``scripted_model``; options ``--agentfaults-trace``,
+``--agentfaults-trace-dir``, ``--agentfaults-seed``, ``--agentfaults-update-snapshots``.
+
+Kept light: pytest imports this module for every session, so the kit is imported inside
+hooks and fixtures. State lives in ``config.stash`` and ``item.stash``.
 """
 
 from __future__ import annotations
+
+import random
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.clock import VirtualClock
+    from pytest_agentfaults.runtime.events import Trace
+    from pytest_agentfaults.testing.faults import FaultPlan
+    from pytest_agentfaults.testing.scripted import ScriptedModel, Step
+    from pytest_agentfaults.testing.session import Counts, TestState
+
+_TRACE_MODES = ("on-failure", "always", "never")
+
+_INJECT_FAULT = (
+    "inject_fault(tool=None, http=None, llm=None, *, raises=None, returns=None, delay=None, "
+    "times=1, at=1, probability=None, strict=True, url=None, method=None, retry_after=None): "
+    "inject a fault into a tool (tool='name' with raises=, returns= or delay=), an HTTP "
+    "request (http=503 / 429 / 'timeout' / 'connect_error' / 'read_error' / 'reset' / "
+    "'malformed_body' / 'truncated_stream', optionally url= and method=) or a model call "
+    "(llm='malformed_tool_args' / 'rate_limit' / 'server_error' / 'timeout' / 'empty' / "
+    "'blocked' / 'unknown_tool' / 'not_json'). Exactly one target per marker; markers stack."
+)
+_REAL_TIME = "real_time: run this test on real time instead of the virtual clock."
+
+
+class _Session:
+    """Session-wide settings and totals, kept in ``config.stash``."""
+
+    def __init__(self, seed: int, trace_mode: str, trace_dir: Path | None, update: bool) -> None:
+        self.seed = seed
+        self.trace_mode = trace_mode
+        self.trace_dir = trace_dir
+        self.update_snapshots = update
+        self.totals: Counts | None = None
+        self.always: list[tuple[str, str]] = []
+        self.kit: _Kit | None = None
+
+
+_SESSION = pytest.StashKey[_Session]()
+_STATE = pytest.StashKey["TestState"]()
+
+
+# ---------------------------------------------------------------------------- options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The command-line options and their ini twins."""
+    group = parser.getgroup("agentfaults", "agent fault injection (pytest-agentfaults)")
+    group.addoption(
+        "--agentfaults-trace",
+        choices=_TRACE_MODES,
+        default=None,
+        help="when to show each test's recovery trace: on-failure (default), always, never",
+    )
+    group.addoption(
+        "--agentfaults-trace-dir",
+        default=None,
+        metavar="DIR",
+        help="write one JSON trace per test into DIR",
+    )
+    group.addoption(
+        "--agentfaults-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="seed jitter and probabilistic faults (default: a new random seed, printed)",
+    )
+    group.addoption(
+        "--agentfaults-update-snapshots",
+        action="store_true",
+        default=False,
+        help="rewrite golden traces checked by trace.assert_matches_snapshot()",
+    )
+    parser.addini("agentfaults_trace", "default for --agentfaults-trace", default="on-failure")
+    parser.addini("agentfaults_trace_dir", "default for --agentfaults-trace-dir", default="")
+    parser.addini("agentfaults_seed", "default for --agentfaults-seed", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the markers and settle the session's settings."""
+    config.addinivalue_line("markers", _INJECT_FAULT)
+    config.addinivalue_line("markers", _REAL_TIME)
+    mode = config.getoption("agentfaults_trace") or config.getini("agentfaults_trace")
+    if mode not in _TRACE_MODES:
+        raise pytest.UsageError(
+            f"agentfaults_trace = {mode!r}: use one of {', '.join(_TRACE_MODES)}"
+        )
+    trace_dir = config.getoption("agentfaults_trace_dir") or config.getini("agentfaults_trace_dir")
+    config.stash[_SESSION] = _Session(
+        seed=_session_seed(config),
+        trace_mode=mode,
+        trace_dir=Path(trace_dir) if trace_dir else None,
+        update=bool(config.getoption("agentfaults_update_snapshots")),
+    )
+    config.pluginmanager.register(_Totals(config.stash[_SESSION]))
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistSeed())
+
+
+def _session_seed(config: pytest.Config) -> int:
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input and "agentfaults_seed" in worker_input:
+        return int(worker_input["agentfaults_seed"])  # the controller's seed, for xdist
+    given = config.getoption("agentfaults_seed")
+    if given is None:
+        ini = str(config.getini("agentfaults_seed")).strip()
+        if ini:
+            try:
+                given = int(ini)
+            except ValueError:
+                raise pytest.UsageError(f"agentfaults_seed = {ini!r}: give an integer") from None
+    if given is None:
+        given = random.SystemRandom().randrange(1 << 31)
+    return int(given)
+
+
+class _XdistSeed:
+    """Hands the controller's seed to every xdist worker."""
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["agentfaults_seed"] = node.config.stash[_SESSION].seed
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """``agentfaults: seed=N``: rerun with ``--agentfaults-seed=N`` to reproduce."""
+    session = config.stash[_SESSION]
+    return f"agentfaults: seed={session.seed} (reproduce with --agentfaults-seed={session.seed})"
+
+
+# ---------------------------------------------------------------------------- per test
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Build the test's fault plan from its markers and switch it on."""
+    session = item.config.stash[_SESSION]
+    kit = session.kit or _load_kit(item.config, session)
+    state = kit.TestState(
+        item.nodeid,
+        seed=kit.test_seed(session.seed, item.nodeid),
+        real_time=item.get_closest_marker("real_time") is not None,
+    )
+    markers = list(item.iter_markers("inject_fault"))
+    if markers:
+        state.add_faults(_parsed(m, kit.parse_marker) for m in _top_down(markers, item))
+    item.stash[_STATE] = state
+    state.start()
+
+
+class _Kit:
+    """The test-kit names the hooks use, imported once, on the first test."""
+
+    def __init__(self) -> None:
+        from pytest_agentfaults.testing.faults import parse_marker  # noqa: PLC0415 - lazy
+        from pytest_agentfaults.testing.session import (  # noqa: PLC0415
+            Counts,
+            TestState,
+            test_seed,
+            write_trace_file,
+        )
+
+        self.parse_marker = parse_marker
+        self.TestState = TestState
+        self.test_seed = test_seed
+        self.Counts = Counts
+        self.write_trace_file = write_trace_file
+
+
+def _load_kit(config: pytest.Config, session: _Session) -> _Kit:
+    from pytest_agentfaults.testing import snapshots  # noqa: PLC0415 - lazy by design
+
+    snapshots.configure(root=config.rootpath, update=session.update_snapshots)
+    session.kit = _Kit()
+    return session.kit
+
+
+# A parametrized test shares one Mark object across its items: parse it once.
+_PARSED: dict[int, tuple[pytest.Mark, Any]] = {}
+
+
+def _parsed(mark: pytest.Mark, parse: Callable[..., Any]) -> Any:
+    cached = _PARSED.get(id(mark))
+    if cached is None or cached[0] is not mark:
+        cached = (mark, parse(mark.args, mark.kwargs, label=mark.name))
+        _PARSED[id(mark)] = cached
+    return cached[1].fresh()  # a fresh copy: a Fault counts its own hits
+
+
+def _top_down(markers: list[pytest.Mark], item: pytest.Item) -> list[pytest.Mark]:
+    # iter_markers yields the function's own markers bottom-up (the decorator nearest the
+    # def first); users read them top-down, and the contract says "from the top down".
+    own = [m for m in getattr(item, "own_markers", []) if m.name == "inject_fault"]
+    inherited = [m for m in markers if not any(m is o for o in own)]
+    return [*reversed(own), *reversed(inherited)]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Switch the plan off; a strict fault that never fired fails the test here."""
+    state = item.stash.get(_STATE, None)
+    if state is None:
+        return
+    state.stop()
+    state.plan.check()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Attach the recovery trace, the counts and the trace file to the reports."""
+    report = yield
+    state = item.stash.get(_STATE, None)
+    if state is None:
+        return report
+    session = item.config.stash[_SESSION]
+    if report.when == "call" or (report.when == "setup" and report.failed):
+        mode = session.trace_mode
+        if mode == "always" or (mode == "on-failure" and report.failed):
+            report.sections.append(("recovery trace", state.render()))
+    if report.when == "teardown":
+        report.agentfaults = state.counts().as_dict()  # type: ignore[attr-defined]
+        if session.trace_dir is not None and session.kit is not None:
+            outcome = "failed" if item.stash.get(_FAILED, False) else "passed"
+            session.kit.write_trace_file(session.trace_dir, item.nodeid, state.to_json(outcome))
+        if session.trace_mode == "always" and state.trace.events:
+            session.always.append((item.nodeid, state.render()))
+    elif report.failed:
+        item.stash[_FAILED] = True
+    return report
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
+class _Totals:
+    """Adds each test's counts to its own session's totals (xdist workers' reports too).
+
+    An object per config rather than a module-level hook, so a pytest run inside a pytest
+    run (pytester) keeps its totals apart.
+    """
+
+    def __init__(self, session: _Session) -> None:
+        self.session = session
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        counts = getattr(report, "agentfaults", None)
+        if counts is None or report.when != "teardown":
+            return
+        if self.session.totals is None:
+            from pytest_agentfaults.testing.session import Counts  # noqa: PLC0415 - lazy
+
+            self.session.totals = Counts()
+        self.session.totals.add(counts)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Print the always-mode traces and the one-line agentfaults summary."""
+    if getattr(config, "workerinput", None) is not None:
+        return
+    session = config.stash[_SESSION]
+    if session.always:
+        terminalreporter.section("recovery traces")
+        for nodeid, text in session.always:
+            terminalreporter.write_line(f"{nodeid}")
+            for line in text.splitlines():
+                terminalreporter.write_line(f"  {line}")
+    if session.totals is not None:
+        terminalreporter.write_line(session.totals.summary())
+
+
+# ---------------------------------------------------------------------------- fixtures
+
+
+def _state(request: pytest.FixtureRequest) -> TestState:
+    state: TestState | None = request.node.stash.get(_STATE, None)
+    if state is None:  # pragma: no cover - the setup hook always runs first
+        raise RuntimeError("pytest-agentfaults: no test state (was the plugin disabled?)")
+    return state
+
+
+@pytest.fixture
+def faults(request: pytest.FixtureRequest) -> FaultPlan:
+    """The test's `FaultPlan`: ``faults.tool("fetch").raises(ConnectionError()).times(2)``."""
+    return _state(request).plan
+
+
+@pytest.fixture
+def trace(request: pytest.FixtureRequest) -> Trace:
+    """One `Trace` holding every agent run (and HTTP attempt) of the test."""
+    return _state(request).trace
+
+
+@pytest.fixture
+def virtual_clock(request: pytest.FixtureRequest) -> VirtualClock:
+    """The test's virtual clock; every agent built with ``clock=None`` waits on it."""
+    state = _state(request)
+    if state.real_time:
+        from pytest_agentfaults.errors import UsageError  # noqa: PLC0415
+
+        raise UsageError(
+            f"{request.node.nodeid} is marked real_time, so it has no virtual clock; remove "
+            "the marker or the virtual_clock fixture"
+        )
+    return state.clock
+
+
+@pytest.fixture
+def scripted_model() -> Callable[..., ScriptedModel]:
+    """A factory: ``scripted_model([say("hi")])`` is a `ScriptedModel`."""
+    from pytest_agentfaults.testing.scripted import ScriptedModel  # noqa: PLC0415
+
+    def make(steps: list[Step | str], **options: Any) -> ScriptedModel:
+        return ScriptedModel(steps, **options)
+
+    return make

@@ -60,6 +60,7 @@ def test_both_clocks_satisfy_the_protocol():
     assert isinstance(af.VirtualClock(), af.Clock)
 
 
+@pytest.mark.real_time
 def test_default_clock_can_be_overridden_in_a_context():
     clock = af.VirtualClock()
     assert isinstance(default_clock(), af.RealClock)

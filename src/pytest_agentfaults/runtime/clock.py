@@ -82,13 +82,71 @@ class VirtualClock:
     it would in real time, only instantly.
     """
 
-    __slots__ = ("_now", "sleeps")
+    __slots__ = ("_now", "_patches", "sleeps")
 
     def __init__(self, start: float = 0.0) -> None:
         if start < 0:
             raise UsageError(f"VirtualClock(start={start!r}): start must be >= 0")
         self._now = float(start)
         self.sleeps: list[float] = []
+        self._patches: list[tuple[object, str, object]] = []
+
+    def patch_sleep(self) -> VirtualClock:
+        """Make `time.sleep`, `asyncio.sleep` and `anyio.sleep` wait on this clock.
+
+        For third-party code that sleeps on its own, such as the official SDKs' retry
+        loops. Usable as a context manager; the plugin undoes it at teardown. Calling it
+        twice patches once.
+
+        ```python
+        with clock.patch_sleep():
+            client.chat.completions.create(...)   # SDK backoff recorded in clock.sleeps
+        ```
+        """
+        if self._patches:
+            return self
+        real_asyncio_sleep = asyncio.sleep
+        clock = self
+
+        def sleep(seconds: float) -> None:
+            clock.sleep(max(0.0, float(seconds)))
+
+        async def asyncio_sleep(delay: float, result: object = None) -> object:
+            if delay > 0:
+                clock.sleep(float(delay))
+            await real_asyncio_sleep(0)
+            return result
+
+        async def anyio_sleep(delay: float) -> None:
+            if delay > 0:
+                clock.sleep(float(delay))
+            await real_asyncio_sleep(0)
+
+        self._replace(time, "sleep", sleep)
+        self._replace(asyncio, "sleep", asyncio_sleep)
+        try:
+            import anyio  # noqa: PLC0415 - optional, and only needed here
+        except ImportError:  # pragma: no cover - anyio ships with httpx
+            pass
+        else:
+            self._replace(anyio, "sleep", anyio_sleep)
+        return self
+
+    def unpatch_sleep(self) -> None:
+        """Undo `patch_sleep`."""
+        while self._patches:
+            owner, name, original = self._patches.pop()
+            setattr(owner, name, original)
+
+    def _replace(self, owner: object, name: str, replacement: object) -> None:
+        self._patches.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, replacement)
+
+    def __enter__(self) -> VirtualClock:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.unpatch_sleep()
 
     def now(self) -> float:
         """The virtual time in seconds (starts at ``start``, 0.0 by default)."""

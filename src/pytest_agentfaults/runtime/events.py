@@ -16,6 +16,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -284,6 +285,19 @@ class Trace:
             mark = "*" if index in matched else " "
             lines.append(f"  {mark} {event.seq:3d} {event.label()}")
         raise AssertionError("\n".join(lines))
+
+    # ------------------------------------------------------------------ test kit
+
+    def assert_matches_snapshot(self, path: str | Path) -> None:
+        """Compare with the golden trace at ``path``; see `pytest_agentfaults.testing.snapshots`.
+
+        Rewrite golden traces with ``pytest --agentfaults-update-snapshots``.
+        """
+        from pytest_agentfaults.testing.snapshots import (  # noqa: PLC0415 - the kit is optional
+            assert_matches_snapshot,
+        )
+
+        assert_matches_snapshot(self, path)
 
     # ------------------------------------------------------------------ output
 

@@ -19,6 +19,7 @@ several faults on one target apply one after another, in the order they were dec
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -130,6 +131,12 @@ class Fault:
             where = " ".join(p for p in (self.method, self.url) if p) or "any request"
             return f"http {self.action} on {where}"
         return f"llm {self.name}"
+
+    def fresh(self) -> Fault:
+        """A copy that has not hit anything yet (a marker's fault, for one more test)."""
+        twin = copy.copy(self)
+        twin.seen = twin.hits = 0
+        return twin
 
     def check(self) -> None:
         """Raise `UsageError` when the fault is incomplete (a fluent chain left unfinished)."""
@@ -323,7 +330,7 @@ class FaultPlan:
         self.faults: list[Fault] = []
         self.fired: list[FiredFault] = []
         self.llm = LlmFaults(self)
-        self._rng = random.Random(seed)
+        self._rng: random.Random | None = None  # made on the first probabilistic draw
         self._occurrences: dict[tuple[Any, ...], int] = {}
         self._active = 0
         self._http_hooks: list[Callable[[FaultPlan], Any]] = []
@@ -425,8 +432,11 @@ class FaultPlan:
             fault.seen += 1
             if fault.seen < fault.at:
                 return None
-            if fault.probability is not None and self._rng.random() >= fault.probability:
-                return None
+            if fault.probability is not None:
+                if self._rng is None:
+                    self._rng = random.Random(self.seed)
+                if self._rng.random() >= fault.probability:
+                    return None
             fault.hits += 1
             return fault, occurrence
         return None

@@ -1,0 +1,171 @@
+"""What the plugin keeps for one test, without importing pytest.
+
+A `TestState` holds the test's fault plan, virtual clock and trace, switches them on for
+the test (`start`) and off again (`stop`), and turns what happened into report text, a
+JSON file and summary counts. The plugin only wires it to pytest's hooks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_agentfaults.runtime.backoff import seeded_jitter
+from pytest_agentfaults.runtime.clock import VirtualClock, use_default_clock
+from pytest_agentfaults.runtime.events import Trace, collecting
+from pytest_agentfaults.testing.faults import Fault, FaultPlan
+
+__all__ = ["Counts", "TestState", "test_seed", "trace_file_name"]
+
+
+@dataclass(slots=True)
+class Counts:
+    """The terminal summary's figures; adds up across tests and xdist workers."""
+
+    faults: int = 0
+    retries: int = 0
+    fixer_calls: int = 0
+    escalations: int = 0
+
+    def add(self, other: Counts | dict[str, int]) -> None:
+        """Add ``other`` (a `Counts` or its dict form) to these counts."""
+        data = other if isinstance(other, dict) else other.as_dict()
+        self.faults += int(data.get("faults", 0))
+        self.retries += int(data.get("retries", 0))
+        self.fixer_calls += int(data.get("fixer_calls", 0))
+        self.escalations += int(data.get("escalations", 0))
+
+    def as_dict(self) -> dict[str, int]:
+        """A JSON-friendly form (xdist ships it from workers to the controller)."""
+        return {
+            "faults": self.faults,
+            "retries": self.retries,
+            "fixer_calls": self.fixer_calls,
+            "escalations": self.escalations,
+        }
+
+    def summary(self) -> str:
+        """``agentfaults: N faults injected, N retries, N fixer calls, N escalations``."""
+        return (
+            f"agentfaults: {self.faults} faults injected, {self.retries} retries, "
+            f"{self.fixer_calls} fixer calls, {self.escalations} escalations"
+        )
+
+
+def test_seed(session_seed: int, nodeid: str) -> int:
+    """A seed for one test: stable for a session seed, whatever order tests run in."""
+    return zlib.crc32(f"{session_seed}:{nodeid}".encode()) & 0x7FFFFFFF
+
+
+class TestState:
+    """The agentfaults side of one running test."""
+
+    __test__ = False  # not a test class, whatever pytest's collector thinks of the name
+
+    def __init__(self, nodeid: str, *, seed: int, real_time: bool) -> None:
+        self.nodeid = nodeid
+        self.seed = seed
+        self.real_time = real_time
+        self.plan = FaultPlan(seed=seed)
+        self.clock = VirtualClock()
+        self.trace = Trace()
+        self._stack: contextlib.ExitStack | None = None
+
+    def add_faults(self, faults: Iterable[Fault]) -> None:
+        """Add the marker's faults (in declared order) to the plan."""
+        for fault in faults:
+            self.plan.add(fault)
+
+    def start(self) -> None:
+        """Switch the plan, the virtual clock, the seed and the trace on for this test."""
+        stack = contextlib.ExitStack()
+        # real_time: None means "real", also when an enclosing context set a virtual default
+        stack.enter_context(use_default_clock(None if self.real_time else self.clock))
+        stack.enter_context(seeded_jitter(self.seed))
+        stack.enter_context(collecting(self.trace))
+        stack.enter_context(self.plan.active())
+        self._stack = stack
+
+    def stop(self) -> None:
+        """Undo `start` (and any `patch_sleep` of the test's clock)."""
+        self.clock.unpatch_sleep()
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            stack.close()
+
+    # ------------------------------------------------------------------ reporting
+
+    def counts(self) -> Counts:
+        """What this test injected and what the runtime did about it."""
+        trace = self.trace
+        if not trace.events:
+            return Counts(faults=len(self.plan.fired))
+        return Counts(
+            faults=len(self.plan.fired),
+            retries=sum(
+                trace.count(kind) for kind in ("tool.retry", "llm.retry", "transport.retry")
+            ),
+            fixer_calls=trace.count("fixer.call"),
+            escalations=trace.count("escalation"),
+        )
+
+    def render(self) -> str:
+        """The "recovery trace" report section: faults fired, then the timeline."""
+        lines = [f"seed {self.seed}"]
+        if self.plan.faults:
+            lines.append("faults:")
+            fired_ids = [id(f.fault) for f in self.plan.fired]
+            for fault in self.plan.faults:
+                hits = fired_ids.count(id(fault))
+                lines.append(f"  {fault.describe()}: fired {hits}x ({fault.source})")
+        lines.append("timeline:")
+        lines.extend(f"  {line}" for line in self.trace.render().splitlines() or ["(no events)"])
+        return "\n".join(lines)
+
+    def to_json(self, outcome: str) -> str:
+        """The JSON file written per test with ``--agentfaults-trace-dir``."""
+        payload: dict[str, Any] = {
+            "nodeid": self.nodeid,
+            "outcome": outcome,
+            "seed": self.seed,
+            "faults_fired": [
+                {
+                    "target": f.target,
+                    "name": f.name,
+                    "kind": f.kind,
+                    "occurrence": f.occurrence,
+                    "fault": f.fault.describe(),
+                }
+                for f in self.plan.fired
+            ],
+            "counts": self.counts().as_dict(),
+            "events": json.loads(self.trace.to_json())["events"],
+        }
+        return json.dumps(payload, indent=2)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def trace_file_name(nodeid: str) -> str:
+    """A file name for ``nodeid``: readable, safe on every OS, unique per test id."""
+    digest = hashlib.sha1(nodeid.encode(), usedforsecurity=False).hexdigest()[:10]
+    readable = _UNSAFE.sub("_", nodeid).strip("_")[-80:]
+    return f"{readable}-{digest}.json"
+
+
+def write_trace_file(directory: Path, nodeid: str, text: str) -> Path:
+    """Write one test's trace JSON atomically (xdist workers share the directory)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / trace_file_name(nodeid)
+    partial = target.with_suffix(f".{zlib.crc32(text.encode())}.tmp")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(target)
+    return target
