@@ -1,10 +1,15 @@
 """A small research assistant: search, fetch and summarise, with a recovery policy.
 
-The tools talk to an in-memory "web" so the example runs anywhere; swap `WEB` for real
-HTTP calls and the recovery policy stays the same.
+The tools read an in-memory "web" so the example runs anywhere, with no network and no
+API key; swap `WEB` for real HTTP calls and the recovery policy stays the same.
 """
 
 from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from pydantic import Field
 
 import pytest_agentfaults as af
 
@@ -12,25 +17,6 @@ WEB: dict[str, str] = {
     "https://docs.example/retries": "Retries with backoff absorb transient failures.",
     "https://docs.example/timeouts": "Every attempt needs a deadline.",
 }
-
-
-class FlakyNetwork:
-    """The tools' transport; a test can make it fail the next N calls."""
-
-    def __init__(self) -> None:
-        self.failures: list[BaseException] = []
-        self.calls: list[str] = []
-
-    def get(self, url: str) -> str:
-        self.calls.append(url)
-        if self.failures:
-            raise self.failures.pop(0)
-        if url not in WEB:
-            raise LookupError(f"404 for {url}")
-        return WEB[url]
-
-
-network = FlakyNetwork()
 
 
 @af.tool
@@ -47,17 +33,26 @@ def search(query: str) -> list[str] | af.ToolFailure:
 @af.tool(on_error=af.OnError(execution=af.retry(max_attempts=3, strategy="exponential")))
 def fetch(url: str) -> str:
     """Fetch one page."""
-    return network.get(url)
+    if url not in WEB:
+        raise LookupError(f"404 for {url}")
+    return WEB[url]
 
 
-@af.tool
-def summarise(text: str, max_words: int = 8) -> str:
+def clamp_words(raw: str) -> str:
+    """A deterministic fixer (zero LLM calls): clamp max_words into the allowed range."""
+    args = json.loads(raw)
+    args["max_words"] = min(max(int(args.get("max_words", 8)), 1), 50)
+    return json.dumps(args)
+
+
+@af.tool(on_error=af.OnError(invalid_args=af.fix(af.Agent.from_function("clamp", clamp_words))))
+def summarise(text: str, max_words: Annotated[int, Field(ge=1, le=50)] = 8) -> str:
     """Shorten a text to at most `max_words` words."""
     return " ".join(text.split()[:max_words])
 
 
 def build_agent(model: af.Model, **options: object) -> af.Agent:
-    """The assistant, wired with its tools and the default recovery policy."""
+    """The assistant, wired with its tools and its recovery policy."""
     return af.Agent(
         "research-assistant",
         model=model,

@@ -50,3 +50,23 @@ def test_package_is_typed():
 def test_plugin_entry_point_is_registered():
     points = importlib.metadata.entry_points(group="pytest11")
     assert any(p.name == "agentfaults" and p.value == "pytest_agentfaults.plugin" for p in points)
+
+
+def _readme_commands() -> list[str]:
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    blocks = text.split("```bash\n")[1:]
+    return [block.split("\n```")[0].strip() for block in blocks]
+
+
+def test_readme_gives_exactly_two_setup_commands_and_ci_runs_them():
+    from pathlib import Path
+
+    commands = _readme_commands()
+    assert len(commands) == 2
+    ci = (Path(__file__).parent.parent / ".ci" / "run").read_text()
+    for command in commands:
+        assert command.startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && ")
+        run = command.split(" && ")[-1]
+        assert run in ci.splitlines(), f"CI does not run README's command: {run}"

@@ -88,6 +88,8 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.models.openai import OpenAIModel
     from pytest_agentfaults.runtime.models.resolve import resolve_model
     from pytest_agentfaults.testing import (
+        FaultPlan,
+        FiredFault,
         ScriptedModel,
         ScriptExhaustedError,
         Step,
@@ -101,6 +103,8 @@ if TYPE_CHECKING:
 # name -> module that defines it; imported on first attribute access.
 _LAZY: dict[str, str] = {
     "AnthropicModel": "pytest_agentfaults.runtime.models.anthropic",
+    "FaultPlan": "pytest_agentfaults.testing",
+    "FiredFault": "pytest_agentfaults.testing",
     "OllamaModel": "pytest_agentfaults.runtime.models.ollama",
     "OpenAIModel": "pytest_agentfaults.runtime.models.openai",
     "TransportRetry": "pytest_agentfaults.runtime.models._http",
@@ -127,6 +131,8 @@ __all__ = [
     "ErrorRecord",
     "EscalationError",
     "Event",
+    "FaultPlan",
+    "FiredFault",
     "FirstOf",
     "InvalidArgsError",
     "LlmErrorDecision",

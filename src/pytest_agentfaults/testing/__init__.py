@@ -9,6 +9,7 @@ model = ScriptedModel([call_tool("fetch", url="https://x.test"), fail.http(503),
 Everything here may import the runtime, and never imports pytest.
 """
 
+from pytest_agentfaults.testing.faults import FaultPlan, FiredFault
 from pytest_agentfaults.testing.scripted import (
     ScriptedModel,
     ScriptExhaustedError,
@@ -21,6 +22,8 @@ from pytest_agentfaults.testing.scripted import (
 )
 
 __all__ = [
+    "FaultPlan",
+    "FiredFault",
     "ScriptExhaustedError",
     "ScriptedModel",
     "Step",
