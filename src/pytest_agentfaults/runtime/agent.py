@@ -760,18 +760,12 @@ class _Run:
         attempts = 0
         used: dict[int, int] = {}
         while True:
-            try:
-                kwargs = tool.validate(raw)
-            except InvalidArgsError as exc:
-                rec.emit(
-                    "tool.error",
-                    tool=name,
-                    call_id=call.id,
-                    error=self.record(exc),
-                    detail=_preview(raw),
-                )
+            checked = tool.check_arguments(raw)
+            if isinstance(checked, InvalidArgsError):
+                # The message already quotes the raw arguments: no detail needed.
+                rec.emit("tool.error", tool=name, call_id=call.id, error=self.record(checked))
                 kind: FailureKind = "invalid_args"
-                failure: Exception = exc
+                failure: Exception = checked
             else:
                 attempts += 1
                 rec.emit(
@@ -780,7 +774,7 @@ class _Run:
                 try:
                     result = yield Attempt(
                         tool,
-                        kwargs,
+                        checked,
                         config.timeout_seconds,
                         self.clock,
                         rec.emit,

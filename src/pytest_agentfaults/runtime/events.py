@@ -173,8 +173,7 @@ def _build_event(fields: dict[str, Any]) -> Event:
 
     Equivalent to ``Event.model_construct(**fields)`` at a third of the cost.
     """
-    values = _EVENT_DEFAULTS.copy()
-    values.update(fields)
+    values = {**_EVENT_DEFAULTS, **fields}
     extra: dict[str, Any] = {}
     if len(values) != _FIELD_COUNT:
         for key in fields:
@@ -182,10 +181,26 @@ def _build_event(fields: dict[str, Any]) -> Event:
                 extra[key] = values.pop(key)
     event = _new_object(Event)
     _set_attribute(event, "__dict__", values)
-    _set_attribute(event, "__pydantic_fields_set__", set(fields))
-    _set_attribute(event, "__pydantic_extra__", extra)
-    _set_attribute(event, "__pydantic_private__", None)
+    _set_fields(event, set(fields))
+    _set_extra(event, extra)
+    _set_private(event, None)
     return event
+
+
+# BaseModel keeps these in slots; their descriptors set them without BaseModel.__setattr__.
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def _renumbered(event: Event, seq: int) -> Event:
+    """A copy of ``event`` with another ``seq`` (for a trace that collects several runs)."""
+    twin = _new_object(Event)
+    _set_attribute(twin, "__dict__", {**event.__dict__, "seq": seq})
+    _set_fields(twin, set(event.__pydantic_fields_set__))
+    _set_extra(twin, dict(event.__pydantic_extra__ or {}))
+    _set_private(twin, None)
+    return twin
 
 
 class Trace:
@@ -202,7 +217,7 @@ class Trace:
         """Append ``event``, numbering it in this trace; returns the stored event."""
         seq = len(self.events)
         if event.seq != seq:
-            event = event.model_copy(update={"seq": seq})
+            event = _renumbered(event, seq)
         self.events.append(event)
         return event
 
@@ -413,21 +428,24 @@ class Recorder:
 
     def emit(self, type: str, /, **fields: Any) -> Event:
         """Record one event now; returns it."""
-        detail = fields.get("detail")
-        if detail:
-            fields["detail"] = redact_text(detail)
-        reason = fields.get("reason")
-        if reason:
-            fields["reason"] = redact_text(reason)
+        if "detail" in fields:
+            fields["detail"] = redact_text(fields["detail"])
+        if "reason" in fields:
+            fields["reason"] = redact_text(fields["reason"])
         trace = self.trace
-        fields["type"] = type
-        fields["seq"] = len(trace.events)
-        fields["at"] = self.clock.now() - self.start
-        fields["run_id"] = self.run_id
-        fields["agent"] = self.agent
-        fields["parent_run_id"] = self.parent_run_id
-        event = _build_event(fields)
-        trace.events.append(event)
+        events = trace.events
+        event = _build_event(
+            {
+                "type": type,
+                "seq": len(events),
+                "at": self.clock.now() - self.start,
+                "run_id": self.run_id,
+                "agent": self.agent,
+                "parent_run_id": self.parent_run_id,
+                **fields,
+            }
+        )
+        events.append(event)
         for collector in self._collectors:
             if collector is not trace:
                 collector.add(event)

@@ -118,6 +118,19 @@ class Tool(Generic[P, R]):
 
         Raises `InvalidArgsError` (naming the tool and every problem) when they do not fit.
         """
+        checked = self.check_arguments(arguments)
+        if isinstance(checked, InvalidArgsError):
+            raise checked
+        return checked
+
+    def check_arguments(
+        self, arguments: str | Mapping[str, Any] | None
+    ) -> dict[str, Any] | InvalidArgsError:
+        """Like `validate`, but returns the `InvalidArgsError` instead of raising it.
+
+        The agent loop uses this: an exception raised through its generator frames would
+        cost more than the whole check.
+        """
         raw = arguments if isinstance(arguments, str) else None
         try:
             if raw is not None:
@@ -130,12 +143,16 @@ class Tool(Generic[P, R]):
         except ValidationError as exc:
             shown = raw if raw is not None else _safe_json(arguments)
             errors = exc.errors(include_url=False)
-            raise InvalidArgsError(
+            invalid = InvalidArgsError(
                 _describe_invalid(self.name, errors, shown),
                 tool=self.name,
                 raw_arguments=shown,
                 errors=[_plain_error(e) for e in errors],
-            ) from exc
+            )
+            # Keep pydantic's error as the cause, without its traceback: that would hold this
+            # frame, and this frame holds `invalid`, a cycle on every bad call.
+            invalid.__cause__ = exc.with_traceback(None)
+            return invalid
         values = parsed.__dict__
         return {public: values[internal] for internal, public in self._field_names.items()}
 
