@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from pytest_agentfaults.errors import kind_and_retryable
+from pytest_agentfaults.errors import UsageError, kind_and_retryable
 from pytest_agentfaults.runtime.clock import Clock
 from pytest_agentfaults.runtime.redact import redact_text
 
@@ -316,8 +316,18 @@ class Trace:
 
     # ------------------------------------------------------------------ output
 
-    def render(self) -> str:
-        """A human timeline: one line per event, each beginning with its type."""
+    def render(self, format: Literal["text", "svg"] = "text", *, title: str = "") -> str:
+        """A human timeline: one line per event, each beginning with its type.
+
+        ``format="svg"`` draws the run instead: one row per model and tool, attempts,
+        faults and backoff waits on the time axis (see `pytest_agentfaults.runtime.timeline`).
+        """
+        if format == "svg":
+            from pytest_agentfaults.runtime.timeline import render_svg  # noqa: PLC0415
+
+            return render_svg(self.events, title=title)
+        if format != "text":
+            raise UsageError(f"render(format={format!r}): use 'text' or 'svg'")
         return "\n".join(event.describe() for event in self.events)
 
     def to_json(self, *, indent: int | None = 2) -> str:
