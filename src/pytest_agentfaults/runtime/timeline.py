@@ -154,9 +154,12 @@ def _row_elements(row: _Row, top: float, mid: float, x: object) -> list[str]:
             continue
         if kind.endswith(".fault") or kind in ("tool.error", "llm.error"):
             size = 5
+            points = (
+                f"M{ex:.1f},{mid - size:.1f} L{ex + size:.1f},{mid:.1f} "
+                f"L{ex:.1f},{mid + size:.1f} L{ex - size:.1f},{mid:.1f} Z"
+            )
             out.append(
-                f'<path data-seq="{seq}" data-type="{kind}" d="M{ex:.1f},{mid - size:.1f} '
-                f'L{ex + size:.1f},{mid:.1f} L{ex:.1f},{mid + size:.1f} L{ex - size:.1f},{mid:.1f} Z" '
+                f'<path data-seq="{seq}" data-type="{kind}" d="{points}" '
                 f'fill="{_COLOURS["fault"]}"><title>{tip}</title></path>'
             )
             continue
