@@ -29,6 +29,5 @@ def test_documented_example_passes(pytester, where, code):
     result = pytester.runpytest("--strict-markers")
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) >= 1, f"{where}: no test passed\n{result.stdout.str()}"
-    assert not (outcomes.get("failed") or outcomes.get("errors")), (
-        f"{where} failed:\n{result.stdout.str()}"
-    )
+    assert not outcomes.get("failed"), f"{where} failed:\n{result.stdout.str()}"
+    assert not outcomes.get("errors"), f"{where} errored:\n{result.stdout.str()}"
