@@ -190,12 +190,30 @@ def _new_runner() -> asyncio.Runner:
     )
 
 
-def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
+def _open_attempt(effect: Attempt) -> tuple[float, object, object]:
+    """Start an attempt: its start time, the deadline token, the current-emit token."""
     clock, timeout = effect.clock, effect.timeout
     start = clock.now()
     virtual = type(clock) is VirtualClock and timeout is not None
-    token = set_attempt_deadline(clock, start + timeout) if virtual else None  # type: ignore[operator]
+    deadline = set_attempt_deadline(clock, start + timeout) if virtual else None  # type: ignore[operator]
     emitting = _current_emit.set(effect.emit) if _interceptors else None
+    return start, deadline, emitting
+
+
+def _close_attempt(deadline: object, emitting: object) -> None:
+    if deadline is not None:
+        reset_attempt_deadline(deadline)
+    if emitting is not None:
+        _current_emit.reset(emitting)  # type: ignore[arg-type]
+
+
+def _late(effect: Attempt, start: float) -> bool:
+    """Whether an attempt that returned took longer than its timeout (sync tools)."""
+    return effect.timeout is not None and effect.clock.now() - start > effect.timeout
+
+
+def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
+    start, deadline, emitting = _open_attempt(effect)
     try:
         result = _intercept_tool(effect) if _interceptors else PROCEED
         if result is PROCEED:
@@ -206,11 +224,8 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     except AttemptDeadlineExceeded:
         raise _timed_out(effect) from None
     finally:
-        if token is not None:
-            reset_attempt_deadline(token)
-        if emitting is not None:
-            _current_emit.reset(emitting)
-    if timeout is not None and clock.now() - start > timeout:
+        _close_attempt(deadline, emitting)
+    if _late(effect, start):
         raise _timed_out(effect)
     return result
 
@@ -260,10 +275,7 @@ async def adrive(steps: Steps[T]) -> T:
 
 async def _attempt_async(effect: Attempt) -> Any:
     clock, timeout, tool = effect.clock, effect.timeout, effect.tool
-    start = clock.now()
-    virtual = type(clock) is VirtualClock and timeout is not None
-    token = set_attempt_deadline(clock, start + timeout) if virtual else None  # type: ignore[operator]
-    emitting = _current_emit.set(effect.emit) if _interceptors else None
+    start, deadline, emitting = _open_attempt(effect)
     try:
         result = _intercept_tool(effect) if _interceptors else PROCEED
         if result is PROCEED:
@@ -282,11 +294,8 @@ async def _attempt_async(effect: Attempt) -> Any:
     except AttemptDeadlineExceeded:
         raise _timed_out(effect) from None
     finally:
-        if token is not None:
-            reset_attempt_deadline(token)
-        if emitting is not None:
-            _current_emit.reset(emitting)
-    if timeout is not None and clock.now() - start > timeout:
+        _close_attempt(deadline, emitting)
+    if _late(effect, start):
         raise _timed_out(effect)
     return result
 

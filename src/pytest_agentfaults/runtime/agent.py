@@ -751,7 +751,7 @@ class _Run:
                 tool=name,
                 available=available,
             )
-            rec.emit("tool.error", tool=name, call_id=call.id, error=self.record(error))
+            self.tool_error(call, None, error)
             return _Outcome(_payload(name, error, 0), error=error)
 
         config = agent.resilience.for_tool(name)
@@ -763,7 +763,7 @@ class _Run:
             checked = tool.check_arguments(raw)
             if isinstance(checked, InvalidArgsError):
                 # The message already quotes the raw arguments: no detail needed.
-                rec.emit("tool.error", tool=name, call_id=call.id, error=self.record(checked))
+                self.tool_error(call, None, checked)
                 kind: FailureKind = "invalid_args"
                 failure: Exception = checked
             else:
@@ -781,50 +781,23 @@ class _Run:
                         call.id,
                         attempts,
                     )
-                except ToolExecutionError as exc:
-                    # Hard failure: no retry, no further model call.
-                    exc.tool = exc.tool or name
-                    rec.emit(
-                        "tool.error",
-                        tool=name,
-                        call_id=call.id,
-                        attempt=attempts,
-                        error=self.record(exc),
-                    )
-                    raise
-                except EscalationError as exc:
-                    exc.tool = exc.tool or name
-                    rec.emit(
-                        "tool.error",
-                        tool=name,
-                        call_id=call.id,
-                        attempt=attempts,
-                        error=self.record(exc),
-                    )
-                    if builtin:
-                        raise
-                    return self.escalated(name, call, exc, attempts)
                 except _PASS_THROUGH:
                     raise
                 except Exception as exc:
-                    rec.emit(
-                        "tool.error",
-                        tool=name,
-                        call_id=call.id,
-                        attempt=attempts,
-                        error=self.record(exc),
-                    )
+                    if isinstance(exc, ToolExecutionError | EscalationError):
+                        exc.tool = exc.tool or name
+                    self.tool_error(call, attempts, exc)
+                    if isinstance(exc, ToolExecutionError):
+                        raise  # a hard failure: no retry, no further model call
+                    if isinstance(exc, EscalationError):
+                        if builtin:
+                            raise  # this agent escalates to whoever runs it
+                        return self.escalated(name, call, exc, attempts)
                     kind = "timeout" if isinstance(exc, ToolTimeoutError) else "execution"
                     failure = exc
                 else:
                     if isinstance(result, ToolFailure):
-                        rec.emit(
-                            "tool.error",
-                            tool=name,
-                            call_id=call.id,
-                            attempt=attempts,
-                            error=self.record(result),
-                        )
+                        self.tool_error(call, attempts, result)
                         return _Outcome(
                             _payload(name, result, attempts),
                             value=result,
@@ -982,6 +955,17 @@ class _Run:
             detail=_preview(fixed if fixed is not None else repr(produced)),
         )
         return fixed
+
+    def tool_error(
+        self, call: ToolCall, attempt: int | None, error: BaseException | ToolFailure
+    ) -> None:
+        self.rec.emit(
+            "tool.error",
+            tool=call.name,
+            call_id=call.id,
+            attempt=attempt,
+            error=self.record(error),
+        )
 
     def escalated(self, name: str, call: ToolCall, exc: EscalationError, attempts: int) -> _Outcome:
         self.rec.emit(
