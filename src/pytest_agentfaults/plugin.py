@@ -1,8 +1,9 @@
 """The pytest plugin (``pytest11`` entry point ``agentfaults``).
 
 Markers ``inject_fault`` and ``real_time``; fixtures ``faults``, ``trace``,
-``virtual_clock``, ``scripted_model``; options ``--agentfaults-trace``,
-``--agentfaults-trace-dir``, ``--agentfaults-seed``, ``--agentfaults-update-snapshots``.
+``virtual_clock``, ``scripted_model``, ``http_faults``, ``llm_server``; options
+``--agentfaults-trace``, ``--agentfaults-trace-dir``, ``--agentfaults-seed``,
+``--agentfaults-update-snapshots``.
 
 Kept light: pytest imports this module for every session, so the kit is imported inside
 hooks and fixtures. State lives in ``config.stash`` and ``item.stash``.
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import VirtualClock
     from pytest_agentfaults.runtime.events import Trace
     from pytest_agentfaults.testing.faults import FaultPlan
+    from pytest_agentfaults.testing.http import HttpFaultRouter
     from pytest_agentfaults.testing.scripted import ScriptedModel, Step
+    from pytest_agentfaults.testing.server import LLMServer
     from pytest_agentfaults.testing.session import Counts, TestState
 
 _TRACE_MODES = ("on-failure", "always", "never")
@@ -329,3 +332,46 @@ def scripted_model() -> Callable[..., ScriptedModel]:
         return ScriptedModel(steps, **options)
 
     return make
+
+
+@pytest.fixture
+def http_faults(request: pytest.FixtureRequest) -> HttpFaultRouter:
+    """A respx router that sees httpx AND httpx2 clients (the official SDKs use httpx2).
+
+    ``http_faults.post(url).respond(200, json=...)``; the test's http faults apply first,
+    and a request that matches no route raises an `AssertionError` unless it goes to
+    loopback. Stopped with the test's fault plan.
+    """
+    return _state(request).plan.http_layer().router
+
+
+@pytest.fixture(scope="session")
+def _agentfaults_llm_server() -> Generator[LLMServer, None, None]:
+    """The session's loopback server, started on first use and stopped at the end."""
+    from pytest_agentfaults.testing.server import LLMServer  # noqa: PLC0415 - lazy
+
+    server = LLMServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def llm_server(
+    request: pytest.FixtureRequest, _agentfaults_llm_server: LLMServer
+) -> Generator[LLMServer, None, None]:
+    """A real server on 127.0.0.1 speaking the OpenAI, Anthropic and Ollama wire formats.
+
+    Drive it with ``llm_server.script([...steps])``; point clients at
+    ``llm_server.base_url("openai")`` (or ``.env()``). The test's http faults are served
+    over its socket; ``llm_server.requests`` lists every request received. A request left
+    without a script step fails the test at teardown.
+    """
+    server = _agentfaults_llm_server
+    server.bind(_state(request).plan)
+    try:
+        yield server
+        server.check()
+    finally:
+        server.reset()

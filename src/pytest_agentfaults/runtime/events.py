@@ -17,13 +17,16 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from pytest_agentfaults.errors import UsageError, kind_and_retryable
 from pytest_agentfaults.runtime.clock import Clock
 from pytest_agentfaults.runtime.redact import redact_text
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing.verdict import Verdict
 
 __all__ = [
     "EVENT_TYPES",
@@ -313,6 +316,33 @@ class Trace:
         )
 
         assert_matches_snapshot(self, path)
+
+    def verdict(self, **options: Any) -> Verdict:
+        """Judge how the code under test retried; see `pytest_agentfaults.testing.verdict`.
+
+        ```python
+        v = trace.verdict()          # v.passed, v.findings (code, advice), v.render()
+        ```
+        ``ignore=("gave_up_early",)`` drops codes; ``max_attempts``, ``min_backoff``,
+        ``storm_rate`` and ``storm_window`` tune the thresholds.
+        """
+        from pytest_agentfaults.testing.verdict import verdict  # noqa: PLC0415 - the kit
+
+        return verdict(self, **options)
+
+    def assert_resilient(self, **options: Any) -> None:
+        """Raise `AssertionError` (a ``NotResilientError``) with the verdict's report.
+
+        Takes the options of `verdict`, e.g. ``trace.assert_resilient(ignore=("no_backoff",))``.
+        """
+        from pytest_agentfaults.testing.verdict import (  # noqa: PLC0415 - the kit
+            NotResilientError,
+            verdict,
+        )
+
+        judged = verdict(self, **options)
+        if not judged.passed:
+            raise NotResilientError(judged)
 
     # ------------------------------------------------------------------ output
 

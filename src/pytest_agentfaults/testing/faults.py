@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import random
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,7 +41,9 @@ from pytest_agentfaults.runtime.tools import ToolFailure
 from pytest_agentfaults.testing.scripted import ScriptedModel, Step, fail, malformed
 
 if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.events import Recorder
     from pytest_agentfaults.runtime.models.base import ModelResponse
+    from pytest_agentfaults.testing.http import HttpInjector
 
 __all__ = [
     "HTTP_KINDS",
@@ -119,6 +122,27 @@ class Fault:
             return ("http", self.url, (self.method or "").upper() or None)
         return ("llm",)
 
+    def matches_http(self, method: str, url: str, *, any_host: bool = False) -> bool:
+        """Whether this http fault applies to a ``method`` request for ``url``.
+
+        ``method=`` compares case-insensitively. ``url=`` matches the request's URL (query
+        left out) exactly or as a prefix ending at a ``/``; a ``url=`` that starts with
+        ``/`` matches the path alone, on any host. ``any_host=True`` compares only the
+        paths of a ``url=`` that has one (``https://api.openai.com/v1/chat/completions``
+        matches ``/v1/chat/completions`` on any host): the loopback `LLMServer` stands in
+        for the provider's host.
+        """
+        if self.method is not None and self.method != method.upper():
+            return False
+        pattern = self.url
+        if pattern is None:
+            return True
+        if pattern.startswith("/"):
+            return _url_matches(pattern, _path_of(url))
+        if any_host and _path_of(pattern) != "/":
+            return _url_matches(_path_of(pattern), _path_of(url))
+        return _url_matches(pattern, url)
+
     def describe(self) -> str:
         """A short description for messages: ``tool 'fetch' raises ConnectionError``."""
         if self.target == "tool":
@@ -129,7 +153,9 @@ class Fault:
             return f"tool {self.name!r} {what} {shown}"
         if self.target == "http":
             where = " ".join(p for p in (self.method, self.url) if p) or "any request"
-            return f"http {self.action} on {where}"
+            kind = self.value if self.action == "status" else self.action
+            after = "" if self.retry_after is None else f" (retry_after={self.retry_after:g})"
+            return f"http {kind}{after} on {where}"
         return f"llm {self.name}"
 
     def fresh(self) -> Fault:
@@ -140,6 +166,12 @@ class Fault:
 
     def check(self) -> None:
         """Raise `UsageError` when the fault is incomplete (a fluent chain left unfinished)."""
+        if self.action is None and self.target == "http":
+            raise UsageError(
+                f"{self.source or 'faults.http()'} says nothing to inject; finish it with "
+                ".status(503), .timeout(), .connect_error(), .read_error(), .reset(), "
+                ".malformed_body() or .truncated_stream()"
+            )
         if self.action is None:
             raise UsageError(
                 f"{self.source or 'fault'} on {self.target} {self.name!r} says nothing to "
@@ -334,6 +366,13 @@ class FaultPlan:
         self._occurrences: dict[tuple[Any, ...], int] = {}
         self._active = 0
         self._http_hooks: list[Callable[[FaultPlan], Any]] = []
+        #: Where ``http.request`` / ``http.fault`` events go when no agent run is in
+        #: progress (an SDK client called straight from a test). The plugin points it at
+        #: the test's trace; left None, the first HTTP event makes one on the default clock.
+        self.http_recorder: Recorder | None = None
+        self._http: HttpInjector | None = None
+        # the loopback server counts occurrences from its own threads
+        self._http_lock = threading.Lock()
 
     # ------------------------------------------------------------------ declaring
 
@@ -356,6 +395,8 @@ class FaultPlan:
             + ")",
         )
         self._register(fault)
+        if self._active:
+            self.http_layer()  # declared in the test body, after activation
         return HttpFaultBuilder(fault)
 
     def add(self, fault: Fault) -> Fault:
@@ -401,20 +442,43 @@ class FaultPlan:
         self._active += 1
         undo = [hook(self) for hook in self._http_hooks]
         try:
+            if self.of("http"):
+                self.http_layer()
             yield self
         finally:
             for stop in reversed(undo):
                 if callable(stop):
                     stop()
             self._active -= 1
+            if not self._active and self._http is not None:
+                layer, self._http = self._http, None
+                layer.stop()
             remove_interceptor(interceptor)
 
     def on_activate(self, hook: Callable[[FaultPlan], Any]) -> None:
         """Run ``hook(plan)`` whenever the plan is activated; it may return an undo callable.
 
-        The HTTP fault router uses this to route requests through the plan.
+        An extension point for injecting faults into layers the plan does not know; the
+        plan's own http faults need no hook (see `http_layer`).
         """
         self._http_hooks.append(hook)
+
+    def http_layer(self) -> HttpInjector:
+        """Switch on (once) and return the in-process HTTP layer of this active plan.
+
+        It injects the plan's http faults into every httpx / httpx2 request and records
+        each attempt; the plan switches it on by itself when it has http faults, and the
+        ``http_faults`` fixture when a test asks for the router. Only inside `active`.
+        """
+        if not self._active:
+            raise UsageError("plan.http_layer() works inside `with plan.active():` only")
+        if self._http is None:
+            from pytest_agentfaults.testing.http import HttpInjector  # noqa: PLC0415 - respx
+
+            layer = HttpInjector(self)
+            layer.start()
+            self._http = layer
+        return self._http
 
     # ------------------------------------------------------------------ matching
 
@@ -439,6 +503,30 @@ class FaultPlan:
                     return None
             fault.hits += 1
             return fault, occurrence
+        return None
+
+    def next_http_fault(
+        self, method: str, url: str, *, any_host: bool = False
+    ) -> tuple[Fault, int] | None:
+        """Count one HTTP request (``method`` ``url``); return the fault that hits it, if any.
+
+        The request is one occurrence of every http fault target it matches (a target is
+        a ``(url, method)`` filter, see `Fault.matches_http`); targets are asked in declared
+        order and the first that hits answers, so later ones do not see that request.
+        Thread-safe: the loopback server asks from its own threads.
+        """
+        http = [f for f in self.faults if f.target == "http"]
+        if not http:
+            return None
+        with self._http_lock:
+            groups: dict[tuple[Any, ...], list[Fault]] = {}
+            for fault in http:
+                if fault.matches_http(method, url, any_host=any_host):
+                    groups.setdefault(fault.key, []).append(fault)
+            for key, candidates in groups.items():
+                hit = self.next_fault(key, candidates)
+                if hit is not None:
+                    return hit
         return None
 
     def record(self, fault: Fault, name: str, kind: str, occurrence: int) -> FiredFault:
@@ -684,6 +772,27 @@ def _short(value: object) -> str:
         return f"ToolFailure({value.error!r})"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _path_of(url: str) -> str:
+    """The path of ``url`` (``/v1/messages``), or ``url`` itself when it is a path."""
+    if url.startswith("/"):
+        return url.split("?", 1)[0]
+    _, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    slash = rest.find("/")
+    return rest[slash:].split("?", 1)[0] if slash >= 0 else "/"
+
+
+def _url_matches(pattern: str, url: str) -> bool:
+    url = url.split("?", 1)[0]
+    pattern = pattern.split("?", 1)[0]
+    if pattern != "/":
+        pattern = pattern.rstrip("/")
+    if url == pattern or url.rstrip("/") == pattern:
+        return True
+    return url.startswith(pattern if pattern.endswith("/") else pattern + "/")
 
 
 def _what(fault: Fault) -> str:

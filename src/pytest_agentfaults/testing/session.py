@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentfaults.runtime.backoff import seeded_jitter
-from pytest_agentfaults.runtime.clock import VirtualClock, use_default_clock
-from pytest_agentfaults.runtime.events import Trace, collecting
+from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_default_clock
+from pytest_agentfaults.runtime.events import Recorder, Trace, collecting
 from pytest_agentfaults.testing.faults import Fault, FaultPlan
 
 __all__ = ["Counts", "TestState", "test_seed", "trace_file_name"]
@@ -76,6 +76,11 @@ class TestState:
         self.plan = FaultPlan(seed=seed)
         self.clock = VirtualClock()
         self.trace = Trace()
+        # HTTP attempts outside any agent run (an SDK client called from the test, the
+        # loopback server) are recorded here, on the test's clock.
+        self.plan.http_recorder = Recorder(
+            agent="http", clock=RealClock() if real_time else self.clock, trace=self.trace
+        )
         self._stack: contextlib.ExitStack | None = None
 
     def add_faults(self, faults: Iterable[Fault]) -> None:

@@ -1,0 +1,560 @@
+"""In-process HTTP faults for httpx and httpx2 clients, and the ``http_faults`` router.
+
+The official openai and anthropic SDKs send requests through httpx2 (transport httpcore2);
+our own model clients and most tools use httpx (httpcore). Both are covered, in two
+layers, outermost first::
+
+    client (httpx / httpx2 Client, AsyncClient, the official SDKs)
+      -> HTTPTransport.handle_request   HttpInjector: the plan's http faults, one
+                                        http.request event per attempt, the network guard
+      -> ConnectionPool.handle_request  respx mockers: HTTPCoreMocker (httpx) and
+                                        HTTPCore2Mocker (httpx2), where the http_faults
+                                        router and any respx router of the test answer
+      -> the socket
+
+So faults come before routes, and a faulted request never reaches a route. A fault raises
+the exception of the library the client uses (``httpx2.ReadTimeout`` for an httpx2
+client), or answers as a server would (a status with ``Retry-After`` and
+``retry-after-ms``, an HTML body, a stream cut mid-way). An injected failure takes no
+time, virtual or real: a ``"timeout"`` fails at once; the waits that matter are the
+client's backoff, which ``virtual_clock.patch_sleep()`` records.
+
+What happens to a request no fault hits (the pass-through policy):
+
+1. to a running `LLMServer`: it goes to the server untouched, which serves the faults
+   and records the events itself;
+2. when a respx router is active for the client's library (``http_faults``, or the
+   test's own ``respx.mock``): the routers answer; a request that matches no route and
+   is not to loopback raises `UnmatchedRequestError`;
+3. to loopback (127.0.0.0/8, ``localhost``, ``::1``): it goes to the real server the
+   test started;
+4. anything else raises `UnmatchedRequestError`, an `AssertionError` naming the request:
+   a test never reaches the network by accident, and no retry policy retries the mistake.
+
+The layer is switched on only while a plan that has http faults is active, or while a
+test uses ``http_faults``; otherwise httpx is left alone. A client built on a custom
+transport (``httpx.MockTransport``) bypasses it.
+
+httpx2 and httpcore2 are imported only when installed, and only when the layer first
+switches on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+import httpx
+import respx
+from respx.mocks import HTTPCoreMocker, Mocker
+from respx.models import AllMockedAssertionError, PassThrough
+
+from pytest_agentfaults.runtime._loop import current_emit
+from pytest_agentfaults.runtime.clock import default_clock
+from pytest_agentfaults.runtime.events import ErrorRecord, Recorder
+from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.testing.server import (
+    error_body,
+    malformed_body,
+    provider_for,
+    retry_after_headers,
+    running_addresses,
+    truncated_body,
+    wants_stream,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from pytest_agentfaults.testing.faults import Fault, FaultPlan
+
+__all__ = ["HttpFaultRouter", "HttpInjector", "UnmatchedRequestError", "is_loopback"]
+
+_LOOPBACK_NAMES: Final = frozenset({"localhost", "::1", "[::1]", "0:0:0:0:0:0:0:1"})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine (127.0.0.0/8, ``localhost``, ``::1``)."""
+    host = host.lower()
+    return host.startswith("127.") or host in _LOOPBACK_NAMES or host.endswith(".localhost")
+
+
+class UnmatchedRequestError(AllMockedAssertionError):
+    """A request that no fault, no route and no loopback server answers.
+
+    An `AssertionError` (respx's ``AllMockedAssertionError``), so no retry policy, ours or an
+    SDK's, ever retries it: it is a mistake in the test, not a network failure.
+    """
+
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, method: str, url: str) -> None:
+        self.method = method
+        self.url = redact_text(url)
+        super().__init__(
+            f"agentfaults: {self.method} {self.url} is not mocked and would reach the network. "
+            "Answer it with a route (http_faults.post(url).respond(200, json=...)), a fault "
+            "(faults.http(url=...)), or point the client at a loopback server such as "
+            "llm_server; requests to 127.0.0.1 and localhost pass through."
+        )
+
+
+# ----------------------------------------------------------------------------- libraries
+
+
+@dataclass(frozen=True, slots=True)
+class _Library:
+    """One client library: httpx (over httpcore) or httpx2 (over httpcore2)."""
+
+    name: str
+    module: Any
+    mocker: type[Mocker]
+    cut_stream: Callable[[bytes, BaseException], Any]
+
+
+def _cut_stream_class(module: Any) -> Callable[[bytes, BaseException], Any]:
+    class CutStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[misc]
+        """A response body that delivers ``data``, then fails with ``error``."""
+
+        def __init__(self, data: bytes, error: BaseException) -> None:
+            self._data = data
+            self._error = error
+
+        def __iter__(self) -> Iterator[bytes]:
+            if self._data:
+                yield self._data
+            raise self._error
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            if self._data:
+                yield self._data
+            raise self._error
+
+    return CutStream
+
+
+def _httpcore2_mocker() -> type[HTTPCoreMocker]:
+    # respx keeps one mocker per name for the life of the process, and this module may be
+    # imported afresh (pytester's in-process runs restore sys.modules): reuse the first.
+    registered = Mocker.registry.get("httpcore2")
+    if registered is not None:
+        return registered  # type: ignore[return-value]
+
+    class HTTPCore2Mocker(HTTPCoreMocker):
+        """respx's mocker for httpcore2, the transport of httpx2 (registered as ``"httpcore2"``).
+
+        With this module imported, ``respx.mock(using="httpcore2")`` mocks httpx2 clients too.
+        """
+
+        name = "httpcore2"
+        targets: ClassVar[list[str]] = [
+            "httpcore2._sync.connection.HTTPConnection",
+            "httpcore2._sync.connection_pool.ConnectionPool",
+            "httpcore2._sync.http_proxy.HTTPProxy",
+            "httpcore2._async.connection.AsyncHTTPConnection",
+            "httpcore2._async.connection_pool.AsyncConnectionPool",
+            "httpcore2._async.http_proxy.AsyncHTTPProxy",
+        ]
+        target_methods: ClassVar[list[str]] = ["handle_request", "handle_async_request"]
+
+        @classmethod
+        def from_sync_httpx_response(
+            cls, httpx_response: httpx.Response, target: Any, **kwargs: Any
+        ) -> Any:
+            """An httpcore2 response from the router's httpx response."""
+            import httpcore2  # noqa: PLC0415 - optional dependency
+
+            return httpcore2.Response(
+                status=httpx_response.status_code,
+                headers=httpx_response.headers.raw,
+                content=httpx_response.stream,
+                extensions=httpx_response.extensions,
+            )
+
+        @classmethod
+        async def from_async_httpx_response(
+            cls, httpx_response: httpx.Response, target: Any, **kwargs: Any
+        ) -> Any:
+            """The same, for the async pool."""
+            return cls.from_sync_httpx_response(httpx_response, target, **kwargs)
+
+    return HTTPCore2Mocker
+
+
+#: respx's mocker for httpcore2 (registered as ``"httpcore2"``): with this module imported,
+#: ``respx.mock(using="httpcore2")`` mocks httpx2 clients too.
+HTTPCore2Mocker = _httpcore2_mocker()
+
+
+_libraries_cache: list[_Library] | None = None
+
+
+def _libraries() -> list[_Library]:
+    global _libraries_cache
+    if _libraries_cache is None:
+        found = [_Library("httpx", httpx, HTTPCoreMocker, _cut_stream_class(httpx))]
+        if importlib.util.find_spec("httpx2") and importlib.util.find_spec("httpcore2"):
+            # both at once: httpx2 caches httpcore2's exception classes on first use
+            import httpcore2  # noqa: F401, PLC0415 - optional, imported on first use only
+            import httpx2  # noqa: PLC0415
+
+            found.append(_Library("httpx2", httpx2, HTTPCore2Mocker, _cut_stream_class(httpx2)))
+        _libraries_cache = found
+    return _libraries_cache
+
+
+# ----------------------------------------------------------------------------- patching
+
+_stack: list[HttpInjector] = []
+_undo: list[tuple[type, str, Any]] = []
+
+
+def _install() -> None:
+    for library in _libraries():
+        module = library.module
+        sync_original = module.HTTPTransport.handle_request
+        async_original = module.AsyncHTTPTransport.handle_async_request
+        _undo.append((module.HTTPTransport, "handle_request", sync_original))
+        _undo.append((module.AsyncHTTPTransport, "handle_async_request", async_original))
+        module.HTTPTransport.handle_request = _sync_entry(library, sync_original)
+        module.AsyncHTTPTransport.handle_async_request = _async_entry(library, async_original)
+
+
+def _uninstall() -> None:
+    while _undo:
+        owner, name, original = _undo.pop()
+        setattr(owner, name, original)
+
+
+def _sync_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
+    def handle_request(transport: Any, request: Any) -> Any:
+        if not _stack:
+            return original(transport, request)
+        return _stack[-1].handle(library, transport, request, original)
+
+    return handle_request
+
+
+def _async_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
+    async def handle_async_request(transport: Any, request: Any) -> Any:
+        if not _stack:
+            return await original(transport, request)
+        return await _stack[-1].ahandle(library, transport, request, original)
+
+    return handle_async_request
+
+
+# ----------------------------------------------------------------------------- the layer
+
+_SILENT: Final = "silent"  # pass through, unrecorded (the loopback LLMServer records)
+_PASS: Final = "pass"  # pass through and record the outcome
+
+
+class _Injected:
+    """An injected outcome: a response to return or an exception to raise.
+
+    ``later`` is the failure a cut response body raises once the client reads it.
+    """
+
+    __slots__ = ("error", "later", "response")
+
+    def __init__(
+        self,
+        response: Any = None,
+        error: BaseException | None = None,
+        later: BaseException | None = None,
+    ) -> None:
+        self.response = response
+        self.error = error
+        self.later = later
+
+
+class HttpInjector:
+    """The in-process HTTP layer of one active `FaultPlan` (see the module docs).
+
+    Made by `FaultPlan.http_layer`; `router` is the ``http_faults`` fixture.
+    """
+
+    def __init__(self, plan: FaultPlan) -> None:
+        self.plan = plan
+        self._router: HttpFaultRouter | None = None
+
+    def start(self) -> None:
+        """Route httpx and httpx2 requests through this layer (the newest layer wins)."""
+        if not _stack:
+            _install()
+        _stack.append(self)
+
+    def stop(self) -> None:
+        """Undo `start`, and stop the router."""
+        if self._router is not None:
+            router, self._router = self._router, None
+            router.stop()
+        if self in _stack:
+            _stack.remove(self)
+        if not _stack:
+            _uninstall()
+
+    @property
+    def router(self) -> HttpFaultRouter:
+        """The respx router for this plan's test, started on first use."""
+        if self._router is None:
+            router = HttpFaultRouter()
+            router.start()
+            self._router = router
+        return self._router
+
+    # ------------------------------------------------------------------ one request
+
+    def handle(self, library: _Library, transport: Any, request: Any, original: Any) -> Any:
+        """Answer one sync request: a fault, the transport below, or the guard."""
+        decision = self._decide(library, request)
+        if decision is _SILENT:
+            return original(transport, request)
+        if isinstance(decision, _Injected):
+            if decision.error is not None:
+                raise decision.error
+            return decision.response
+        try:
+            response = original(transport, request)
+        except Exception as exc:
+            self._record(request, error=exc)
+            raise
+        self._record(request, response=response)
+        return response
+
+    async def ahandle(self, library: _Library, transport: Any, request: Any, original: Any) -> Any:
+        """Answer one async request, like `handle`."""
+        decision = self._decide(library, request)
+        if decision is _SILENT:
+            return await original(transport, request)
+        if isinstance(decision, _Injected):
+            if decision.error is not None:
+                raise decision.error
+            return decision.response
+        try:
+            response = await original(transport, request)
+        except Exception as exc:
+            self._record(request, error=exc)
+            raise
+        self._record(request, response=response)
+        return response
+
+    def _decide(self, library: _Library, request: Any) -> Any:
+        url = request.url
+        host = url.host
+        if is_loopback(host) and _running_port(url) in _server_ports():
+            return _SILENT
+        method = request.method
+        shown = str(url)
+        hit = self.plan.next_http_fault(method, shown)
+        if hit is not None:
+            outcome = self._inject(library, request, *hit)
+            failure = outcome.error or outcome.later
+            self._record(request, response=outcome.response, error=failure, fault=hit[0])
+            return outcome
+        if library.mocker.routers or is_loopback(host):
+            return _PASS
+        error = UnmatchedRequestError(method, shown)
+        self._record(request, error=error)
+        return _Injected(error=error)
+
+    def _inject(self, library: _Library, request: Any, fault: Fault, occurrence: int) -> _Injected:
+        fault.check()
+        method, url = request.method, str(request.url)
+        kind = str(fault.value) if fault.action == "status" else str(fault.action)
+        self.plan.record(fault, f"{method} {redact_text(url)}", kind, occurrence)
+        self._emit(
+            "http.fault",
+            method=method,
+            url=redact_text(url),
+            status=int(fault.value) if fault.action == "status" else kind,
+            retry_after=fault.retry_after,
+            occurrence=occurrence,
+            detail=f"{method} {redact_text(url)}: {fault.describe()}",
+        )
+        module = library.module
+        provider = provider_for(request.url.path)
+        if fault.action == "status":
+            status = int(fault.value)
+            headers = [("content-type", "application/json")]
+            headers.extend(retry_after_headers(fault.retry_after))
+            body = error_body(provider, status)
+            return _Injected(module.Response(status, headers=headers, content=body))
+        if kind == "timeout":
+            return _Injected(error=module.ReadTimeout("agentfaults: injected read timeout"))
+        if kind == "connect_error":
+            return _Injected(error=module.ConnectError("agentfaults: injected connect error"))
+        if kind == "reset":
+            error = module.ReadError("[Errno 104] Connection reset by peer (agentfaults)")
+            error.__cause__ = ConnectionResetError(104, "Connection reset by peer")
+            return _Injected(error=error)
+        body = _body(request)
+        stream = wants_stream(provider, body)
+        if kind == "malformed_body":
+            content_type, data = malformed_body(provider, stream=stream)
+            return _Injected(
+                module.Response(200, headers=[("content-type", content_type)], content=data)
+            )
+        model = _model_name(body)
+        if kind == "read_error":
+            content_type, data = truncated_body(provider, stream=False, model=model)
+            failure = module.ReadError("agentfaults: injected read error after the headers")
+        else:  # truncated_stream
+            content_type, data = truncated_body(provider, stream=stream, model=model)
+            failure = module.RemoteProtocolError(
+                "peer closed connection without sending complete message body: "
+                "incomplete chunked read (agentfaults: injected truncated stream)"
+            )
+        response = module.Response(
+            200,
+            headers=[("content-type", content_type)],
+            stream=library.cut_stream(data, failure),
+        )
+        return _Injected(response, later=failure)
+
+    # ------------------------------------------------------------------ events
+
+    def _record(
+        self,
+        request: Any,
+        *,
+        response: Any = None,
+        error: BaseException | None = None,
+        fault: Fault | None = None,
+    ) -> None:
+        method = request.method
+        url = redact_text(str(request.url))
+        fields: dict[str, Any] = {"method": method, "url": url}
+        if response is not None:
+            status = response.status_code
+            fields["status"] = status
+            if status >= 400:
+                retry_after = _retry_after(response.headers)
+                if retry_after is not None:
+                    fields["retry_after"] = retry_after
+        if error is not None:
+            fields["error"] = ErrorRecord.from_exception(error)
+        retry_count = request.headers.get("x-stainless-retry-count")
+        detail = f"{method} {url}"
+        if retry_count is not None and retry_count.isdigit():
+            fields["retry_count"] = int(retry_count)
+            if retry_count != "0":
+                detail += f" (retry {retry_count})"
+        if fault is not None:
+            fields["fault"] = str(fault.value) if fault.action == "status" else fault.action
+        body = _body(request)
+        if body:
+            fields["body_sha"] = hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
+        fields["detail"] = detail
+        self._emit("http.request", **fields)
+
+    def _emit(self, type: str, **fields: Any) -> None:
+        emit = current_emit()
+        if emit is not None:
+            emit(type, **fields)
+            return
+        recorder = self.plan.http_recorder
+        if recorder is None:
+            recorder = self.plan.http_recorder = Recorder(agent="http", clock=default_clock())
+        recorder.emit(type, **fields)
+
+
+def _server_ports() -> set[int]:
+    return {port for _, port in running_addresses()}
+
+
+def _running_port(url: Any) -> int:
+    return int(url.port or (443 if url.scheme == "https" else 80))
+
+
+def _body(request: Any) -> bytes:
+    try:
+        content = request.content
+    except Exception:  # a streamed upload that nobody has read: no digest
+        return b""
+    return content if isinstance(content, bytes) else b""
+
+
+def _model_name(body: bytes) -> str:
+    if b'"model"' in body:
+        import json  # noqa: PLC0415 - only for cut streams
+
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return "agentfaults"
+        if isinstance(data, dict) and isinstance(data.get("model"), str):
+            return str(data["model"])
+    return "agentfaults"
+
+
+def _retry_after(headers: Any) -> float | None:
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) / scale
+        except ValueError:
+            continue
+    return None
+
+
+# ----------------------------------------------------------------------------- the router
+
+
+class HttpFaultRouter(respx.Router):
+    """The ``http_faults`` fixture: a respx router that sees httpx AND httpx2 clients.
+
+    Routes work as in respx (``http_faults.post(url).respond(200, json=...)``,
+    ``route.calls``); the test's http faults apply first. A request matching no route
+    raises `UnmatchedRequestError`, except one to loopback, which passes through to the
+    real local server. Routes that are never called do not fail the test
+    (``assert_all_called=False``); call `assert_all_called` to check.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(assert_all_called=False, assert_all_mocked=True)
+        self._mockers = [library.mocker for library in _libraries()]
+
+    def start(self) -> None:
+        """Register with the httpcore and httpcore2 mockers and start patching."""
+        self.snapshot()
+        for mocker in self._mockers:
+            mocker.register(self)
+            mocker.start()
+
+    def stop(self) -> None:
+        """Unregister; a mocker with no router left stops patching."""
+        for mocker in self._mockers:
+            mocker.unregister(self)
+            mocker.stop()
+        self.rollback()
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        """Answer from the routes; an unrouted request is guarded (see the class docs)."""
+        try:
+            return super().handler(request)
+        except AllMockedAssertionError:
+            raise self._unrouted(request) from None
+
+    async def async_handler(self, request: httpx.Request) -> httpx.Response:
+        """Answer from the routes, for async clients."""
+        try:
+            return await super().async_handler(request)
+        except AllMockedAssertionError:
+            raise self._unrouted(request) from None
+
+    def _unrouted(self, request: httpx.Request) -> Exception:
+        others = any(router is not self for m in self._mockers for router in m.routers)
+        if is_loopback(request.url.host) and not others:
+            return PassThrough(
+                f"loopback request passes through: {request!r}",
+                request=request,
+                origin=respx.Route(),
+            )
+        return UnmatchedRequestError(request.method, str(request.url))
