@@ -1,0 +1,375 @@
+"""The runtime's invariants, over generated fault plans and scripts.
+
+Each example builds a small agent (three tools, a virtual clock), a generated
+`ResilienceConfig`, `Budget`, `FaultPlan` and script, runs it (sync or async) with the jitter
+seeded, and checks what the trace, the clock and the plan say:
+
+- every injected fault appears in the trace exactly once, in the order it fired;
+- ``seq`` is contiguous from 0; the run starts with ``run.start`` and ends with ``run.end``;
+- the run ends within its budget;
+- with ``on_exhaustion="return"`` a run never raises, except for hard failures;
+- the virtual clock never goes backwards;
+- recorded delays equal the schedule: the clock slept exactly the retry delays, each tool
+  retry waited what the config says for that retry and that jitter draw, and each tool
+  call's delays pass `check_schedule`.
+
+``AGENTFAULTS_PROFILE=deep`` runs 10,000 examples (see conftest.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import itertools
+import random
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+import pytest
+from hypothesis import event, given, note, settings
+from hypothesis import strategies as st
+from pydantic import Field
+
+import pytest_agentfaults as af
+from pytest_agentfaults import strategies as afst
+from pytest_agentfaults.runtime.backoff import seeded_jitter
+from pytest_agentfaults.testing.faults import FaultPlan
+from pytest_agentfaults.testing.schedules import check_schedule
+from pytest_agentfaults.testing.scripted import CallTool, CallTools, Step
+
+PROFILE = settings.get_profile("agentfaults-properties")
+
+
+@af.tool
+def fetch(url: str) -> str:
+    """Fetch a page."""
+    return f"<html><title>{url}</title></html>"
+
+
+@af.tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@af.tool
+def lookup(city: str, limit: Annotated[int, Field(ge=1, le=5)] = 3) -> list[str]:
+    """Find places in a city."""
+    return [f"{city} #{n}" for n in range(limit)]
+
+
+TOOLS = [fetch, add, lookup]
+NAMES = [t.name for t in TOOLS]
+
+# Mostly roomy budgets (the default 10 turns, no other cap), sometimes tight ones.
+budgets = st.builds(
+    af.Budget,
+    max_turns=st.just(10) | st.integers(min_value=1, max_value=12),
+    max_llm_calls=st.none() | st.integers(min_value=1, max_value=20),
+    max_tool_calls=st.none() | st.integers(min_value=1, max_value=10),
+)
+
+
+@dataclass
+class Outcome:
+    """One generated run: its inputs, and everything it left behind."""
+
+    config: af.ResilienceConfig
+    budget: af.Budget
+    plan: FaultPlan
+    steps: list[Step]
+    seed: int
+    llm_backoff: float
+    clock: af.VirtualClock
+    trace: af.Trace
+    result: af.RunResult | None
+    raised: BaseException | None
+
+
+def run_once(
+    config: af.ResilienceConfig,
+    budget: af.Budget,
+    plan: FaultPlan,
+    steps: list[Step],
+    seed: int,
+    llm_backoff: float,
+    runner: asyncio.Runner | None = None,
+) -> Outcome:
+    """Run the agent once under ``plan``: with ``runner``, through ``arun`` on its loop."""
+    # Enough model retries to outlast every failing step and llm fault: model failures
+    # are survivable here, so any exception out of run() must be a hard tool failure.
+    attempts = len(steps) + sum(f.times for f in plan.of("llm")) + 1
+
+    def on_llm_error(exc: Exception, attempt: int) -> af.LlmErrorDecision:
+        return af.LlmErrorDecision.retry(max_attempts=attempts, initial_backoff=llm_backoff)
+
+    clock = af.VirtualClock()
+    events: list[af.Event] = []
+    agent = af.Agent(
+        "prop",
+        model=af.ScriptedModel(steps, on_exhausted="repeat_last"),
+        tools=TOOLS,
+        resilience=config,
+        budget=budget,
+        clock=clock,
+        on_llm_error=on_llm_error,
+        observer=events.append,
+    )
+
+    def run() -> af.RunResult:
+        with seeded_jitter(seed), plan.active():
+            return agent.run("go")
+
+    async def arun() -> af.RunResult:
+        with seeded_jitter(seed), plan.active():
+            return await agent.arun("go")
+
+    # An empty context: the example is a world of its own, outside the pytest plugin's
+    # per-test default clock, seed and trace (which would collect every example's events).
+    result: af.RunResult | None = None
+    raised: BaseException | None = None
+    try:
+        if runner is None:
+            result = contextvars.Context().run(run)
+        else:
+            result = runner.run(arun(), context=contextvars.Context())
+    except af.ToolExecutionError as exc:
+        raised = exc
+    trace = af.Trace(events)
+    return Outcome(config, budget, plan, steps, seed, llm_backoff, clock, trace, result, raised)
+
+
+def called_tools(steps: list[Step]) -> tuple[str, ...]:
+    """The agent's tools that the script calls (all of them when it calls none)."""
+    names = {
+        call.name
+        for step in steps
+        for call in (step.calls if isinstance(step, CallTools) else (step,))
+        if isinstance(call, CallTool) and call.name in NAMES
+    }
+    return tuple(sorted(names)) or tuple(NAMES)
+
+
+# Two kinds of example, drawn half and half. "mixed": anything goes (failing and malformed
+# model answers, llm faults, tool faults). "tools": the script only calls tools and the plan
+# only breaks them, so retries, timeouts and exhaustion get most of the attention.
+SCRIPTS = {
+    "mixed": afst.scripts(tools=TOOLS, min_steps=1, max_steps=6),
+    "tools": afst.scripts(tools=TOOLS, min_steps=1, max_steps=4, failures=False, bad_calls=False),
+}
+
+
+@functools.cache
+def plans_for(focus: str, tools: tuple[str, ...]) -> st.SearchStrategy[FaultPlan]:
+    # Tool faults target the tools the script calls: others would never fire.
+    return afst.fault_plans(tools=tools, llm=focus == "mixed", hard=True, min_faults=1)
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[asyncio.Runner]:
+    # One event loop for every async example: a loop per example would cost more than
+    # the run itself.
+    with asyncio.Runner() as loop_runner:
+        yield loop_runner
+
+
+@PROFILE
+@given(
+    focus=st.sampled_from(("mixed", "tools")),
+    config=afst.resilience_configs(tools=NAMES),
+    budget=budgets,
+    data=st.data(),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    llm_backoff=st.sampled_from((0.0, 0.5, 1.0)),
+    use_async=st.booleans(),
+)
+def test_generated_runs_keep_every_invariant(
+    runner: asyncio.Runner,
+    focus: str,
+    config: af.ResilienceConfig,
+    budget: af.Budget,
+    data: st.DataObject,
+    seed: int,
+    llm_backoff: float,
+    use_async: bool,
+) -> None:
+    steps = data.draw(SCRIPTS[focus], label="steps")
+    plan = data.draw(plans_for(focus, called_tools(steps)), label="plan")
+    outcome = run_once(
+        config, budget, plan, steps, seed, llm_backoff, runner if use_async else None
+    )
+    note(outcome.trace.render())
+    describe(outcome, focus)
+    check_faults_appear_once(outcome)
+    check_seq_is_contiguous(outcome)
+    check_within_budget(outcome)
+    check_only_hard_failures_raise(outcome)
+    check_clock_never_goes_backwards(outcome)
+    check_delays_follow_the_schedule(outcome)
+
+
+def describe(outcome: Outcome, focus: str) -> None:
+    """Label the example, so `--hypothesis-show-statistics` shows what the runs covered."""
+    trace = outcome.trace
+    fired = len(outcome.plan.fired)
+    event(f"focus: {focus}")
+    event(f"run ended: {'raised' if outcome.result is None else outcome.result.status}")
+    event(f"faults fired: {fired if fired < 3 else '3+'}")
+    for kind in ("tool.call", "tool.retry", "llm.retry", "tool.fault", "llm.fault", "escalation"):
+        if trace.count(kind):
+            event(f"has {kind}")
+    if any(e.error is not None and e.error.type == "ToolTimeoutError" for e in trace.events):
+        event("has a tool timeout")
+
+
+# ------------------------------------------------------------------------- the invariants
+
+
+def check_faults_appear_once(outcome: Outcome) -> None:
+    fired = outcome.plan.fired
+    tool_fired = [(f.name, f.kind) for f in fired if f.target == "tool"]
+    tool_events = [(e.tool, e.status) for e in outcome.trace.of("tool.fault")]
+    assert tool_events == tool_fired, "each fired tool fault is one tool.fault event, in order"
+    llm_fired = [f.kind for f in fired if f.target == "llm"]
+    llm_events = [e.status for e in outcome.trace.of("llm.fault")]
+    assert llm_events == llm_fired, "each fired llm fault is one llm.fault event, in order"
+    assert all(f.target in ("tool", "llm") for f in fired), "no HTTP in these runs"
+    for index, fault in enumerate(outcome.trace.events):
+        if fault.type == "tool.fault":
+            before = outcome.trace.events[:index]
+            assert any(
+                e.type == "tool.call" and e.call_id == fault.call_id and e.attempt == fault.attempt
+                for e in before
+            ), f"tool.fault {fault.seq} hit an attempt that never started"
+
+
+def check_seq_is_contiguous(outcome: Outcome) -> None:
+    events = outcome.trace.events
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert events[0].type == "run.start"
+    assert events[-1].type == "run.end"
+    assert outcome.trace.count("run.start") == outcome.trace.count("run.end") == 1
+
+
+def check_within_budget(outcome: Outcome) -> None:
+    budget, trace = outcome.budget, outcome.trace
+    if budget.max_llm_calls is not None:
+        assert trace.count("llm.request") <= budget.max_llm_calls
+    if budget.max_turns is not None:
+        assert trace.count("llm.response") <= budget.max_turns
+    if budget.max_tool_calls is not None:
+        calls = {e.call_id for e in trace.events if e.type.startswith("tool.") and e.call_id}
+        assert len(calls) <= budget.max_tool_calls
+    result = outcome.result
+    if result is not None:
+        stopped = trace.count("budget.exceeded") == 1
+        assert (result.status == "max_iterations") == stopped
+        assert result.status != "cancelled"
+        assert result.usage.llm_calls == trace.count("llm.request")
+
+
+def check_only_hard_failures_raise(outcome: Outcome) -> None:
+    raised = outcome.raised
+    if raised is None:
+        assert outcome.result is not None
+        return
+    assert isinstance(raised, af.ToolExecutionError)
+    assert raised.tool in NAMES
+    hard_fault = any(
+        f.target == "tool"
+        and f.name == raised.tool
+        and isinstance(f.fault.value, af.ToolExecutionError)
+        for f in outcome.plan.fired
+    )
+    exhausted_with_raise = outcome.config.for_tool(raised.tool).on_exhaustion == "raise"
+    assert hard_fault or exhausted_with_raise, (
+        f"run raised {raised!r} though on_exhaustion is 'return' for {raised.tool!r} "
+        "and no hard failure was injected"
+    )
+    assert outcome.trace.events[-1].field("status") == "error"
+
+
+def check_clock_never_goes_backwards(outcome: Outcome) -> None:
+    moments = [e.at for e in outcome.trace.events]
+    assert all(a <= b for a, b in itertools.pairwise(moments)), moments
+    assert outcome.clock.now() >= moments[-1]
+
+
+def check_delays_follow_the_schedule(outcome: Outcome) -> None:
+    trace, config = outcome.trace, outcome.config
+    assert outcome.clock.sleeps == trace.delays(), "the clock slept exactly the retry delays"
+    # Tool retries draw their jitter, in order, from one generator seeded by the run.
+    draws = random.Random(outcome.seed)
+    per_call: dict[str, list[float]] = defaultdict(list)
+    for retry in trace.of("tool.retry"):
+        assert retry.tool is not None
+        assert retry.attempt is not None
+        assert retry.call_id is not None
+        expected = config.for_tool(retry.tool).delay(retry.attempt - 1, draws.random())
+        assert retry.delay == expected, (retry.seq, retry.delay, expected)
+        per_call[retry.call_id].append(expected)
+    for call_id, delays in per_call.items():
+        tool = trace.of("tool.retry", call_id=call_id)[0].tool
+        assert tool is not None
+        check_schedule(config.for_tool(tool), delays, partial=True)
+    if per_call:
+        # The first call that retried drew the first jitter values: its waits are the start
+        # of exactly the schedule that config.schedule(seed) computes.
+        first_call, delays = next(iter(per_call.items()))
+        tool = trace.of("tool.retry", call_id=first_call)[0].tool
+        assert tool is not None
+        schedule = config.for_tool(tool).schedule(seed=outcome.seed)
+        assert delays == schedule[: len(delays)]
+    for retry in trace.of("llm.retry"):
+        assert retry.attempt is not None
+        assert retry.delay == outcome.llm_backoff * 2.0 ** (retry.attempt - 2)
+
+
+# ------------------------------------------------------------------------- helpers' own tests
+
+
+def test_a_hand_written_run_passes_the_same_checks() -> None:
+    plan = FaultPlan(seed=0)
+    plan.tool("fetch").raises(ConnectionError("reset")).times(2)
+    plan.llm.rate_limit(retry_after=1.0).at(2)
+    config = af.ResilienceConfig(max_retries=3, strategy="exponential", base_delay=1.0)
+    steps: list[Step] = [af.call_tool("fetch", url="https://example.com"), af.say("done")]
+    outcome = run_once(config, af.Budget(), plan, steps, seed=7, llm_backoff=0.5, runner=None)
+    assert outcome.result is not None
+    assert outcome.result.output == "done"
+    assert outcome.clock.sleeps == [1.0, 2.0, 0.5]
+    for check in (
+        check_faults_appear_once,
+        check_seq_is_contiguous,
+        check_within_budget,
+        check_only_hard_failures_raise,
+        check_clock_never_goes_backwards,
+        check_delays_follow_the_schedule,
+    ):
+        check(outcome)
+
+
+def test_a_hard_failure_is_the_one_exception_a_run_lets_out() -> None:
+    plan = FaultPlan(seed=0)
+    plan.tool("add").raises(af.ToolExecutionError("card blocked"))
+    config = af.ResilienceConfig(on_exhaustion="return")
+    steps: list[Step] = [af.call_tool("add", a=1, b=2), af.say("done")]
+    with asyncio.Runner() as loop:
+        outcome = run_once(config, af.Budget(), plan, steps, seed=0, llm_backoff=0.0, runner=loop)
+    assert isinstance(outcome.raised, af.ToolExecutionError)
+    check_only_hard_failures_raise(outcome)
+    check_faults_appear_once(outcome)
+
+
+def test_the_checks_catch_a_wrong_delay() -> None:
+    plan = FaultPlan(seed=0)
+    plan.tool("fetch").raises(ConnectionError("reset"))
+    config = af.ResilienceConfig(max_retries=2, strategy="fixed", base_delay=1.0)
+    steps: list[Step] = [af.call_tool("fetch", url="https://example.com"), af.say("done")]
+    outcome = run_once(config, af.Budget(), plan, steps, seed=0, llm_backoff=0.0, runner=None)
+    outcome.config = af.ResilienceConfig(max_retries=2, strategy="fixed", base_delay=2.0)
+    with pytest.raises(AssertionError):
+        check_delays_follow_the_schedule(outcome)
