@@ -769,3 +769,30 @@ def test_running_without_a_model_is_a_usage_error():
 def test_running_without_a_prompt_is_a_usage_error():
     with pytest.raises(af.UsageError, match="needs a prompt"):
         make([say("x")]).run()
+
+
+def test_a_broken_interceptor_is_an_assertion_error_never_a_tool_failure():
+    from pytest_agentfaults.runtime._loop import (
+        Interceptor,
+        InterceptorError,
+        install_interceptor,
+        remove_interceptor,
+    )
+
+    class Broken(Interceptor):
+        def tool_attempt(self, attempt):
+            raise AttributeError("no attribute 'next_fault'")
+
+    fetch, calls = flaky(0)
+    agent = make([call_tool("fetch", url="u"), say("x")], [fetch])
+    broken = Broken()
+    install_interceptor(broken)
+    try:
+        with pytest.raises(InterceptorError, match="fault injection failed") as caught:
+            agent.run("x")
+    finally:
+        remove_interceptor(broken)
+    assert isinstance(caught.value, AssertionError)
+    assert isinstance(caught.value.__cause__, AttributeError)
+    assert calls == []
+    assert len(agent.model.requests) == 1

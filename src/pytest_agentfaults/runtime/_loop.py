@@ -97,11 +97,15 @@ class Interceptor:
     """Base class for the test kit's fault injection; the default does nothing."""
 
     def tool_attempt(self, attempt: Attempt) -> Any:
-        """Called before each tool attempt. Raise, return a result, or return `PROCEED`."""
+        """Called before each tool attempt.
+
+        Return `PROCEED`, a substitute result, or `Inject(error)` to fail the attempt. An
+        exception escaping the hook is a bug of the hook: it becomes `InterceptorError`.
+        """
         return PROCEED
 
     def model_call(self, call: ModelCall) -> Any:
-        """Called before each model call. Raise, return a response, or return `PROCEED`."""
+        """Called before each model call: `PROCEED`, a response, or `Inject(error)`."""
         return PROCEED
 
 
@@ -130,9 +134,37 @@ def remove_interceptor(interceptor: Interceptor) -> None:
         _interceptors.remove(interceptor)
 
 
+class Inject:
+    """Returned by an interceptor: make ``error`` the outcome of the attempt or call."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class InterceptorError(AssertionError):
+    """An interceptor (the test kit's fault injection) failed: a bug, never a tool failure.
+
+    An AssertionError, so no recovery policy retries it or feeds it to the model.
+    """
+
+
+def _call_interceptor(hook: Callable[[Any], Any], effect: Any) -> Any:
+    try:
+        outcome = hook(effect)
+    except AttemptDeadlineExceeded:
+        raise  # injected latency crossed the attempt's deadline: a timeout, as intended
+    except Exception as exc:
+        raise InterceptorError(f"fault injection failed in {hook!r}: {exc!r}") from exc
+    if isinstance(outcome, Inject):
+        raise outcome.error
+    return outcome
+
+
 def _intercept_tool(effect: Attempt) -> Any:
     for interceptor in _interceptors:
-        outcome = interceptor.tool_attempt(effect)
+        outcome = _call_interceptor(interceptor.tool_attempt, effect)
         if outcome is not PROCEED:
             return outcome
     return PROCEED
@@ -140,7 +172,7 @@ def _intercept_tool(effect: Attempt) -> Any:
 
 def _intercept_model(effect: ModelCall) -> Any:
     for interceptor in _interceptors:
-        outcome = interceptor.model_call(effect)
+        outcome = _call_interceptor(interceptor.model_call, effect)
         if outcome is not PROCEED:
             return outcome
     return PROCEED

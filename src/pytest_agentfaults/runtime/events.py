@@ -372,6 +372,10 @@ class Trace:
         items = data["events"] if isinstance(data, dict) else data
         return cls([Event.model_validate(item) for item in items])
 
+    def clear(self) -> None:
+        """Forget every event (for instance between the examples of a property test)."""
+        self.events.clear()
+
     def __iter__(self) -> Iterator[Event]:
         return iter(self.events)
 

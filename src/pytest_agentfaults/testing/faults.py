@@ -31,6 +31,7 @@ from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._loop import (
     PROCEED,
     Attempt,
+    Inject,
     Interceptor,
     ModelCall,
     install_interceptor,
@@ -563,7 +564,7 @@ class _PlanInterceptor(Interceptor):
         )
         if fault.action == "raises":
             exc = fault.value
-            raise exc() if isinstance(exc, type) else exc
+            return Inject(exc() if isinstance(exc, type) else exc)
         if fault.action == "returns":
             return fault.value
         # delay: latency, then the tool runs, unless the latency trips the attempt deadline
@@ -595,11 +596,19 @@ class _PlanInterceptor(Interceptor):
         return _respond_instead(model, call, step, model_name)
 
 
-def _respond_instead(model: Any, call: ModelCall, step: Step, model_name: str) -> ModelResponse:
-    """Answer ``call`` with ``step`` in place of the model; a scripted step is used up."""
-    if isinstance(model, ScriptedModel):
-        return model.substitute(call.request, step)
-    return step.respond(call.request, model=model_name, next_call_id=_fault_call_ids)
+def _respond_instead(
+    model: Any, call: ModelCall, step: Step, model_name: str
+) -> ModelResponse | Inject:
+    """Answer ``call`` with ``step`` in place of the model; a scripted step is used up.
+
+    A step that fails (a 503, a timeout ...) comes back as `Inject(error)`.
+    """
+    try:
+        if isinstance(model, ScriptedModel):
+            return model.substitute(call.request, step)
+        return step.respond(call.request, model=model_name, next_call_id=_fault_call_ids)
+    except Exception as exc:  # the injected failure itself
+        return Inject(exc)
 
 
 def _step_options(fault: Fault) -> dict[str, Any]:
