@@ -169,7 +169,7 @@ def test_a_timeout_over_the_socket(llm_server, trace, virtual_clock):
     virtual_clock.patch_sleep()
     llm_server.script([say("second try")])
     with openai.OpenAI(
-        base_url=llm_server.base_url("openai"), api_key="sk-test-0123456789", timeout=0.05
+        base_url=llm_server.base_url("openai"), api_key="sk-test-0123456789", timeout=0.3
     ) as client:
         assert ask(client).choices[0].message.content == "second try"
     assert [r.fault for r in llm_server.requests] == ["timeout", None]

@@ -250,7 +250,7 @@ def test_a_connection_step_drops_the_connection(make_model, server):
 
 def test_a_timeout_step_holds_until_the_client_gives_up(make_model, server):
     server.script([fail.timeout(), say("in time")])
-    model = make_model("openai", timeout=0.05, transport_retry=False)
+    model = make_model("openai", timeout=0.3, transport_retry=False)
     with pytest.raises(af.ModelTimeoutError):
         ask(model)
     assert ask(model).text == "in time"
