@@ -44,13 +44,22 @@ _REAL_TIME = "real_time: run this test on real time instead of the virtual clock
 class _Session:
     """Session-wide settings and totals, kept in ``config.stash``."""
 
-    def __init__(self, seed: int, trace_mode: str, trace_dir: Path | None, update: bool) -> None:
+    def __init__(
+        self,
+        seed: int,
+        trace_mode: str,
+        trace_dir: Path | None,
+        update: bool,
+        html: Path | None = None,
+    ) -> None:
         self.seed = seed
         self.trace_mode = trace_mode
         self.trace_dir = trace_dir
         self.update_snapshots = update
+        self.html = html
         self.totals: Counts | None = None
         self.always: list[tuple[str, str]] = []
+        self.html_tests: list[dict[str, Any]] = []
         self.kit: _Kit | None = None
 
 
@@ -89,7 +98,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite golden traces checked by trace.assert_matches_snapshot()",
     )
+    group.addoption(
+        "--agentfaults-html",
+        default=None,
+        metavar="PATH",
+        help="write an HTML report drawing every test's attempts, faults and waits",
+    )
     parser.addini("agentfaults_trace", "default for --agentfaults-trace", default="on-failure")
+    parser.addini("agentfaults_html", "default for --agentfaults-html", default="")
     parser.addini("agentfaults_trace_dir", "default for --agentfaults-trace-dir", default="")
     parser.addini("agentfaults_seed", "default for --agentfaults-seed", default="")
 
@@ -104,11 +120,13 @@ def pytest_configure(config: pytest.Config) -> None:
             f"agentfaults_trace = {mode!r}: use one of {', '.join(_TRACE_MODES)}"
         )
     trace_dir = config.getoption("agentfaults_trace_dir") or config.getini("agentfaults_trace_dir")
+    html = config.getoption("agentfaults_html") or config.getini("agentfaults_html")
     config.stash[_SESSION] = _Session(
         seed=_session_seed(config),
         trace_mode=mode,
         trace_dir=Path(trace_dir) if trace_dir else None,
         update=bool(config.getoption("agentfaults_update_snapshots")),
+        html=Path(html) if html else None,
     )
     config.pluginmanager.register(_Totals(config.stash[_SESSION]))
     if config.pluginmanager.hasplugin("xdist"):
@@ -237,12 +255,17 @@ def pytest_runtest_makereport(
         if mode == "always" or (mode == "on-failure" and report.failed):
             report.sections.append(("recovery trace", state.render()))
     if report.when == "teardown":
-        report.agentfaults = state.counts().as_dict()  # type: ignore[attr-defined]
+        outcome = "failed" if item.stash.get(_FAILED, False) else "passed"
+        # Everything the controller needs rides on the teardown report, so it reaches
+        # the terminal summary and the HTML report from xdist workers too.
+        shipped: dict[str, Any] = {"counts": state.counts().as_dict()}
         if session.trace_dir is not None and session.kit is not None:
-            outcome = "failed" if item.stash.get(_FAILED, False) else "passed"
             session.kit.write_trace_file(session.trace_dir, item.nodeid, state.to_json(outcome))
         if session.trace_mode == "always" and state.trace.events:
-            session.always.append((item.nodeid, state.render()))
+            shipped["render"] = state.render()
+        if session.html is not None:
+            shipped["html"] = state.as_dict(outcome)
+        report.agentfaults = shipped  # type: ignore[attr-defined]
     elif report.failed:
         item.stash[_FAILED] = True
     return report
@@ -262,14 +285,27 @@ class _Totals:
         self.session = session
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        counts = getattr(report, "agentfaults", None)
-        if counts is None or report.when != "teardown":
+        shipped = getattr(report, "agentfaults", None)
+        if shipped is None or report.when != "teardown":
             return
-        if self.session.totals is None:
+        session = self.session
+        if session.totals is None:
             from pytest_agentfaults.testing.session import Counts  # noqa: PLC0415 - lazy
 
-            self.session.totals = Counts()
-        self.session.totals.add(counts)
+            session.totals = Counts()
+        session.totals.add(shipped["counts"])
+        if "render" in shipped:
+            session.always.append((report.nodeid, shipped["render"]))
+        if "html" in shipped:
+            session.html_tests.append(shipped["html"])
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if getattr(session.config, "workerinput", None) is not None:
+            return  # workers ship their tests; the controller writes the report
+        if self.session.html is not None:
+            from pytest_agentfaults.testing.session import write_html_report  # noqa: PLC0415
+
+            write_html_report(self.session.html, self.session.html_tests)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -285,6 +321,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                 terminalreporter.write_line(f"  {line}")
     if session.totals is not None:
         terminalreporter.write_line(session.totals.summary())
+    if session.html is not None:
+        terminalreporter.write_line(f"agentfaults: HTML report written to {session.html}")
 
 
 # ---------------------------------------------------------------------------- fixtures

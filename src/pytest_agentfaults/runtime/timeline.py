@@ -18,7 +18,8 @@ from pytest_agentfaults.runtime.events import Event
 __all__ = ["render_svg"]
 
 _ROW_HEIGHT = 28
-_LABEL_WIDTH = 170
+_LABEL_WIDTH = 190
+_LABEL_CHARS = 26
 _PLOT_WIDTH = 760
 _TOP = 34
 _BOTTOM = 34
@@ -61,6 +62,10 @@ def _rows(events: Sequence[Event]) -> list[_Row]:
     # models first, then tools in order of appearance, then HTTP
     order = {"model": 0, "tool": 1, "http": 2}
     return sorted(rows.values(), key=lambda r: order.get(r.key.split(":")[0], 3))
+
+
+def _fit(label: str) -> str:
+    return label if len(label) <= _LABEL_CHARS else label[: _LABEL_CHARS - 1] + "\u2026"
 
 
 def _fmt(seconds: float) -> str:
@@ -111,7 +116,8 @@ def render_svg(events: Sequence[Event], *, title: str = "") -> str:
         shade = "#f5f7f9" if index % 2 else "#ffffff"
         parts.append(
             f'<rect x="0" y="{top}" width="{width}" height="{_ROW_HEIGHT}" fill="{shade}"/>'
-            f'<text x="8" y="{mid + 4:.1f}">{html.escape(row.label)}</text>'
+            f'<text x="8" y="{mid + 4:.1f}">{html.escape(_fit(row.label))}'
+            f"<title>{html.escape(row.label)}</title></text>"
         )
         parts.extend(_row_elements(row, top, mid, x))
     parts.append("</svg>")

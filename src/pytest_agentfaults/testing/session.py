@@ -22,7 +22,7 @@ from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_defaul
 from pytest_agentfaults.runtime.events import Recorder, Trace, collecting
 from pytest_agentfaults.testing.faults import Fault, FaultPlan
 
-__all__ = ["Counts", "TestState", "test_seed", "trace_file_name"]
+__all__ = ["Counts", "TestState", "test_seed", "trace_file_name", "write_html_report"]
 
 
 @dataclass(slots=True)
@@ -136,7 +136,11 @@ class TestState:
 
     def to_json(self, outcome: str) -> str:
         """The JSON file written per test with ``--agentfaults-trace-dir``."""
-        payload: dict[str, Any] = {
+        return json.dumps(self.as_dict(outcome), indent=2)
+
+    def as_dict(self, outcome: str) -> dict[str, Any]:
+        """What a trace file holds, as JSON-friendly data (xdist ships it to the controller)."""
+        return {
             "nodeid": self.nodeid,
             "outcome": outcome,
             "seed": self.seed,
@@ -153,7 +157,6 @@ class TestState:
             "counts": self.counts().as_dict(),
             "events": json.loads(self.trace.to_json())["events"],
         }
-        return json.dumps(payload, indent=2)
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -174,3 +177,24 @@ def write_trace_file(directory: Path, nodeid: str, text: str) -> Path:
     partial.write_text(text, encoding="utf-8")
     partial.replace(target)
     return target
+
+
+def write_html_report(path: Path, tests: list[dict[str, Any]]) -> Path:
+    """Write the ``--agentfaults-html`` report for ``tests`` (`TestState.as_dict` items)."""
+    from pytest_agentfaults.runtime.events import Event  # noqa: PLC0415 - only for reports
+    from pytest_agentfaults.testing.report import ReportEntry, render_html  # noqa: PLC0415
+
+    entries = [
+        ReportEntry(
+            nodeid=test["nodeid"],
+            outcome=test["outcome"],
+            seed=test["seed"],
+            faults=[f"{f['fault']} (occurrence {f['occurrence']})" for f in test["faults_fired"]],
+            counts=test["counts"],
+            events=[Event.model_validate(e) for e in test["events"]],
+        )
+        for test in tests
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(entries), encoding="utf-8")
+    return path
