@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -100,8 +100,15 @@ class Budget(BaseModel):
             raise UsageError(f"invalid Budget: {exc}") from exc
 
 
-class Usage(BaseModel):
-    """What one run consumed."""
+@dataclass(slots=True)
+class Usage:
+    """What one run consumed.
+
+    ``llm_calls`` counts every model call (retries, fallbacks and LLM fixers included);
+    ``tool_calls`` the tool calls the model asked for; ``retries`` every tool, LLM and
+    output-correction retry; ``fixer_calls`` the fixer rounds. A plain dataclass: the loop
+    bumps these counters on every step.
+    """
 
     llm_calls: int = 0
     tool_calls: int = 0
@@ -109,6 +116,14 @@ class Usage(BaseModel):
     fixer_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Add ``other``'s counts to these."""
+        for name in _USAGE_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+_USAGE_FIELDS: Final = tuple(f.name for f in fields(Usage))
 
 
 class CancelToken:
@@ -384,8 +399,7 @@ class Loop:
         for iteration in range(1, self.max_iterations + 1):
             text = prompt if iteration == 1 else self.feedback
             result = yield from self.agent._steps(text, messages, cancel, None, trace)
-            for name in Usage.model_fields:
-                setattr(usage, name, getattr(usage, name) + getattr(result.usage, name))
+            usage.add(result.usage)
             result.usage = usage
             if result.status != "ok" or self._satisfied(result):
                 return result
