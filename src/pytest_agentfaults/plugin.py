@@ -266,6 +266,9 @@ def pytest_runtest_makereport(
         if session.html is not None:
             shipped["html"] = state.as_dict(outcome)
         report.agentfaults = shipped  # type: ignore[attr-defined]
+        # Items live until the session ends: keeping every test's plan, trace and clock
+        # alive would grow the heap, and with it the garbage collector's work, per test.
+        del item.stash[_STATE]
     elif report.failed:
         item.stash[_FAILED] = True
     return report
