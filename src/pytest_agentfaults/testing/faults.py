@@ -19,7 +19,6 @@ several faults on one target apply one after another, in the order they were dec
 
 from __future__ import annotations
 
-import copy
 import random
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -161,7 +160,8 @@ class Fault:
 
     def fresh(self) -> Fault:
         """A copy that has not hit anything yet (a marker's fault, for one more test)."""
-        twin = copy.copy(self)
+        twin = object.__new__(Fault)
+        twin.__dict__.update(self.__dict__)
         twin.seen = twin.hits = 0
         return twin
 
@@ -435,6 +435,14 @@ class FaultPlan:
     @contextmanager
     def active(self) -> Iterator[FaultPlan]:
         """Inject this plan's faults into every agent run (and HTTP request) in the block."""
+        handle = self.activate()
+        try:
+            yield self
+        finally:
+            self.deactivate(handle)
+
+    def activate(self) -> object:
+        """Switch the plan on; returns a handle for `deactivate` (`active` does both)."""
         for fault in self.faults:
             if fault.target != "llm":
                 fault.check()
@@ -445,16 +453,24 @@ class FaultPlan:
         try:
             if self.of("http"):
                 self.http_layer()
-            yield self
-        finally:
-            for stop in reversed(undo):
-                if callable(stop):
-                    stop()
-            self._active -= 1
-            if not self._active and self._http is not None:
-                layer, self._http = self._http, None
-                layer.stop()
-            remove_interceptor(interceptor)
+        except BaseException:
+            self.deactivate((interceptor, undo))
+            raise
+        return interceptor, undo
+
+    def deactivate(self, handle: object) -> None:
+        """Undo one `activate`."""
+        interceptor: Interceptor
+        undo: list[Any]
+        interceptor, undo = handle  # type: ignore[misc]
+        for stop in reversed(undo):
+            if callable(stop):
+                stop()
+        self._active -= 1
+        if not self._active and self._http is not None:
+            layer, self._http = self._http, None
+            layer.stop()
+        remove_interceptor(interceptor)
 
     def on_activate(self, hook: Callable[[FaultPlan], Any]) -> None:
         """Run ``hook(plan)`` whenever the plan is activated; it may return an undo callable.

@@ -7,7 +7,6 @@ JSON file and summary counts. The plugin only wires it to pytest's hooks.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -81,7 +80,8 @@ class TestState:
         self.plan.http_recorder = Recorder(
             agent="http", clock=RealClock() if real_time else self.clock, trace=self.trace
         )
-        self._stack: contextlib.ExitStack | None = None
+        self._contexts: list[Any] = []
+        self._plan_handle: object = None
 
     def add_faults(self, faults: Iterable[Fault]) -> None:
         """Add the marker's faults (in declared order) to the plan."""
@@ -90,20 +90,34 @@ class TestState:
 
     def start(self) -> None:
         """Switch the plan, the virtual clock, the seed and the trace on for this test."""
-        stack = contextlib.ExitStack()
+        # Entered by hand, not through an ExitStack: this runs for every test of a session.
         # real_time: None means "real", also when an enclosing context set a virtual default
-        stack.enter_context(use_default_clock(None if self.real_time else self.clock))
-        stack.enter_context(seeded_jitter(self.seed))
-        stack.enter_context(collecting(self.trace))
-        stack.enter_context(self.plan.active())
-        self._stack = stack
+        contexts = (
+            use_default_clock(None if self.real_time else self.clock),
+            seeded_jitter(self.seed),
+            collecting(self.trace),
+        )
+        entered = []
+        try:
+            for context in contexts:
+                context.__enter__()
+                entered.append(context)
+            self._plan_handle = self.plan.activate()
+        except BaseException:
+            for context in reversed(entered):
+                context.__exit__(None, None, None)
+            raise
+        self._contexts = entered
 
     def stop(self) -> None:
         """Undo `start` (and any `patch_sleep` of the test's clock)."""
         self.clock.unpatch_sleep()
-        if self._stack is not None:
-            stack, self._stack = self._stack, None
-            stack.close()
+        if self._plan_handle is not None:
+            handle, self._plan_handle = self._plan_handle, None
+            self.plan.deactivate(handle)
+        contexts, self._contexts = self._contexts, []
+        for context in reversed(contexts):
+            context.__exit__(None, None, None)
 
     # ------------------------------------------------------------------ reporting
 
