@@ -239,11 +239,6 @@ def _close_attempt(deadline: object, emitting: object) -> None:
         _current_emit.reset(emitting)  # type: ignore[arg-type]
 
 
-def _late(effect: Attempt, start: float) -> bool:
-    """Whether an attempt that returned took longer than its timeout (sync tools)."""
-    return effect.timeout is not None and effect.clock.now() - start > effect.timeout
-
-
 def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     start, deadline, emitting = _open_attempt(effect)
     try:
@@ -256,8 +251,10 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     except AttemptDeadlineExceeded:
         raise _timed_out(effect) from None
     finally:
-        _close_attempt(deadline, emitting)
-    if _late(effect, start):
+        if deadline is not None or emitting is not None:
+            _close_attempt(deadline, emitting)
+    timeout = effect.timeout
+    if timeout is not None and effect.clock.now() - start > timeout:
         raise _timed_out(effect)
     return result
 
@@ -326,8 +323,10 @@ async def _attempt_async(effect: Attempt) -> Any:
     except AttemptDeadlineExceeded:
         raise _timed_out(effect) from None
     finally:
-        _close_attempt(deadline, emitting)
-    if _late(effect, start):
+        if deadline is not None or emitting is not None:
+            _close_attempt(deadline, emitting)
+    timeout = effect.timeout
+    if timeout is not None and effect.clock.now() - start > timeout:
         raise _timed_out(effect)
     return result
 

@@ -20,18 +20,18 @@ from pydantic import BaseModel, ConfigDict
 
 from pytest_agentfaults.errors import (
     BudgetExceededError,
-    EscalationError,
-    InvalidArgsError,
     MalformedResponseError,
-    Severity,
-    ToolExecutionError,
-    ToolTimeoutError,
-    UnknownToolError,
     UsageError,
-    classify,
 )
 from pytest_agentfaults.runtime import _loop
-from pytest_agentfaults.runtime._loop import Attempt, ModelCall, Sleep, Steps
+from pytest_agentfaults.runtime._loop import ModelCall, Sleep, Steps
+from pytest_agentfaults.runtime._toolcalls import (
+    _PASS_THROUGH,
+    BUILTIN_TOOLS,
+    ToolCalls,
+    _Cancelled,
+    _preview,
+)
 from pytest_agentfaults.runtime.backoff import ResilienceConfig, jitter_rng
 from pytest_agentfaults.runtime.clock import Clock, default_clock
 from pytest_agentfaults.runtime.decisions import LlmErrorDecision
@@ -43,20 +43,11 @@ from pytest_agentfaults.runtime.models.base import (
     ModelResponse,
     ToolCall,
 )
-from pytest_agentfaults.runtime.output import OutputSpec, soft_failure, unfence
+from pytest_agentfaults.runtime.output import OutputSpec, soft_failure
 from pytest_agentfaults.runtime.policy import (
-    Action,
-    FailureKind,
-    FeedBack,
-    Fix,
     OnError,
-    PolicySources,
-    RaiseError,
-    RespondWith,
-    Retry,
     check_on_tool_error,
 )
-from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.runtime.tools import Tool, ToolFailure, as_tool, render_result
 
 __all__ = [
@@ -170,22 +161,6 @@ class RunResult:
 
 
 # ---------------------------------------------------------------------------- built-ins
-
-
-def _escalate(reason: str, severity: Severity = Severity.MEDIUM) -> str:
-    """Give up on the task and hand it back, with the reason and how serious it is."""
-    raise EscalationError(reason, severity)
-
-
-def _throw_exception(reason: str) -> str:
-    """Stop everything: a failure that must not be retried or worked around."""
-    raise ToolExecutionError(reason)
-
-
-BUILTIN_TOOLS: Final[dict[str, Tool[Any, Any]]] = {
-    "escalate": Tool(_escalate, name="escalate"),
-    "throw_exception": Tool(_throw_exception, name="throw_exception"),
-}
 
 
 # ---------------------------------------------------------------------------- agent
@@ -334,7 +309,7 @@ class Agent:
         return _Run(self, history, recorder, cancel or CancelToken()).main()
 
     def _fixer_step(
-        self, parent: _Run, tool: Tool[Any, Any], error: Exception, raw: str
+        self, parent: ToolCalls, tool: Tool[Any, Any], error: Exception, raw: str
     ) -> Steps[Any]:
         """Run this agent as a fixer for ``tool``; returns corrected arguments."""
         if self._function is not None:
@@ -457,26 +432,7 @@ def _standalone(
 # ---------------------------------------------------------------------------- one run
 
 
-# Never handled by a recovery policy: budget caps, and mistakes of the developer or the test
-# (a UsageError, an exhausted script or unmatched mock raising AssertionError).
-_PASS_THROUGH = (BudgetExceededError, UsageError, AssertionError)
-
-
-class _Cancelled(Exception):
-    """The run's CancelToken was cancelled during a wait."""
-
-
-@dataclass(slots=True)
-class _Outcome:
-    """The end of one tool call: what the model is told, and what happened."""
-
-    content: str
-    value: Any = None
-    error: BaseException | ToolFailure | None = None
-    attempts: int = 0
-
-
-class _Run:
+class _Run(ToolCalls):
     """The state of one run, and the generator methods that make it progress."""
 
     def __init__(
@@ -500,15 +456,6 @@ class _Run:
         mine.llm_calls += theirs.llm_calls
         mine.input_tokens += theirs.input_tokens
         mine.output_tokens += theirs.output_tokens
-
-    def record(self, error: BaseException | ToolFailure) -> ErrorRecord:
-        """The trace record of ``error``, built once however many events carry it."""
-        cached = self._record
-        if cached is not None and cached[0] is error:
-            return cached[1]
-        record = ErrorRecord.from_exception(error)
-        self._record = (error, record)
-        return record
 
     def uniform(self) -> float:
         if self._rng is None:
@@ -750,291 +697,8 @@ class _Run:
 
     # ------------------------------------------------------------------ tool calls
 
-    def tool_call(self, call: ToolCall) -> Steps[_Outcome]:
-        """Run one tool call the model asked for, through its recovery policy."""
-        agent, rec = self.agent, self.rec
-        name = call.name
-        tool = agent.tools.get(name)
-        builtin = False
-        if tool is None and name in agent.builtin_tools:
-            tool, builtin = BUILTIN_TOOLS[name], True
-        if tool is None:
-            available = [*agent.tools, *agent.builtin_tools]
-            error = UnknownToolError(
-                f"unknown tool {name!r}; available: {', '.join(available) or '(none)'}",
-                tool=name,
-                available=available,
-            )
-            self.tool_error(call, None, error)
-            return _Outcome(_payload(name, error, 0), error=error)
-
-        config = agent.resilience.for_tool(name)
-        sources: PolicySources | None = None  # built on the first failure only
-        raw = call.arguments
-        attempts = 0
-        used: dict[int, int] = {}
-        while True:
-            checked = tool.check_arguments(raw)
-            if isinstance(checked, InvalidArgsError):
-                # The message already quotes the raw arguments: no detail needed.
-                self.tool_error(call, None, checked)
-                kind: FailureKind = "invalid_args"
-                failure: Exception = checked
-            else:
-                attempts += 1
-                rec.emit(
-                    "tool.call", tool=name, call_id=call.id, attempt=attempts, detail=_preview(raw)
-                )
-                try:
-                    result = yield Attempt(
-                        tool,
-                        checked,
-                        config.timeout_seconds,
-                        self.clock,
-                        rec.emit,
-                        call.id,
-                        attempts,
-                    )
-                except _PASS_THROUGH:
-                    raise
-                except Exception as exc:
-                    if isinstance(exc, ToolExecutionError | EscalationError):
-                        exc.tool = exc.tool or name
-                    self.tool_error(call, attempts, exc)
-                    if isinstance(exc, ToolExecutionError):
-                        raise  # a hard failure: no retry, no further model call
-                    if isinstance(exc, EscalationError):
-                        if builtin:
-                            raise  # this agent escalates to whoever runs it
-                        return self.escalated(name, call, exc, attempts)
-                    kind = "timeout" if isinstance(exc, ToolTimeoutError) else "execution"
-                    failure = exc
-                else:
-                    if isinstance(result, ToolFailure):
-                        self.tool_error(call, attempts, result)
-                        return _Outcome(
-                            _payload(name, result, attempts),
-                            value=result,
-                            error=result,
-                            attempts=attempts,
-                        )
-                    content = render_result(result)
-                    rec.emit(
-                        "tool.result",
-                        tool=name,
-                        call_id=call.id,
-                        attempt=attempts,
-                        detail=_preview(content),
-                    )
-                    return _Outcome(content, value=result, attempts=attempts)
-
-            if sources is None:
-                sources = PolicySources(
-                    levels=(tool.on_error, agent.on_tool_error.get(name), agent.tool_defaults),
-                    config=config,
-                )
-            action = sources.resolve(kind)
-            try:
-                step = yield from self.recover(
-                    action, kind, failure, tool, call, raw, attempts, used, config
-                )
-            finally:
-                # The failure's traceback holds this frame: drop the reference so no
-                # exception -> traceback -> frame -> exception cycle outlives the call.
-                del failure
-                self._record = None
-            if isinstance(step, _Outcome):
-                return step
-            raw = step
-
-    def recover(
-        self,
-        action: Action,
-        kind: FailureKind,
-        error: Exception,
-        tool: Tool[Any, Any],
-        call: ToolCall,
-        raw: str,
-        attempts: int,
-        used: dict[int, int],
-        config: ResilienceConfig,
-    ) -> Steps[_Outcome | str]:
-        """Apply ``action`` to a failure: an `_Outcome` ends the call, a str is new arguments."""
-        rec, name = self.rec, tool.name
-        key = id(action)
-        if isinstance(action, Retry):
-            runs = used.get(key, 0) + 1
-            used[key] = runs
-            if runs < action.max_attempts and action.should_retry(error):
-                delay = action.delay(runs, config, self.uniform())
-                rec.emit(
-                    "tool.retry",
-                    tool=name,
-                    call_id=call.id,
-                    attempt=runs + 1,
-                    max_attempts=action.max_attempts,
-                    delay=delay,
-                    error=self.record(error),
-                )
-                self.usage.retries += 1
-                yield Sleep(self.clock, delay)
-                self.check_cancel()
-                return raw
-            return self.exhausted(name, error, attempts, config)
-        if isinstance(action, Fix):
-            rounds = used.get(key, 0) + 1
-            used[key] = rounds
-            if rounds > action.retries:
-                return self.exhausted(name, error, attempts, config)
-            fixed = yield from self.run_fixer(action, tool, call, error, raw, rounds)
-            if isinstance(fixed, _Outcome):
-                return fixed
-            if fixed is None or fixed == raw:
-                return self.exhausted(name, error, attempts, config)
-            return fixed
-        if isinstance(action, RespondWith):
-            content = render_result(action.value)
-            rec.emit(
-                "tool.result",
-                tool=name,
-                call_id=call.id,
-                attempt=attempts or None,
-                detail=f"respond_with: {_preview(content)}",
-            )
-            return _Outcome(content, value=action.value, error=error, attempts=attempts)
-        if isinstance(action, RaiseError):
-            raise error
-        assert isinstance(action, FeedBack)
-        return _Outcome(_payload(name, error, attempts), error=error, attempts=attempts)
-
-    def run_fixer(
-        self,
-        action: Fix,
-        tool: Tool[Any, Any],
-        call: ToolCall,
-        error: Exception,
-        raw: str,
-        round_: int,
-    ) -> Steps[_Outcome | str | None]:
-        rec, name, fixer = self.rec, tool.name, action.agent
-        rec.emit(
-            "fixer.call",
-            tool=name,
-            call_id=call.id,
-            attempt=round_,
-            max_attempts=action.retries,
-            detail=fixer.name,
-            error=self.record(error),
-        )
-        self.usage.fixer_calls += 1
-        try:
-            if fixer._function is not None:
-                produced = fixer._function(raw)  # a function fixer: no nested run at all
-            else:
-                produced = yield from fixer._fixer_step(self, tool, error, raw)
-        except EscalationError as exc:
-            rec.emit("fixer.result", tool=name, call_id=call.id, attempt=round_, status="escalated")
-            return self.escalated(name, call, exc, 0)
-        except ToolExecutionError as exc:
-            exc.tool = exc.tool or name
-            rec.emit(
-                "fixer.result",
-                tool=name,
-                call_id=call.id,
-                attempt=round_,
-                status="failed",
-                error=self.record(exc),
-            )
-            raise
-        except _PASS_THROUGH:
-            raise
-        except Exception as exc:
-            rec.emit(
-                "fixer.result",
-                tool=name,
-                call_id=call.id,
-                attempt=round_,
-                status="error",
-                error=self.record(exc),
-            )
-            return None
-        fixed = _as_arguments(produced)
-        status = "unchanged" if fixed == raw else ("fixed" if fixed is not None else "invalid")
-        rec.emit(
-            "fixer.result",
-            tool=name,
-            call_id=call.id,
-            attempt=round_,
-            status=status,
-            detail=_preview(fixed if fixed is not None else repr(produced)),
-        )
-        return fixed
-
-    def tool_error(
-        self, call: ToolCall, attempt: int | None, error: BaseException | ToolFailure
-    ) -> None:
-        self.rec.emit(
-            "tool.error",
-            tool=call.name,
-            call_id=call.id,
-            attempt=attempt,
-            error=self.record(error),
-        )
-
-    def escalated(self, name: str, call: ToolCall, exc: EscalationError, attempts: int) -> _Outcome:
-        self.rec.emit(
-            "escalation",
-            tool=name,
-            call_id=call.id,
-            reason=exc.reason,
-            severity=exc.severity.name,
-        )
-        return _Outcome(f"ERROR: Tool '{name}' failed: {exc.reason}", error=exc, attempts=attempts)
-
-    def exhausted(
-        self, name: str, error: Exception, attempts: int, config: ResilienceConfig
-    ) -> _Outcome:
-        if config.on_exhaustion == "raise":
-            raise ToolExecutionError(
-                f"tool {name!r} failed after {attempts} attempt(s): "
-                f"{type(error).__name__}: {error}",
-                tool=name,
-            ) from error
-        return _Outcome(_payload(name, error, attempts), error=error, attempts=attempts)
-
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def _payload(name: str, error: BaseException | ToolFailure, attempts: int) -> str:
-    """The JSON object the model sees for a failed tool."""
-    info = classify(error, tool=name)
-    if isinstance(error, BaseException):
-        message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    else:
-        message = error.error
-    return json.dumps(
-        {
-            "ok": False,
-            "tool": name,
-            "error": redact_text(message),
-            "error_type": info.kind,
-            "retryable": info.retryable,
-            "attempts": attempts,
-            "recommendations": info.recommendations,
-        }
-    )
-
-
-def _as_arguments(produced: Any) -> str | None:
-    """A fixer's output as an arguments JSON string (None when it is not usable)."""
-    if isinstance(produced, Mapping):
-        return json.dumps(dict(produced))
-    if isinstance(produced, BaseModel):
-        return produced.model_dump_json()
-    if not isinstance(produced, str):
-        return None
-    return unfence(produced)
 
 
 def _check_soft_failure(response: ModelResponse, model: str) -> None:
@@ -1048,11 +712,6 @@ def _describe_response(response: ModelResponse) -> str:
     if calls:
         return "tool calls: " + ", ".join(call.name for call in calls)
     return _preview(response.message.content)
-
-
-def _preview(text: str, limit: int = 120) -> str:
-    text = text.replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _initial_messages(
