@@ -141,3 +141,16 @@ def test_api_key_in_a_tool_error_never_reaches_the_model_or_trace():
     ).run("x")
     assert "1234567890abcdef" not in result.trace.to_json()
     assert all("1234567890abcdef" not in m.content for m in result.messages)
+
+
+def test_secrets_never_reach_the_log(caplog):
+    import logging
+
+    def leaky(event):
+        raise RuntimeError("observer failed with api_key=sk-live-abcdefghijklmnop1234")
+
+    with caplog.at_level(logging.ERROR, logger="pytest_agentfaults"):
+        af.Agent("bot", model=ScriptedModel([say("ok")]), observer=leaky).run("x")
+    assert "observer failed" in caplog.text
+    assert "abcdefghijklmnop1234" not in caplog.text
+    assert "[REDACTED]" in caplog.text

@@ -39,7 +39,21 @@ __all__ = [
     "collecting",
 ]
 
+class _RedactingFilter(logging.Filter):
+    """Keeps secrets out of this package's log records, tracebacks included."""
+
+    _formatter = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact_text(record.getMessage())
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact_text(self._formatter.formatException(record.exc_info))
+        return True
+
+
 logger = logging.getLogger("pytest_agentfaults")
+logger.addFilter(_RedactingFilter())
 
 EventType = Literal[
     "run.start",
