@@ -39,6 +39,7 @@ __all__ = [
     "collecting",
 ]
 
+
 class _RedactingFilter(logging.Filter):
     """Keeps secrets out of this package's log records, tracebacks included."""
 
