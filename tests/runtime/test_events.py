@@ -154,3 +154,21 @@ def test_secrets_never_reach_the_log(caplog):
     assert "observer failed" in caplog.text
     assert "abcdefghijklmnop1234" not in caplog.text
     assert "[REDACTED]" in caplog.text
+
+
+def test_recorded_events_behave_like_validated_ones():
+    recorder = Recorder(agent="bot", clock=af.VirtualClock())
+    event = recorder.emit("tool.call", tool="fetch", custom=1)
+    assert event.model_dump(exclude_unset=True) == {
+        "type": "tool.call",
+        "seq": 0,
+        "at": 0.0,
+        "run_id": recorder.run_id,
+        "agent": "bot",
+        "parent_run_id": None,
+        "tool": "fetch",
+        "custom": 1,
+    }
+    event.detail = "changed"
+    assert "detail" in event.model_fields_set
+    assert event == af.Event.model_validate(event.model_dump())

@@ -184,6 +184,7 @@ _EVENT_DEFAULTS: Final[dict[str, Any]] = {
     name: info.default for name, info in Event.model_fields.items()
 }
 _FIELD_COUNT: Final = len(_EVENT_DEFAULTS)
+_ALWAYS_SET: Final = frozenset({"type", "seq", "at", "run_id", "agent", "parent_run_id"})
 
 
 def _build_event(fields: dict[str, Any]) -> Event:
@@ -493,17 +494,27 @@ class Recorder:
             fields["reason"] = redact_text(fields["reason"])
         trace = self.trace
         events = trace.events
-        event = _build_event(
-            {
-                "type": type,
-                "seq": len(events),
-                "at": self.clock.now() - self.start,
-                "run_id": self.run_id,
-                "agent": self.agent,
-                "parent_run_id": self.parent_run_id,
-                **fields,
-            }
-        )
+        # _build_event, inlined: this runs for every step of every run.
+        values = {
+            **_EVENT_DEFAULTS,
+            "type": type,
+            "seq": len(events),
+            "at": self.clock.now() - self.start,
+            "run_id": self.run_id,
+            "agent": self.agent,
+            "parent_run_id": self.parent_run_id,
+            **fields,
+        }
+        extra: dict[str, Any] = {}
+        if len(values) != _FIELD_COUNT:
+            for key in fields:
+                if key not in _EVENT_DEFAULTS:
+                    extra[key] = values.pop(key)
+        event = _new_object(Event)
+        _set_attribute(event, "__dict__", values)
+        _set_fields(event, {*_ALWAYS_SET, *fields})
+        _set_extra(event, extra)
+        _set_private(event, None)
         events.append(event)
         for collector in self._collectors:
             if collector is not trace:

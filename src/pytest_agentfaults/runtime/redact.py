@@ -54,13 +54,17 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
 )
 
 
+# No rule above can match fewer characters ("token=" and six more is the shortest).
+_SHORTEST_SECRET: Final = 10
+
+
 def _keep_prefix(match: re.Match[str]) -> str:
     return f"{match.group(1)}{REDACTED}"
 
 
 def redact_text(text: str) -> str:
     """Replace every key-shaped substring of ``text`` with ``[REDACTED]``."""
-    if not text:
+    if not text or len(text) < _SHORTEST_SECRET:
         return text
     lowered = text.lower()
     for markers, pattern, keep in _RULES:
