@@ -208,7 +208,7 @@ import time, anyio
 
 def test_patched(virtual_clock):
     virtual_clock.patch_sleep()
-    time.sleep(120)
+    time.sleep(120)  # patched by patch_sleep(): recorded, not slept
     asyncio.run(asyncio.sleep(5))
     anyio.run(anyio.sleep, 7)
     assert virtual_clock.sleeps == [120, 5, 7]
