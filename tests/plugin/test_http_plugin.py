@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
 # Loaded here, in the outer session: pytester's in-process runs drop the modules they
@@ -242,22 +239,3 @@ def test_it(http_faults):
     assert '"type": "http.request"' in text
     assert '"target": "http"' in text
     assert "sk-secret" not in text
-
-
-# ---------------------------------------------------------------------------- the docs pages
-
-DOCS = Path(__file__).parents[2] / "docs" / "howto"
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
-
-
-@pytest.mark.parametrize(
-    ("page", "tests"), [("sdk-clients.md", 5), ("loopback-server.md", 5), ("verdict.md", 3)]
-)
-def test_the_docs_pages_run(pytester, page, tests):
-    # imported out here, so that pytester's in-process runs keep them loaded
-    pytest.importorskip("openai")
-    pytest.importorskip("anthropic")
-    blocks = BLOCK.findall((DOCS / page).read_text(encoding="utf-8"))
-    pytester.makepyfile(**{f"test_{page[:-3].replace('-', '_')}": "\n\n".join(blocks)})
-    result = pytester.runpytest()
-    result.assert_outcomes(passed=tests)
