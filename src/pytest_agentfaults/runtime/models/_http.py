@@ -38,6 +38,7 @@ from __future__ import annotations
 import email.utils
 import json
 import math
+import os
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -710,6 +711,24 @@ def check_base_url(value: str, *, cls: str, source: str, example: str) -> str:
     if url.query or url.fragment:
         raise UsageError(f"{cls}: {source}={value!r} must not have a query or fragment")
     return text
+
+
+def api_key_for(
+    cls: str, api_key: str | None, *, env: str, root: str, official_host: str
+) -> str | None:
+    """The key to send: ``api_key``, else ``$env``.
+
+    Only the provider's own host requires one; a missing key there is a `UsageError` raised
+    before any request is sent. Other servers (vLLM, llama.cpp, the loopback server) get
+    none unless one is given.
+    """
+    key = api_key if api_key is not None else os.environ.get(env)
+    if not key and httpx.URL(root).host == official_host:
+        raise UsageError(
+            f"{cls} needs an API key for {official_host}: set the {env} environment "
+            "variable or pass api_key=... (a custom base_url needs none)"
+        )
+    return key
 
 
 # --------------------------------------------------------------------------- the client base

@@ -32,6 +32,7 @@ from pytest_agentfaults.runtime.models._http import (
     StreamBrokenError,
     TransportRetry,
     WireFormatError,
+    api_key_for,
     arguments_object,
     arguments_text,
     as_object,
@@ -104,13 +105,13 @@ class AnthropicModel(HTTPModel):
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise UsageError(f"AnthropicModel: max_tokens={max_tokens!r}; use an int >= 1")
         root = _base_url(base_url)
-        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-        if not key and httpx.URL(root).host == _OFFICIAL_HOST:
-            raise UsageError(
-                "AnthropicModel needs an API key for api.anthropic.com: set the "
-                "ANTHROPIC_API_KEY environment variable or pass api_key=... "
-                "(a custom base_url needs none)"
-            )
+        key = api_key_for(
+            "AnthropicModel",
+            api_key,
+            env="ANTHROPIC_API_KEY",
+            root=root,
+            official_host=_OFFICIAL_HOST,
+        )
         sent = {
             "accept": "application/json",
             "content-type": "application/json",

@@ -30,6 +30,7 @@ from pytest_agentfaults.runtime.models._http import (
     StreamBrokenError,
     TransportRetry,
     WireFormatError,
+    api_key_for,
     arguments_text,
     as_object,
     check_base_url,
@@ -96,12 +97,9 @@ class OpenAIModel(HTTPModel):
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         root = _base_url(base_url)
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key and httpx.URL(root).host == _OFFICIAL_HOST:
-            raise UsageError(
-                "OpenAIModel needs an API key for api.openai.com: set the OPENAI_API_KEY "
-                "environment variable or pass api_key=... (a custom base_url needs none)"
-            )
+        key = api_key_for(
+            "OpenAIModel", api_key, env="OPENAI_API_KEY", root=root, official_host=_OFFICIAL_HOST
+        )
         sent = {"accept": "application/json", "content-type": "application/json"}
         sent.update(headers or {})
         if key:
