@@ -178,7 +178,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     )
     markers = list(item.iter_markers("inject_fault"))
     if markers:
-        state.add_faults(_parsed(m, kit.parse_marker) for m in _top_down(markers, item))
+        state.add_faults(_parsed(m, kit) for m in _top_down(markers, item))
     item.stash[_STATE] = state
     state.start()
 
@@ -200,6 +200,7 @@ class _Kit:
         self.test_seed = test_seed
         self.Counts = Counts
         self.write_trace_file = write_trace_file
+        self.parsed: dict[int, tuple[pytest.Mark, Any]] = {}
 
 
 def _load_kit(config: pytest.Config, session: _Session) -> _Kit:
@@ -210,15 +211,12 @@ def _load_kit(config: pytest.Config, session: _Session) -> _Kit:
     return session.kit
 
 
-# A parametrized test shares one Mark object across its items: parse it once.
-_PARSED: dict[int, tuple[pytest.Mark, Any]] = {}
-
-
-def _parsed(mark: pytest.Mark, parse: Callable[..., Any]) -> Any:
-    cached = _PARSED.get(id(mark))
+def _parsed(mark: pytest.Mark, kit: _Kit) -> Any:
+    # A parametrized test shares one Mark object across its items: parse it once a session.
+    cached = kit.parsed.get(id(mark))
     if cached is None or cached[0] is not mark:
-        cached = (mark, parse(mark.args, mark.kwargs, label=mark.name))
-        _PARSED[id(mark)] = cached
+        cached = (mark, kit.parse_marker(mark.args, mark.kwargs, label=mark.name))
+        kit.parsed[id(mark)] = cached
     return cached[1].fresh()  # a fresh copy: a Fault counts its own hits
 
 

@@ -187,39 +187,32 @@ _FIELD_COUNT: Final = len(_EVENT_DEFAULTS)
 _ALWAYS_SET: Final = frozenset({"type", "seq", "at", "run_id", "agent", "parent_run_id"})
 
 
-def _build_event(fields: dict[str, Any]) -> Event:
-    """An `Event` from trusted fields, without validation: recording is on the hot path.
-
-    Equivalent to ``Event.model_construct(**fields)`` at a third of the cost.
-    """
-    values = {**_EVENT_DEFAULTS, **fields}
-    extra: dict[str, Any] = {}
-    if len(values) != _FIELD_COUNT:
-        for key in fields:
-            if key not in _EVENT_DEFAULTS:
-                extra[key] = values.pop(key)
-    event = _new_object(Event)
-    _set_attribute(event, "__dict__", values)
-    _set_fields(event, set(fields))
-    _set_extra(event, extra)
-    _set_private(event, None)
-    return event
-
-
 # BaseModel keeps these in slots; their descriptors set them without BaseModel.__setattr__.
 _set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
+def _assemble(values: dict[str, Any], fields_set: set[str], extra: dict[str, Any]) -> Event:
+    """An `Event` from trusted, complete values, without validation.
+
+    Recording is on the hot path: this is ``Event.model_construct`` at a third of the cost.
+    """
+    event = _new_object(Event)
+    _set_attribute(event, "__dict__", values)
+    _set_fields(event, fields_set)
+    _set_extra(event, extra)
+    _set_private(event, None)
+    return event
+
+
 def _renumbered(event: Event, seq: int) -> Event:
     """A copy of ``event`` with another ``seq`` (for a trace that collects several runs)."""
-    twin = _new_object(Event)
-    _set_attribute(twin, "__dict__", {**event.__dict__, "seq": seq})
-    _set_fields(twin, set(event.__pydantic_fields_set__))
-    _set_extra(twin, dict(event.__pydantic_extra__ or {}))
-    _set_private(twin, None)
-    return twin
+    return _assemble(
+        {**event.__dict__, "seq": seq},
+        set(event.__pydantic_fields_set__),
+        dict(event.__pydantic_extra__ or {}),
+    )
 
 
 class Trace:
@@ -494,7 +487,6 @@ class Recorder:
             fields["reason"] = redact_text(fields["reason"])
         trace = self.trace
         events = trace.events
-        # _build_event, inlined: this runs for every step of every run.
         values = {
             **_EVENT_DEFAULTS,
             "type": type,
@@ -510,11 +502,7 @@ class Recorder:
             for key in fields:
                 if key not in _EVENT_DEFAULTS:
                     extra[key] = values.pop(key)
-        event = _new_object(Event)
-        _set_attribute(event, "__dict__", values)
-        _set_fields(event, {*_ALWAYS_SET, *fields})
-        _set_extra(event, extra)
-        _set_private(event, None)
+        event = _assemble(values, {*_ALWAYS_SET, *fields}, extra)
         events.append(event)
         for collector in self._collectors:
             if collector is not trace:
