@@ -39,7 +39,6 @@ from pytest_agentfaults.runtime.policy import (
     RespondWith,
     Retry,
 )
-from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.runtime.tools import Tool, ToolFailure, render_result
 
 if TYPE_CHECKING:
@@ -127,7 +126,7 @@ class ToolCalls:
                 available=available,
             )
             self.tool_error(call, None, error)
-            return _Outcome(_payload(name, error, 0), error=error)
+            return _Outcome(self.payload(name, error, 0), error=error)
 
         config = agent.resilience.for_tool(name)
         sources: PolicySources | None = None  # built on the first failure only
@@ -174,7 +173,7 @@ class ToolCalls:
                     if isinstance(result, ToolFailure):
                         self.tool_error(call, attempts, result)
                         return _Outcome(
-                            _payload(name, result, attempts),
+                            self.payload(name, result, attempts),
                             value=result,
                             error=result,
                             attempts=attempts,
@@ -266,7 +265,7 @@ class ToolCalls:
         if isinstance(action, RaiseError):
             raise error
         assert isinstance(action, FeedBack)
-        return _Outcome(_payload(name, error, attempts), error=error, attempts=attempts)
+        return _Outcome(self.payload(name, error, attempts), error=error, attempts=attempts)
 
     def run_fixer(
         self,
@@ -331,6 +330,25 @@ class ToolCalls:
         )
         return fixed
 
+    def payload(self, name: str, error: BaseException | ToolFailure, attempts: int) -> str:
+        """The JSON object the model sees for a failed tool.
+
+        Its ``error`` is the trace record's text, so the message is redacted once.
+        """
+        info = classify(error, tool=name)
+        record = self.record(error)
+        return json.dumps(
+            {
+                "ok": False,
+                "tool": name,
+                "error": str(record) if isinstance(error, BaseException) else record.message,
+                "error_type": info.kind,
+                "retryable": info.retryable,
+                "attempts": attempts,
+                "recommendations": info.recommendations,
+            }
+        )
+
     def tool_error(
         self, call: ToolCall, attempt: int | None, error: BaseException | ToolFailure
     ) -> None:
@@ -361,27 +379,7 @@ class ToolCalls:
                 f"{type(error).__name__}: {error}",
                 tool=name,
             ) from error
-        return _Outcome(_payload(name, error, attempts), error=error, attempts=attempts)
-
-
-def _payload(name: str, error: BaseException | ToolFailure, attempts: int) -> str:
-    """The JSON object the model sees for a failed tool."""
-    info = classify(error, tool=name)
-    if isinstance(error, BaseException):
-        message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    else:
-        message = error.error
-    return json.dumps(
-        {
-            "ok": False,
-            "tool": name,
-            "error": redact_text(message),
-            "error_type": info.kind,
-            "retryable": info.retryable,
-            "attempts": attempts,
-            "recommendations": info.recommendations,
-        }
-    )
+        return _Outcome(self.payload(name, error, attempts), error=error, attempts=attempts)
 
 
 def _as_arguments(produced: Any) -> str | None:
