@@ -44,6 +44,7 @@ __all__ = [
     "AgentFaultsProvider",
     "fake_args",
     "faker_with_provider",
+    "shared_faker",
 ]
 
 MALFORMED_JSON_KINDS: Final = (
@@ -398,12 +399,21 @@ def fake_args(
     )
 
 
-def _faker_for(seed: int | None, faker: Faker | None) -> Faker:
+def shared_faker() -> Faker:
+    """The Faker that `fake_args` uses by default, built on first use (it takes ~1 s).
+
+    The strategies call this when they are built, so the cost is paid once at collection
+    and never inside a Hypothesis draw, where it would trip the too_slow health check.
+    """
     global _default_faker
+    if _default_faker is None:
+        _default_faker = Faker("en_US")
+    return _default_faker
+
+
+def _faker_for(seed: int | None, faker: Faker | None) -> Faker:
     if faker is None:
-        if _default_faker is None:
-            _default_faker = Faker("en_US")
-        faker = _default_faker
+        faker = shared_faker()
         # A Faker never seeded draws from a random source shared by every instance: seed
         # this one always, from the OS when no seed is given.
         faker.seed_instance(seed if seed is not None else random.SystemRandom().getrandbits(64))

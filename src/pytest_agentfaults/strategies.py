@@ -552,6 +552,10 @@ def _tool_calls(tools: Sequence[ToolLike]) -> SearchStrategy[ToolCallStep]:
     seeds = st.integers(min_value=0, max_value=2**16 - 1)
     # Strategies are built once, outside the composite: building one per draw is slow.
     choices = st.sampled_from(tools)
+    if any(isinstance(item, Tool) for item in tools):
+        from pytest_agentfaults.fakes import shared_faker  # noqa: PLC0415 - Faker on use only
+
+        shared_faker()  # built now, at collection, not inside the first draw
 
     @st.composite
     def build(draw: st.DrawFn) -> ToolCallStep:

@@ -31,7 +31,9 @@ PAGE_MARK = "<!-- test-page -->"
 TEST_FUNCTION = re.compile(r"^(?:async )?def test_", re.MULTILINE)
 
 # Property examples on a page check the docs, not the runtime: a small, derandomized run.
-settings.register_profile("docs-examples", max_examples=30, derandomize=True, database=None)
+settings.register_profile(
+    "docs-examples", max_examples=30, derandomize=True, database=None, deadline=None
+)
 
 
 def examples() -> list[tuple[str, str]]:
