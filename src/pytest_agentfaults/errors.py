@@ -115,7 +115,7 @@ class InvalidArgsError(ToolError):
     """The arguments the model sent failed the tool's schema, or could not be parsed.
 
     ``raw_arguments`` holds the arguments exactly as the model sent them; ``errors`` the
-    validation errors (pydantic's ``errors()`` shape) when there were any.
+    validation errors (``type``, ``loc``, ``msg``) when there were any.
     """
 
     def __init__(
@@ -128,7 +128,22 @@ class InvalidArgsError(ToolError):
     ) -> None:
         super().__init__(message, tool=tool)
         self.raw_arguments = raw_arguments
-        self.errors = errors or []
+        self._errors = errors
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        """The validation errors; read from pydantic's error (the cause) on first use.
+
+        A bad tool call is on the agent loop's hot path, and the list is rarely read.
+        """
+        if self._errors is None:
+            read = getattr(self.__cause__, "errors", None)
+            found = read(include_url=False) if callable(read) else []
+            self._errors = [
+                {"type": e["type"], "loc": [str(part) for part in e["loc"]], "msg": e["msg"]}
+                for e in found
+            ]
+        return self._errors
 
 
 class UnknownToolError(ToolError):

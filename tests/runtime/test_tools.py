@@ -97,6 +97,24 @@ def test_invalid_arguments_raise_invalid_args_error_naming_the_problem(raw, mess
     assert "fetch" in str(caught.value)
 
 
+def test_invalid_args_error_lists_each_validation_error():
+    with pytest.raises(af.InvalidArgsError) as caught:
+        fetch.validate('{"url": 3, "extra": 1}')
+    assert caught.value.errors == [
+        {"type": "string_type", "loc": ["url"], "msg": "Input should be a valid string"},
+        {"type": "extra_forbidden", "loc": ["extra"], "msg": "Extra inputs are not permitted"},
+    ]
+    with pytest.raises(af.InvalidArgsError) as caught:
+        fetch.validate("{url: x}")
+    assert [e["type"] for e in caught.value.errors] == ["json_invalid"]
+
+
+def test_an_invalid_args_error_built_by_hand_keeps_the_errors_it_was_given():
+    given = [{"type": "custom", "loc": ["a"], "msg": "no"}]
+    assert af.InvalidArgsError("bad", errors=given).errors == given
+    assert af.InvalidArgsError("bad").errors == []
+
+
 def test_a_tool_without_parameters_accepts_an_empty_string():
     @af.tool
     def now() -> str:
