@@ -30,6 +30,13 @@ def test_bearer_and_key_value_forms_keep_their_prefix():
     assert redact_text('{"api_key": "hunter2hunter2"}') == f'{{"api_key": "{REDACTED}"}}'
 
 
+@pytest.mark.parametrize("shortest", ["token=abcdef", "token:abcdef", "Basic abcdefgh"])
+def test_the_shortest_secret_each_rule_can_match_is_redacted(shortest):
+    # Text shorter than the shortest possible secret skips the scan: this pins that bound.
+    assert redact_text(shortest) != shortest
+    assert redact_text(shortest[:-1]) == shortest[:-1]
+
+
 def test_ordinary_text_is_untouched():
     text = "ConnectionError: reset by peer after 3 attempts (status 503)"
     assert redact_text(text) == text
