@@ -443,6 +443,7 @@ class Recorder:
     __slots__ = (
         "_collectors",
         "_observers",
+        "_stamp",
         "agent",
         "clock",
         "parent_run_id",
@@ -478,6 +479,13 @@ class Recorder:
             self.parent_run_id = None
             self._observers = tuple(observers)
             self._collectors = _collectors.get()
+        # Every event of this run starts as a copy of this: copying is cheaper than merging.
+        self._stamp = {
+            **_EVENT_DEFAULTS,
+            "run_id": self.run_id,
+            "agent": agent,
+            "parent_run_id": self.parent_run_id,
+        }
 
     def emit(self, type: str, /, **fields: Any) -> Event:
         """Record one event now; returns it."""
@@ -487,16 +495,11 @@ class Recorder:
             fields["reason"] = redact_text(fields["reason"])
         trace = self.trace
         events = trace.events
-        values = {
-            **_EVENT_DEFAULTS,
-            "type": type,
-            "seq": len(events),
-            "at": self.clock.now() - self.start,
-            "run_id": self.run_id,
-            "agent": self.agent,
-            "parent_run_id": self.parent_run_id,
-            **fields,
-        }
+        values = self._stamp.copy()
+        values["type"] = type
+        values["seq"] = len(events)
+        values["at"] = self.clock.now() - self.start
+        values.update(fields)
         extra: dict[str, Any] = {}
         if len(values) != _FIELD_COUNT:
             for key in fields:
