@@ -246,7 +246,10 @@ class ToolCalls:
             used[key] = rounds
             if rounds > action.retries:
                 return self.exhausted(name, error, attempts, config)
-            fixed = yield from self.run_fixer(action, tool, call, error, raw, rounds)
+            if action.agent._function is not None:
+                fixed = self.run_function_fixer(action, tool, call, error, raw, rounds)
+            else:
+                fixed = yield from self.run_fixer(action, tool, call, error, raw, rounds)
             if isinstance(fixed, _Outcome):
                 return fixed
             if fixed is None or fixed == raw:
@@ -276,26 +279,57 @@ class ToolCalls:
         raw: str,
         round_: int,
     ) -> Steps[_Outcome | str | None]:
-        rec, name, fixer = self.rec, tool.name, action.agent
-        rec.emit(
+        """One fixer round: new arguments (str), an `_Outcome` that ends the call, or None."""
+        fixer = action.agent
+        self.fixer_call(action, tool, call, error, round_)
+        try:
+            produced = yield from fixer._fixer_step(self, tool, error, raw)
+        except Exception as exc:
+            return self.fixer_failed(tool, call, round_, exc)
+        return self.fixer_done(tool, call, raw, round_, produced)
+
+    def run_function_fixer(
+        self,
+        action: Fix,
+        tool: Tool[Any, Any],
+        call: ToolCall,
+        error: Exception,
+        raw: str,
+        round_: int,
+    ) -> _Outcome | str | None:
+        """`run_fixer` for a function fixer: a plain call, no nested run and no generator."""
+        function = action.agent._function
+        assert function is not None
+        self.fixer_call(action, tool, call, error, round_)
+        try:
+            produced = function(raw)
+        except Exception as exc:
+            return self.fixer_failed(tool, call, round_, exc)
+        return self.fixer_done(tool, call, raw, round_, produced)
+
+    def fixer_call(
+        self, action: Fix, tool: Tool[Any, Any], call: ToolCall, error: Exception, round_: int
+    ) -> None:
+        self.rec.emit(
             "fixer.call",
-            tool=name,
+            tool=tool.name,
             call_id=call.id,
             attempt=round_,
             max_attempts=action.retries,
-            detail=fixer.name,
+            detail=action.agent.name,
             error=self.record(error),
         )
         self.usage.fixer_calls += 1
-        try:
-            if fixer._function is not None:
-                produced = fixer._function(raw)  # a function fixer: no nested run at all
-            else:
-                produced = yield from fixer._fixer_step(self, tool, error, raw)
-        except EscalationError as exc:
+
+    def fixer_failed(
+        self, tool: Tool[Any, Any], call: ToolCall, round_: int, exc: Exception
+    ) -> _Outcome | None:
+        """A fixer that escalated (an outcome), failed hard (raised) or broke (None)."""
+        rec, name = self.rec, tool.name
+        if isinstance(exc, EscalationError):
             rec.emit("fixer.result", tool=name, call_id=call.id, attempt=round_, status="escalated")
             return self.escalated(name, call, exc, 0)
-        except ToolExecutionError as exc:
+        if isinstance(exc, ToolExecutionError):
             exc.tool = exc.tool or name
             rec.emit(
                 "fixer.result",
@@ -305,24 +339,28 @@ class ToolCalls:
                 status="failed",
                 error=self.record(exc),
             )
-            raise
-        except _PASS_THROUGH:
-            raise
-        except Exception as exc:
-            rec.emit(
-                "fixer.result",
-                tool=name,
-                call_id=call.id,
-                attempt=round_,
-                status="error",
-                error=self.record(exc),
-            )
-            return None
-        fixed = _as_arguments(produced)
-        status = "unchanged" if fixed == raw else ("fixed" if fixed is not None else "invalid")
+            raise exc
+        if isinstance(exc, _PASS_THROUGH):
+            raise exc
         rec.emit(
             "fixer.result",
             tool=name,
+            call_id=call.id,
+            attempt=round_,
+            status="error",
+            error=self.record(exc),
+        )
+        return None
+
+    def fixer_done(
+        self, tool: Tool[Any, Any], call: ToolCall, raw: str, round_: int, produced: Any
+    ) -> str | None:
+        """Record what a fixer returned; the new arguments, or None when unusable."""
+        fixed = _as_arguments(produced)
+        status = "unchanged" if fixed == raw else ("fixed" if fixed is not None else "invalid")
+        self.rec.emit(
+            "fixer.result",
+            tool=tool.name,
             call_id=call.id,
             attempt=round_,
             status=status,
@@ -384,13 +422,13 @@ class ToolCalls:
 
 def _as_arguments(produced: Any) -> str | None:
     """A fixer's output as an arguments JSON string (None when it is not usable)."""
+    if isinstance(produced, str):
+        return unfence(produced)
     if isinstance(produced, Mapping):
         return json.dumps(dict(produced))
     if isinstance(produced, BaseModel):
         return produced.model_dump_json()
-    if not isinstance(produced, str):
-        return None
-    return unfence(produced)
+    return None
 
 
 def _preview(text: str, limit: int = 120) -> str:

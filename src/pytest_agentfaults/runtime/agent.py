@@ -311,9 +311,10 @@ class Agent:
     def _fixer_step(
         self, parent: ToolCalls, tool: Tool[Any, Any], error: Exception, raw: str
     ) -> Steps[Any]:
-        """Run this agent as a fixer for ``tool``; returns corrected arguments."""
-        if self._function is not None:
-            return self._function(raw)
+        """Run this agent (an LLM fixer) for ``tool``; returns corrected arguments.
+
+        A function fixer never comes here: `ToolCalls.run_function_fixer` calls it directly.
+        """
         if self.model is None:
             raise UsageError(f"fixer agent {self.name!r} has no model and no function")
         prompt = (
