@@ -143,6 +143,22 @@ def test_a_fixer_that_itself_fails_is_recorded_and_the_policy_decides():
     assert json.loads(tool_results(result)[0])["error"].startswith("JSONDecodeError")
 
 
+@pytest.mark.parametrize(
+    "mistake",
+    [AssertionError("script exhausted"), af.UsageError("bad config")],
+    ids=["assertion", "usage"],
+)
+def test_a_fixer_raising_a_test_or_developer_mistake_is_never_swallowed(mistake):
+    def broken(raw: str) -> str:
+        raise mistake
+
+    tool, seen = counting_tool(af.OnError(execution=af.fix(af.Agent.from_function("f", broken))))
+    with pytest.raises(type(mistake)) as caught:
+        run([call_tool("count_keys", json="x"), say("x")], [tool])
+    assert caught.value is mistake
+    assert seen == ["x"]
+
+
 def test_a_failing_fixer_with_on_exhaustion_raise_raises():
     def broken(raw: str) -> str:
         raise RuntimeError("fixer crashed")
