@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import BaseModel, Field
 
 import pytest_agentfaults as af
 from pytest_agentfaults import ScriptedModel, call_tool, fail, malformed, say
@@ -73,6 +74,17 @@ def test_function_fixer_on_execution_error_gets_the_failing_input_not_an_empty_s
     assert received == ['{"json": "{name: world}"}']
     assert seen == ["{name: world}", '{"name": "world"}']
     assert tool_results(result) == ["1"]
+
+
+def test_a_fixer_may_return_a_pydantic_model_of_the_arguments():
+    class Arguments(BaseModel):
+        text: str = Field(alias="json")  # a field may not be called json: the alias is used
+
+    fixer = af.Agent.from_function("f", lambda raw: Arguments(json='{"a": 1}'))
+    tool, seen = counting_tool(af.OnError(invalid_args=af.fix(fixer)))
+    result, _ = run([malformed.tool_args("{bad", tool="count_keys"), say("1")], [tool])
+    assert seen == ['{"a": 1}']
+    assert result.trace.of("fixer.result")[0].status == "fixed"
 
 
 def test_the_tool_reruns_on_fixed_arguments_rather_than_returning_the_fixer_output():

@@ -427,7 +427,7 @@ def _as_arguments(produced: Any) -> str | None:
     if isinstance(produced, Mapping):
         return json.dumps(dict(produced))
     if isinstance(produced, BaseModel):
-        return produced.model_dump_json()
+        return produced.model_dump_json(by_alias=True)  # aliases are the wire names
     return None
 
 
