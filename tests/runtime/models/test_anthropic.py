@@ -335,3 +335,58 @@ def test_a_proxy_base_url(monkeypatch):
     assert repr(model) == (
         "AnthropicModel(model='claude', base_url='https://gateway.example.com/anthropic')"
     )
+
+
+# --------------------------------------------------------------------------- extended thinking
+
+THINKING = {
+    "type": "thinking",
+    "thinking": "The user wants the weather in Paris; I should call get_weather.",
+    "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds",
+}
+REDACTED_THINKING = {
+    "type": "redacted_thinking",
+    "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP",
+}
+
+
+def test_thinking_blocks_are_kept_verbatim(respx_mock, model, make_request, json_response):
+    body = "anthropic/messages_thinking_tool_use.json"
+    respx_mock.post(URL).mock(return_value=json_response(body))
+    message = model.request(make_request()).message
+    assert message.thinking == [THINKING, REDACTED_THINKING]
+    assert message.content == ""  # thinking is not the answer
+    assert [call.name for call in message.tool_calls] == ["get_weather"]
+
+
+@pytest.mark.parametrize("size", [1, 29, 100_000])
+def test_streamed_thinking_and_its_signature_are_assembled(
+    respx_mock, model, make_request, wire, stream_response, size
+):
+    body = wire("anthropic/stream_thinking_tool_use.txt")
+    respx_mock.post(URL).mock(return_value=stream_response(body, size=size))
+    message = model.request(make_request(stream=True)).message
+    assert message.thinking == [THINKING, REDACTED_THINKING]
+    assert message.tool_calls == [
+        ToolCall(id="toolu_01Th1nk", name="get_weather", arguments='{"city": "Paris"}')
+    ]
+
+
+def test_thinking_goes_back_first_in_its_assistant_turn(respx_mock, model, make_request):
+    route = respx_mock.post(URL).mock(
+        return_value=httpx.Response(200, json={"content": [], "stop_reason": "end_turn"})
+    )
+    call = ToolCall(id="toolu_1", name="get_weather", arguments='{"city": "Paris"}')
+    history = [
+        Message.user("Weather in Paris?"),
+        Message.assistant("Checking.", [call], thinking=[THINKING, REDACTED_THINKING]),
+        Message.tool_result("18°C", tool_call_id="toolu_1", name="get_weather"),
+    ]
+    model.request(make_request(history))
+    assistant = sent(route)["messages"][1]
+    assert assistant["content"] == [
+        THINKING,
+        REDACTED_THINKING,
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+    ]

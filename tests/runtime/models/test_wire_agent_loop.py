@@ -264,3 +264,36 @@ def test_arguments_that_are_not_json_are_fed_back_and_corrected(respx_mock, weat
     [assistant] = [m for m in second["messages"] if m["role"] == "assistant"]
     assert assistant["tool_calls"][0]["function"]["arguments"] == "{city: 'Paris',}"
     result.trace.assert_sequence("tool.error:get_weather", "llm.request", "tool.call:get_weather")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "streamed"])
+def test_anthropic_thinking_survives_the_tool_round_trip(
+    respx_mock, weather, json_response, wire, stream_response, stream
+):
+    # With extended thinking on, the API rejects a tool result whose assistant turn lost its
+    # signed thinking blocks: the agent must send them back unchanged.
+    anthropic = PROVIDERS[1]
+    first = (
+        stream_response(wire("anthropic/stream_thinking_tool_use.txt"))
+        if stream
+        else json_response("anthropic/messages_thinking_tool_use.json")
+    )
+    route = respx_mock.post(anthropic.url).mock(side_effect=[first, json_response(anthropic.text)])
+    model = AnthropicModel(
+        "claude-sonnet-4-5",
+        api_key=ANTHROPIC_KEY,
+        extra_body={"thinking": {"type": "enabled", "budget_tokens": 1024}},
+    )
+    agent = Agent("weather-bot", model=model, tools=[weather], clock=VirtualClock(), stream=stream)
+    result = agent.run("Weather in Paris?")
+    assert result.output == FINAL
+    first_sent, second_sent = bodies(route)
+    assert first_sent["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assistant = second_sent["messages"][1]
+    assert assistant["role"] == "assistant"
+    assert [block["type"] for block in assistant["content"]] == [
+        "thinking",
+        "redacted_thinking",
+        "tool_use",
+    ]
+    assert assistant["content"][0]["signature"].startswith("EqQB")

@@ -66,6 +66,9 @@ _STOP_REASONS: Final = {
     "refusal": "content_filter",
 }
 _INPUT_KEYS: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+# Extended thinking: blocks the API requires back, unchanged, in the assistant turn that
+# precedes tool results.
+_THINKING: Final = ("thinking", "redacted_thinking")
 
 
 class AnthropicModel(HTTPModel):
@@ -80,6 +83,11 @@ class AnthropicModel(HTTPModel):
     ```python
     model = af.AnthropicModel("claude-3-5-haiku-latest", max_tokens=1024)
     ```
+
+    Extended thinking is switched on through ``extra_body={"thinking": {...}}``. The
+    ``thinking`` and ``redacted_thinking`` blocks of an answer are kept, verbatim, in
+    ``Message.thinking`` and sent back first in that assistant turn, as the API requires
+    when tool results follow.
     """
 
     provider = "anthropic"
@@ -159,6 +167,7 @@ class AnthropicModel(HTTPModel):
             raise WireFormatError(f"a 2xx response holds an error: {body.get('error')!r}")
         text: list[str] = []
         calls: list[ToolCall] = []
+        thinking: list[dict[str, Any]] = []
         for i, item in enumerate(get_list(body, "content", "response")):
             where = f"response.content[{i}]"
             block = as_object(item, where)
@@ -167,10 +176,12 @@ class AnthropicModel(HTTPModel):
                 text.append(get_str(block, "text", where))
             elif kind == "tool_use":
                 calls.append(_tool_use(block, where))
+            elif kind in _THINKING:
+                thinking.append(block)  # sent back verbatim with the next turn
         usage = body.get("usage")
         usage = usage if isinstance(usage, dict) else None
         return ModelResponse(
-            message=Message.assistant("".join(text), calls),
+            message=Message.assistant("".join(text), calls, thinking=thinking),
             finish_reason=_finish_reason(opt_str(body, "stop_reason", "response")),
             usage=TokenUsage(
                 input_tokens=count(usage, *_INPUT_KEYS),
@@ -233,7 +244,7 @@ def _conversation(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
             continue
         results = None
         if role == "assistant":
-            blocks: list[dict[str, Any]] = []
+            blocks: list[dict[str, Any]] = list(message.thinking)  # thinking comes first
             if message.content:
                 blocks.append({"type": "text", "text": message.content})
             blocks.extend(
@@ -271,7 +282,7 @@ def _tool_use(block: dict[str, Any], where: str) -> ToolCall:
 
 
 class _Block:
-    __slots__ = ("id", "initial", "json", "kind", "name", "text")
+    __slots__ = ("id", "initial", "json", "kind", "name", "signature", "text")
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -279,6 +290,7 @@ class _Block:
         self.json: list[str] = []
         self.id = ""
         self.name = ""
+        self.signature: list[str] = []
         self.initial: dict[str, Any] = {}
 
 
@@ -351,6 +363,11 @@ class _EventStream:
         block = self._blocks[index] = _Block(str(start.get("type")))
         if block.kind == "text" and isinstance(start.get("text"), str):
             block.text.append(start["text"])
+        elif block.kind == "thinking":
+            block.text.append(str(start.get("thinking") or ""))
+            block.signature.append(str(start.get("signature") or ""))
+        elif block.kind == "redacted_thinking":
+            block.initial = start  # complete at its start: the encrypted data
         elif block.kind == "tool_use":
             block.id = get_str(start, "id", f"{where}.content_block")
             block.name = get_str(start, "name", f"{where}.content_block")
@@ -368,6 +385,10 @@ class _EventStream:
             block.text.append(get_str(delta, "text", f"{where}.delta"))
         elif kind == "input_json_delta":
             block.json.append(get_str(delta, "partial_json", f"{where}.delta"))
+        elif kind == "thinking_delta":
+            block.text.append(get_str(delta, "thinking", f"{where}.delta"))
+        elif kind == "signature_delta":
+            block.signature.append(get_str(delta, "signature", f"{where}.delta"))
 
     def finish(self) -> ModelResponse:
         if not self._done:
@@ -376,10 +397,21 @@ class _EventStream:
             )
         text: list[str] = []
         calls: list[ToolCall] = []
+        thinking: list[dict[str, Any]] = []
         for index in sorted(self._blocks):
             block = self._blocks[index]
             if block.kind == "text":
                 text.extend(block.text)
+            elif block.kind == "thinking":
+                thinking.append(
+                    {
+                        "type": "thinking",
+                        "thinking": "".join(block.text),
+                        "signature": "".join(block.signature),
+                    }
+                )
+            elif block.kind == "redacted_thinking":
+                thinking.append(block.initial)
             elif block.kind == "tool_use":
                 raw = "".join(block.json)
                 calls.append(
@@ -391,7 +423,7 @@ class _EventStream:
                     )
                 )
         return ModelResponse(
-            message=Message.assistant("".join(text), calls),
+            message=Message.assistant("".join(text), calls, thinking=thinking),
             finish_reason=_finish_reason(self._stop),
             usage=TokenUsage(input_tokens=self._input, output_tokens=self._output),
             model=self._model,

@@ -43,6 +43,9 @@ class Message(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    # Reasoning blocks a provider wants back, verbatim, with the next turn (Anthropic's
+    # ``thinking`` and ``redacted_thinking`` blocks: their signatures are checked).
+    thinking: list[dict[str, Any]] = Field(default_factory=list)
 
     @classmethod
     def system(cls, content: str) -> Message:
@@ -55,9 +58,17 @@ class Message(BaseModel):
         return cls(role="user", content=content)
 
     @classmethod
-    def assistant(cls, content: str = "", tool_calls: list[ToolCall] | None = None) -> Message:
+    def assistant(
+        cls,
+        content: str = "",
+        tool_calls: list[ToolCall] | None = None,
+        *,
+        thinking: list[dict[str, Any]] | None = None,
+    ) -> Message:
         """An assistant message, with tool calls when it asks for tools."""
-        return cls(role="assistant", content=content, tool_calls=tool_calls or [])
+        return cls(
+            role="assistant", content=content, tool_calls=tool_calls or [], thinking=thinking or []
+        )
 
     @classmethod
     def tool_result(cls, content: str, *, tool_call_id: str, name: str) -> Message:
