@@ -337,6 +337,30 @@ def test_fault_plans_without_tools_leave_out_malformed_tool_args(plan: FaultPlan
     assert all(f.name != "malformed_tool_args" for f in plan.faults)
 
 
+@SETTINGS
+@given(afst.fault_plans(tools=["fetch"], llm=False, probability=True, min_faults=1))
+def test_fault_plans_may_draw_seeded_probabilities(plan: FaultPlan) -> None:
+    assert plan.seed == 0
+    assert all(f.probability in (None, 0.25, 0.5, 0.75) for f in plan.faults)
+
+
+def test_probabilities_are_drawn_only_when_asked_for() -> None:
+    plan = find(
+        afst.fault_plans(tools=["fetch"], llm=False, probability=True),
+        lambda p: any(f.probability is not None for f in p.faults),
+    )
+    assert pretty(plan) == (
+        "FaultPlan(seed=0, strict=False, faults=[\n"
+        "    tool('fetch').raises(ConnectionError('connection reset by peer'))"
+        ".probability(0.25)])"
+    )
+    with pytest.raises(NoSuchExample):
+        find(
+            afst.fault_plans(tools=["fetch"], llm=False),
+            lambda p: any(f.probability is not None for f in p.faults),
+        )
+
+
 def test_fault_plans_reject_bad_arguments() -> None:
     with pytest.raises(af.UsageError, match="unknown kinds"):
         afst.fault_plans(llm=["meteor"])
@@ -346,6 +370,8 @@ def test_fault_plans_reject_bad_arguments() -> None:
         afst.fault_plans(min_faults=4, max_faults=3)
     with pytest.raises(af.UsageError, match="no kind of fault"):
         afst.fault_plans(llm=False, min_faults=1)
+    with pytest.raises(af.UsageError, match="need a fixed seed"):
+        afst.fault_plans(probability=True, seed=None)
 
 
 def test_a_shrunk_plan_prints_as_the_builder_calls_that_make_it() -> None:

@@ -702,6 +702,7 @@ def fault_plans(
     max_at: int = 3,
     hard: bool = False,
     strict: bool = False,
+    probability: bool = False,
     seed: int | None = 0,
 ) -> SearchStrategy[FaultPlan]:
     """Fresh `af.FaultPlan` objects of ``min_faults`` to ``max_faults`` faults.
@@ -715,7 +716,9 @@ def fault_plans(
     ``malformed_tool_args`` needs a tool, so it is drawn only when ``tools`` are given.
     ``http=True`` adds `http_faults`. Each fault hits ``times`` occurrences from ``at``
     (1 to ``max_times`` / ``max_at``). Faults are not ``strict`` by default: a generated
-    fault may target an occurrence the run never reaches.
+    fault may target an occurrence the run never reaches. ``probability=True`` gives some
+    faults a `probability` too (0.25, 0.5 or 0.75), drawn from the plan's ``seed``, so each
+    example still replays exactly.
 
     A plan records what fired, so use each example for one run only.
     """
@@ -740,6 +743,11 @@ def fault_plans(
     for label, value, lowest in counts:
         if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
             raise UsageError(f"fault_plans({label}={value!r}): give an int >= {lowest}")
+    if probability and seed is None:
+        raise UsageError(
+            "fault_plans(probability=True, seed=None): probabilistic faults need a fixed seed "
+            "so Hypothesis can replay an example; give seed=<int>"
+        )
     if min_faults > max_faults:
         raise UsageError(
             f"fault_plans(min_faults={min_faults}, max_faults={max_faults}): min > max"
@@ -766,8 +774,11 @@ def fault_plans(
             raise UsageError(f"fault_plans(min_faults={min_faults}): no kind of fault is enabled")
         faults: SearchStrategy[list[Any]] = st.just([])
     else:
+        chances = st.one_of(st.none(), st.sampled_from(_CHANCES)) if probability else st.none()
         faults = st.lists(
-            st.tuples(st.one_of(adders), times, ats), min_size=min_faults, max_size=max_faults
+            st.tuples(st.one_of(adders), times, ats, chances),
+            min_size=min_faults,
+            max_size=max_faults,
         )
 
     # A composite, so a failing example prints the plan itself (see _pretty_plan), not the
@@ -796,14 +807,22 @@ def _http_adder(spec: dict[str, Any]) -> Callable[[FaultPlan], Any]:
     return add
 
 
+# Probabilities a generated fault may get: sure hits (None) shrink first.
+_CHANCES: Final = (0.25, 0.5, 0.75)
+
+
 def _plan(
-    faults: list[tuple[Callable[[FaultPlan], Any], int, int]], *, seed: int | None, strict: bool
+    faults: list[tuple[Callable[[FaultPlan], Any], int, int, float | None]],
+    *,
+    seed: int | None,
+    strict: bool,
 ) -> FaultPlan:
     plan = FaultPlan(seed=seed)
-    for add, times, at in faults:
+    for add, times, at, chance in faults:
         add(plan)
         fault = plan.faults[-1]
         fault.times, fault.at, fault.strict = times, at, strict
+        fault.probability = chance
     return plan
 
 
