@@ -133,6 +133,23 @@ def test_a_fixer_returning_the_same_arguments_ends_the_rounds():
     assert result.trace.of("fixer.result")[0].status == "unchanged"
 
 
+@pytest.mark.parametrize("echo", [str.strip, lambda raw: f"```json\n{raw}\n```"])
+def test_a_fixer_returning_the_same_arguments_trimmed_or_fenced_has_not_changed_them(echo):
+    # Found by the invariant suite: the tool reads arguments stripped and unfenced, so these
+    # are the same arguments, and another round would repeat the same failure.
+    calls = []
+
+    def same(raw: str) -> str:
+        calls.append(raw)
+        return echo(raw)
+
+    tool, _ = counting_tool(af.OnError(invalid_args=af.fix(af.Agent.from_function("f", same), 5)))
+    result, _ = run([malformed.tool_args('{"json": ', tool="count_keys"), say("x")], [tool])
+    assert len(calls) == 1
+    assert result.trace.of("fixer.result")[0].status == "unchanged"
+    assert json.loads(tool_results(result)[0])["error_type"] == "validation"
+
+
 @pytest.mark.parametrize("produced", ["not json at all", 42, None])
 def test_a_fixer_returning_garbage_is_bounded_and_fed_back(produced):
     fixer = af.Agent.from_function("f", lambda raw: produced)

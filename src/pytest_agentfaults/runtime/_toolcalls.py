@@ -252,7 +252,7 @@ class ToolCalls:
                 fixed = yield from self.run_fixer(action, tool, call, error, raw, rounds)
             if isinstance(fixed, _Outcome):
                 return fixed
-            if fixed is None or fixed == raw:
+            if fixed is None:  # unusable or unchanged: another round would change nothing
                 return self.exhausted(name, error, attempts, config)
             return fixed
         if isinstance(action, RespondWith):
@@ -355,9 +355,16 @@ class ToolCalls:
     def fixer_done(
         self, tool: Tool[Any, Any], call: ToolCall, raw: str, round_: int, produced: Any
     ) -> str | None:
-        """Record what a fixer returned; the new arguments, or None when unusable."""
+        """Record what a fixer returned: new arguments, or None when unusable or unchanged.
+
+        Arguments are compared as the tool reads them (stripped, unfenced), so a fixer that
+        only trims whitespace has not changed them.
+        """
         fixed = _as_arguments(produced)
-        status = "unchanged" if fixed == raw else ("fixed" if fixed is not None else "invalid")
+        if fixed is None:
+            status = "invalid"
+        else:
+            status = "unchanged" if fixed == raw or fixed == unfence(raw) else "fixed"
         self.rec.emit(
             "fixer.result",
             tool=tool.name,
@@ -366,7 +373,7 @@ class ToolCalls:
             status=status,
             detail=_preview(fixed if fixed is not None else repr(produced)),
         )
-        return fixed
+        return fixed if status == "fixed" else None
 
     def payload(self, name: str, error: BaseException | ToolFailure, attempts: int) -> str:
         """The JSON object the model sees for a failed tool.
