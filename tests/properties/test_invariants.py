@@ -8,6 +8,9 @@ seeded, and checks what the trace, the clock and the plan say:
 - ``seq`` is contiguous from 0; the run starts with ``run.start`` and ends with ``run.end``;
 - the run ends within its budget;
 - with ``on_exhaustion="return"`` a run never raises, except for hard failures;
+- fixer rounds (a generated function fixer repairs, repeats, garbles, crashes or escalates)
+  follow the invalid arguments they repair, each ``fixer.call`` has its ``fixer.result``,
+  rounds stay within ``retries`` and are counted in ``usage.fixer_calls``;
 - the virtual clock never goes backwards;
 - recorded delays equal the schedule: the clock slept exactly the retry delays, each tool
   retry waited what the config says for that retry and that jitter draw, and each tool
@@ -64,6 +67,31 @@ def lookup(city: str, limit: Annotated[int, Field(ge=1, le=5)] = 3) -> list[str]
 TOOLS = [fetch, add, lookup]
 NAMES = [t.name for t in TOOLS]
 
+# A generated fixer's behaviour, and what a repairing fixer returns for each tool.
+FIXER_KINDS = ("repair", "unchanged", "garbage", "crash", "escalate")
+REPAIRED = {"fetch": {"url": "https://example.com"}, "add": {"a": 1, "b": 2}, "lookup": {}}
+
+
+def fixer_for(tool: str, kind: str) -> af.Agent:
+    """A function fixer for ``tool`` that behaves as ``kind`` says."""
+
+    def fix(raw: str) -> object:
+        if kind == "repair":
+            return REPAIRED[tool] if tool != "lookup" else {"city": "Paris"}
+        if kind == "unchanged":
+            return raw
+        if kind == "garbage":
+            return "not json at all"
+        if kind == "crash":
+            raise RuntimeError("the fixer crashed")
+        raise af.EscalationError("cannot repair these arguments", "high")
+
+    return af.Agent.from_function(f"{tool}-{kind}-fixer", fix)
+
+
+# Half the examples have no fixer; the rest repair invalid arguments with one, in 1-3 rounds.
+fixers = st.none() | st.tuples(st.sampled_from(FIXER_KINDS), st.integers(1, 3))
+
 # Mostly roomy budgets (the default 10 turns, no other cap), sometimes tight ones.
 budgets = st.builds(
     af.Budget,
@@ -87,6 +115,7 @@ class Outcome:
     trace: af.Trace
     result: af.RunResult | None
     raised: BaseException | None
+    fixer: tuple[str, int] | None = None
 
 
 def run_once(
@@ -97,8 +126,12 @@ def run_once(
     seed: int,
     llm_backoff: float,
     runner: asyncio.Runner | None = None,
+    fixer: tuple[str, int] | None = None,
 ) -> Outcome:
-    """Run the agent once under ``plan``: with ``runner``, through ``arun`` on its loop."""
+    """Run the agent once under ``plan``: with ``runner``, through ``arun`` on its loop.
+
+    ``fixer`` (kind, retries) repairs every tool's invalid arguments with a function fixer.
+    """
     # Enough model retries to outlast every failing step and llm fault: model failures
     # are survivable here, so any exception out of run() must be a hard tool failure.
     attempts = len(steps) + sum(f.times for f in plan.of("llm")) + 1
@@ -106,6 +139,13 @@ def run_once(
     def on_llm_error(exc: Exception, attempt: int) -> af.LlmErrorDecision:
         return af.LlmErrorDecision.retry(max_attempts=attempts, initial_backoff=llm_backoff)
 
+    on_tool_error = None
+    if fixer is not None:
+        kind, retries = fixer
+        on_tool_error = {
+            name: af.OnError(invalid_args=af.fix(fixer_for(name, kind), retries=retries))
+            for name in NAMES
+        }
     clock = af.VirtualClock()
     events: list[af.Event] = []
     agent = af.Agent(
@@ -116,6 +156,7 @@ def run_once(
         budget=budget,
         clock=clock,
         on_llm_error=on_llm_error,
+        on_tool_error=on_tool_error,
         observer=events.append,
     )
 
@@ -139,7 +180,9 @@ def run_once(
     except af.ToolExecutionError as exc:
         raised = exc
     trace = af.Trace(events)
-    return Outcome(config, budget, plan, steps, seed, llm_backoff, clock, trace, result, raised)
+    return Outcome(
+        config, budget, plan, steps, seed, llm_backoff, clock, trace, result, raised, fixer
+    )
 
 
 def called_tools(steps: list[Step]) -> tuple[str, ...]:
@@ -188,6 +231,7 @@ def runner() -> Iterator[asyncio.Runner]:
     seed=st.integers(min_value=0, max_value=2**32 - 1),
     llm_backoff=st.sampled_from((0.0, 0.5, 1.0)),
     use_async=st.booleans(),
+    fixer=fixers,
 )
 def test_generated_runs_keep_every_invariant(
     runner: asyncio.Runner,
@@ -198,11 +242,12 @@ def test_generated_runs_keep_every_invariant(
     seed: int,
     llm_backoff: float,
     use_async: bool,
+    fixer: tuple[str, int] | None,
 ) -> None:
     steps = data.draw(SCRIPTS[focus], label="steps")
     plan = data.draw(plans_for(focus, called_tools(steps)), label="plan")
     outcome = run_once(
-        config, budget, plan, steps, seed, llm_backoff, runner if use_async else None
+        config, budget, plan, steps, seed, llm_backoff, runner if use_async else None, fixer
     )
     note(outcome.trace.render())
     describe(outcome, focus)
@@ -212,6 +257,7 @@ def test_generated_runs_keep_every_invariant(
     check_only_hard_failures_raise(outcome)
     check_clock_never_goes_backwards(outcome)
     check_delays_follow_the_schedule(outcome)
+    check_fixer_rounds(outcome)
 
 
 def describe(outcome: Outcome, focus: str) -> None:
@@ -226,6 +272,8 @@ def describe(outcome: Outcome, focus: str) -> None:
             event(f"has {kind}")
     if any(e.error is not None and e.error.type == "ToolTimeoutError" for e in trace.events):
         event("has a tool timeout")
+    if outcome.fixer is not None:
+        event(f"fixer: {outcome.fixer[0]}" + (" (called)" if trace.count("fixer.call") else ""))
 
 
 # ------------------------------------------------------------------------- the invariants
@@ -331,6 +379,46 @@ def check_delays_follow_the_schedule(outcome: Outcome) -> None:
         assert retry.delay == outcome.llm_backoff * 2.0 ** (retry.attempt - 2)
 
 
+_FIXER_STATUSES = {
+    "repair": {"fixed", "unchanged"},  # unchanged when the model already sent those arguments
+    "unchanged": {"unchanged"},
+    # New arguments that fail validation again; the next round returns them unchanged.
+    "garbage": {"fixed", "unchanged"},
+    "crash": {"error"},  # a crashed fixer ends the rounds at once
+    "escalate": {"escalated"},
+}
+
+
+def check_fixer_rounds(outcome: Outcome) -> None:
+    trace, events = outcome.trace, outcome.trace.events
+    calls = trace.of("fixer.call")
+    if outcome.fixer is None:
+        assert calls == []
+        assert trace.of("fixer.result") == []
+        return
+    kind, retries = outcome.fixer
+    rounds: dict[str | None, int] = defaultdict(int)
+    for call in calls:
+        before, after = events[call.seq - 1], events[call.seq + 1]
+        assert before.type == "tool.error"
+        assert before.call_id == call.call_id
+        assert before.error is not None
+        assert before.error.type == "InvalidArgsError"
+        assert after.type == "fixer.result"
+        assert after.call_id == call.call_id
+        assert after.attempt == call.attempt, "a function fixer's result follows its call"
+        assert after.status in _FIXER_STATUSES[kind], (kind, after.status)
+        if after.status == "escalated":
+            assert events[call.seq + 2].type == "escalation"
+        rounds[call.call_id] += 1
+        assert call.attempt == rounds[call.call_id]
+        assert call.max_attempts == retries
+    assert all(n <= retries for n in rounds.values()), "fixer rounds stay within retries"
+    assert trace.count("fixer.result") == len(calls)
+    if outcome.result is not None:
+        assert outcome.result.usage.fixer_calls == len(calls)
+
+
 # ------------------------------------------------------------------------- helpers' own tests
 
 
@@ -376,3 +464,26 @@ def test_the_checks_catch_a_wrong_delay() -> None:
     outcome.config = af.ResilienceConfig(max_retries=2, strategy="fixed", base_delay=2.0)
     with pytest.raises(AssertionError):
         check_delays_follow_the_schedule(outcome)
+
+
+@pytest.mark.parametrize("kind", FIXER_KINDS)
+def test_a_hand_written_fixer_run_passes_the_fixer_checks(kind: str) -> None:
+    steps: list[Step] = [af.malformed.tool_args("{a: 1, b: 2}", tool="add"), af.say("done")]
+    outcome = run_once(
+        af.ResilienceConfig(), af.Budget(), FaultPlan(seed=0), steps, 0, 0.0, fixer=(kind, 2)
+    )
+    assert outcome.result is not None
+    expected_rounds = {"repair": 1, "unchanged": 1, "garbage": 2, "crash": 1, "escalate": 1}
+    assert outcome.result.usage.fixer_calls == expected_rounds[kind]
+    check_fixer_rounds(outcome)
+    check_seq_is_contiguous(outcome)
+
+
+def test_the_fixer_checks_catch_a_round_too_many() -> None:
+    steps: list[Step] = [af.malformed.tool_args("{a: 1}", tool="add"), af.say("done")]
+    outcome = run_once(
+        af.ResilienceConfig(), af.Budget(), FaultPlan(seed=0), steps, 0, 0.0, fixer=("garbage", 2)
+    )
+    outcome.fixer = ("garbage", 1)
+    with pytest.raises(AssertionError):
+        check_fixer_rounds(outcome)
