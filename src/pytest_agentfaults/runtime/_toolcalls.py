@@ -364,7 +364,9 @@ class ToolCalls:
         if fixed is None:
             status = "invalid"
         else:
-            status = "unchanged" if fixed == raw or fixed == unfence(raw) else "fixed"
+            # unfence only shortens: longer output cannot be the same arguments.
+            same = fixed == raw or (len(fixed) < len(raw) and fixed == unfence(raw))
+            status = "unchanged" if same else "fixed"
         self.rec.emit(
             "fixer.result",
             tool=tool.name,
