@@ -556,7 +556,7 @@ def test_an_async_client_cannot_serve_request(make_request):
 
 
 def test_http_client_type_is_checked():
-    with pytest.raises(UsageError, match="http_client must be an httpx.Client"):
+    with pytest.raises(UsageError, match="http_client must be an httpx.Client.*not object$"):
         OpenAIModel("gpt-4o-mini", api_key=KEY, http_client=object())  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="async_http_client must be an httpx.AsyncClient"):
         OpenAIModel("m", api_key=KEY, async_http_client=httpx.Client())  # type: ignore[arg-type]
@@ -650,3 +650,16 @@ def test_a_401_for_a_wrong_key(respx_mock, model, make_request, json_response):
     assert "invalid_request_error: Incorrect API key provided: sk-proj-****" in message
     assert "(check the API key (OPENAI_API_KEY or api_key=) and its permissions)" in message
     assert caught.value.status == 401
+
+
+@pytest.mark.parametrize("keyword", ["http_client", "async_http_client"])
+def test_an_httpx2_client_is_named_as_such_with_the_fix(keyword):
+    import httpx2  # the SDKs' fork, installed with the test extra
+
+    client = httpx2.AsyncClient()
+    with pytest.raises(UsageError) as caught:
+        OpenAIModel("gpt-4o-mini", api_key=KEY, **{keyword: client})
+    message = str(caught.value)
+    assert f"{keyword} must be" in message
+    assert "not httpx2.AsyncClient" in message
+    assert "pass an httpx client" in message

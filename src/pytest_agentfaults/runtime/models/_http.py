@@ -784,13 +784,14 @@ class HTTPModel:
         ):
             raise UsageError(
                 f"{cls}: http_client must be an httpx.Client or httpx.AsyncClient, "
-                f"not {type(http_client).__name__}"
+                f"not {_type_path(http_client)}{_HTTPX2_HINT if _is_httpx2(http_client) else ''}"
             )
         if async_http_client is not None:
             if not isinstance(async_http_client, httpx.AsyncClient):
+                hint = _HTTPX2_HINT if _is_httpx2(async_http_client) else ""
                 raise UsageError(
                     f"{cls}: async_http_client must be an httpx.AsyncClient, "
-                    f"not {type(async_http_client).__name__}"
+                    f"not {_type_path(async_http_client)}{hint}"
                 )
             if isinstance(http_client, httpx.AsyncClient):
                 raise UsageError(
@@ -1176,3 +1177,22 @@ def _scrubber(secrets: tuple[str, ...]) -> Callable[[str], str]:
         return redact_text(text)
 
     return scrub
+
+
+# An httpx2 client (the fork the official SDKs use) looks like an httpx one by its class name.
+_HTTPX2_HINT: Final = (
+    "; the model clients of this package are built on httpx, so pass an httpx client "
+    "(httpx2 belongs to the official openai and anthropic SDKs, which http_faults reaches "
+    "as they are)"
+)
+
+
+def _type_path(value: object) -> str:
+    """``module.Class`` of ``value``: a bare ``Client`` would not say which library."""
+    kind = type(value)
+    module = kind.__module__.split(".")[0]
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def _is_httpx2(value: object) -> bool:
+    return type(value).__module__.split(".")[0] == "httpx2"
