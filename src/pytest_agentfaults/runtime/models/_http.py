@@ -782,16 +782,13 @@ class HTTPModel:
         if http_client is not None and not isinstance(
             http_client, httpx.Client | httpx.AsyncClient
         ):
-            raise UsageError(
-                f"{cls}: http_client must be an httpx.Client or httpx.AsyncClient, "
-                f"not {_type_path(http_client)}{_HTTPX2_HINT if _is_httpx2(http_client) else ''}"
+            raise _wrong_client(
+                f"{cls}: http_client must be an httpx.Client or httpx.AsyncClient", http_client
             )
         if async_http_client is not None:
             if not isinstance(async_http_client, httpx.AsyncClient):
-                hint = _HTTPX2_HINT if _is_httpx2(async_http_client) else ""
-                raise UsageError(
-                    f"{cls}: async_http_client must be an httpx.AsyncClient, "
-                    f"not {_type_path(async_http_client)}{hint}"
+                raise _wrong_client(
+                    f"{cls}: async_http_client must be an httpx.AsyncClient", async_http_client
                 )
             if isinstance(http_client, httpx.AsyncClient):
                 raise UsageError(
@@ -1187,12 +1184,9 @@ _HTTPX2_HINT: Final = (
 )
 
 
-def _type_path(value: object) -> str:
-    """``module.Class`` of ``value``: a bare ``Client`` would not say which library."""
+def _wrong_client(rule: str, value: object) -> UsageError:
+    """The error for a client of the wrong type, named with its library (``httpx2.Client``)."""
     kind = type(value)
-    module = kind.__module__.split(".")[0]
-    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
-
-
-def _is_httpx2(value: object) -> bool:
-    return type(value).__module__.split(".")[0] == "httpx2"
+    library = kind.__module__.split(".")[0]
+    shown = kind.__qualname__ if library == "builtins" else f"{library}.{kind.__qualname__}"
+    return UsageError(f"{rule}, not {shown}{_HTTPX2_HINT if library == 'httpx2' else ''}")
