@@ -228,14 +228,46 @@ def _top_down(markers: list[pytest.Mark], item: pytest.Item) -> list[pytest.Mark
     return [*reversed(own), *reversed(inherited)]
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    """Switch the plan off; a strict fault that never fired fails the test here."""
-    state = item.stash.get(_STATE, None)
-    if state is None:
-        return
-    state.stop()
-    state.plan.check()
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    """Switch the test's state off after every finalizer, whatever raised; then check it.
+
+    The strict checks (a strict fault that never fired, and the like) fail the test here,
+    but only a test whose call passed: a failed, skipped or xfailed test's own outcome is
+    the one to read.
+    Their error is reported together with any error of the finalizers.
+    """
+    __tracebackhide__ = True
+    errors: list[Exception] = []
+    try:
+        yield
+    except Exception as error:  # a finalizer failed: switch off and check all the same
+        errors.append(error)
+    finally:  # also for KeyboardInterrupt and pytest.exit, which end the session
+        state = item.stash.get(_STATE, None)
+        if state is not None:
+            errors.extend(state.stop())
+    if state is not None and item.stash.get(_PASSED, False):
+        try:
+            state.plan.check()
+        except Exception as error:
+            errors.append(error)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ExceptionGroup(f"errors while tearing down {item.nodeid}", errors)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """A safety net for a test that never reached its teardown (KeyboardInterrupt, exit)."""
+    try:
+        return (yield)
+    except BaseException as interrupted:
+        state = item.stash.get(_STATE, None)
+        for error in state.stop() if state is not None else ():
+            interrupted.add_note(f"pytest-agentfaults could not switch off: {error!r}")
+        raise
 
 
 @pytest.hookimpl(wrapper=True)
@@ -269,10 +301,13 @@ def pytest_runtest_makereport(
         del item.stash[_STATE]
     elif report.failed:
         item.stash[_FAILED] = True
+    elif report.when == "call" and report.passed:
+        item.stash[_PASSED] = True
     return report
 
 
 _FAILED = pytest.StashKey[bool]()
+_PASSED = pytest.StashKey[bool]()
 
 
 class _Totals:

@@ -109,7 +109,11 @@ class Interceptor:
         return PROCEED
 
 
-_interceptors: list[Interceptor] = []
+# The interceptors in force in this context: per test (the plugin sets them at setup and
+# resets them at teardown), never process-wide, so a leaked plan cannot reach other tests.
+_interceptors: ContextVar[tuple[Interceptor, ...]] = ContextVar(
+    "agentfaults_interceptors", default=()
+)
 
 # The emit function of the run whose model call or tool attempt is in progress, so layers
 # below the runtime (the HTTP fault router) can record into that run's trace.
@@ -124,14 +128,24 @@ def current_emit() -> Callable[..., object] | None:
 
 
 def install_interceptor(interceptor: Interceptor) -> None:
-    """Activate ``interceptor`` for every run in this process until removed."""
-    _interceptors.append(interceptor)
+    """Activate ``interceptor`` for every run in this context until removed.
+
+    Contexts copied from this one afterwards (asyncio tasks, ``contextvars.copy_context``)
+    see it too; other threads' contexts do not.
+    """
+    _interceptors.set((*_interceptors.get(), interceptor))
 
 
 def remove_interceptor(interceptor: Interceptor) -> None:
-    """Undo `install_interceptor`."""
-    if interceptor in _interceptors:
-        _interceptors.remove(interceptor)
+    """Undo `install_interceptor` (in any order)."""
+    current = _interceptors.get()
+    if interceptor in current:
+        _interceptors.set(tuple(i for i in current if i is not interceptor))
+
+
+def active_interceptors() -> tuple[Interceptor, ...]:
+    """The interceptors in force in this context, oldest first."""
+    return _interceptors.get()
 
 
 class Inject:
@@ -163,7 +177,7 @@ def _call_interceptor(hook: Callable[[Any], Any], effect: Any) -> Any:
 
 
 def _intercept_tool(effect: Attempt) -> Any:
-    for interceptor in _interceptors:
+    for interceptor in _interceptors.get():
         outcome = _call_interceptor(interceptor.tool_attempt, effect)
         if outcome is not PROCEED:
             return outcome
@@ -171,7 +185,7 @@ def _intercept_tool(effect: Attempt) -> Any:
 
 
 def _intercept_model(effect: ModelCall) -> Any:
-    for interceptor in _interceptors:
+    for interceptor in _interceptors.get():
         outcome = _call_interceptor(interceptor.model_call, effect)
         if outcome is not PROCEED:
             return outcome
@@ -228,7 +242,7 @@ def _open_attempt(effect: Attempt) -> tuple[float, object, object]:
     start = clock.now()
     virtual = type(clock) is VirtualClock and timeout is not None
     deadline = set_attempt_deadline(clock, start + timeout) if virtual else None  # type: ignore[operator]
-    emitting = _current_emit.set(effect.emit) if _interceptors else None
+    emitting = _current_emit.set(effect.emit) if _interceptors.get() else None
     return start, deadline, emitting
 
 
@@ -242,7 +256,7 @@ def _close_attempt(deadline: object, emitting: object) -> None:
 def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     start, deadline, emitting = _open_attempt(effect)
     try:
-        result = _intercept_tool(effect) if _interceptors else PROCEED
+        result = _intercept_tool(effect) if _interceptors.get() else PROCEED
         if result is PROCEED:
             result = effect.tool.function(**effect.kwargs)
             if effect.tool.is_async:
@@ -262,7 +276,7 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
 def _model_call_sync(effect: ModelCall) -> ModelResponse:
     token = _current_emit.set(effect.request.emit)
     try:
-        if _interceptors:
+        if _interceptors.get():
             outcome = _intercept_model(effect)
             if outcome is not PROCEED:
                 return outcome  # type: ignore[no-any-return]
@@ -306,7 +320,7 @@ async def _attempt_async(effect: Attempt) -> Any:
     clock, timeout, tool = effect.clock, effect.timeout, effect.tool
     start, deadline, emitting = _open_attempt(effect)
     try:
-        result = _intercept_tool(effect) if _interceptors else PROCEED
+        result = _intercept_tool(effect) if _interceptors.get() else PROCEED
         if result is PROCEED:
             if not tool.is_async:
                 result = tool.function(**effect.kwargs)
@@ -334,7 +348,7 @@ async def _attempt_async(effect: Attempt) -> Any:
 async def _model_call_async(effect: ModelCall) -> ModelResponse:
     token = _current_emit.set(effect.request.emit)
     try:
-        if _interceptors:
+        if _interceptors.get():
             outcome = _intercept_model(effect)
             if outcome is not PROCEED:
                 return outcome  # type: ignore[no-any-return]

@@ -463,14 +463,23 @@ class FaultPlan:
         interceptor: Interceptor
         undo: list[Any]
         interceptor, undo = handle  # type: ignore[misc]
-        for stop in reversed(undo):
-            if callable(stop):
-                stop()
+        # Every step runs whatever an earlier one raised: nothing may stay switched on.
+        steps: list[Callable[[], Any]] = [stop for stop in reversed(undo) if callable(stop)]
         self._active -= 1
         if not self._active and self._http is not None:
             layer, self._http = self._http, None
-            layer.stop()
-        remove_interceptor(interceptor)
+            steps.append(layer.stop)
+        steps.append(lambda: remove_interceptor(interceptor))
+        errors: list[Exception] = []
+        for step in steps:
+            try:
+                step()
+            except Exception as error:
+                errors.append(error)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise ExceptionGroup("FaultPlan.deactivate: some layers failed to switch off", errors)
 
     def on_activate(self, hook: Callable[[FaultPlan], Any]) -> None:
         """Run ``hook(plan)`` whenever the plan is activated; it may return an undo callable.

@@ -11,8 +11,9 @@ import hashlib
 import json
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -109,15 +110,25 @@ class TestState:
             raise
         self._contexts = entered
 
-    def stop(self) -> None:
-        """Undo `start` (and any `patch_sleep` of the test's clock)."""
-        self.clock.unpatch_sleep()
+    def stop(self) -> list[Exception]:
+        """Undo `start` (and any `patch_sleep` of the test's clock); safe to call twice.
+
+        Every step runs even if an earlier one fails; the failures are returned, so the
+        caller can report them without leaving anything of this test switched on.
+        """
+        errors: list[Exception] = []
+        steps: list[Callable[[], object]] = [self.clock.unpatch_sleep]
         if self._plan_handle is not None:
             handle, self._plan_handle = self._plan_handle, None
-            self.plan.deactivate(handle)
+            steps.append(lambda: self.plan.deactivate(handle))
         contexts, self._contexts = self._contexts, []
-        for context in reversed(contexts):
-            context.__exit__(None, None, None)
+        steps.extend(partial(context.__exit__, None, None, None) for context in reversed(contexts))
+        for step in steps:
+            try:
+                step()
+            except Exception as error:
+                errors.append(error)
+        return errors
 
     # ------------------------------------------------------------------ reporting
 

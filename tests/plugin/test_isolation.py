@@ -1,0 +1,257 @@
+"""Nothing the kit does in a test survives that test, whatever fails (pytester).
+
+Each case runs an inner session of two tests: ``test_a`` switches on everything the kit
+can patch (a tool fault, an HTTP fault, the ``http_faults`` router, ``llm_server``,
+``virtual_clock.patch_sleep()``) and then fails in one way; ``test_z`` runs next, in the
+same session, and proves that nothing of ``test_a`` is left: real sleeps, unpatched httpx
+and httpx2 transports, no active respx router, no interceptor, no plan, no bound server.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Loaded in the outer session: httpx2 caches httpcore2's exception classes on first use.
+pytest.importorskip("httpcore2")
+pytest.importorskip("httpx2")
+
+SUITE = '''
+import asyncio
+import time
+
+import httpcore2
+import httpx
+import httpx2
+import pytest
+import respx.mocks
+
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool, say
+
+REAL = {
+    "time.sleep": time.sleep,
+    "asyncio.sleep": asyncio.sleep,
+    "httpx sync": httpx.HTTPTransport.handle_request,
+    "httpx async": httpx.AsyncHTTPTransport.handle_async_request,
+    "httpx2 sync": httpx2.HTTPTransport.handle_request,
+    "httpx2 async": httpx2.AsyncHTTPTransport.handle_async_request,
+}
+CALLS = []
+
+
+@af.tool
+def fetch(url: str) -> str:
+    """Fetch."""
+    CALLS.append(url)
+    return "page"
+
+
+def run_agent():
+    model = ScriptedModel([call_tool("fetch", url="u"), say("done")])
+    return af.Agent("bot", model=model, tools=[fetch]).run("go")
+
+
+@pytest.fixture
+def everything(request, llm_server, http_faults, virtual_clock, faults):
+    """Switch on every patch the kit has."""
+    virtual_clock.patch_sleep()
+    http_faults.get("https://api.example.com/x").respond(200)
+    faults.http(url="https://api.example.com/x").status(503).times(9).strict(False)
+    assert time.sleep is not REAL["time.sleep"]
+    assert httpx.HTTPTransport.handle_request is not REAL["httpx sync"]
+    return llm_server
+
+
+BODY
+
+
+def now():
+    return {
+        "time.sleep": time.sleep,
+        "asyncio.sleep": asyncio.sleep,
+        "httpx sync": httpx.HTTPTransport.handle_request,
+        "httpx async": httpx.AsyncHTTPTransport.handle_async_request,
+        "httpx2 sync": httpx2.HTTPTransport.handle_request,
+        "httpx2 async": httpx2.AsyncHTTPTransport.handle_async_request,
+    }
+
+
+def test_z_nothing_leaked(_agentfaults_llm_server):
+    leaked = [name for name, value in now().items() if value is not REAL[name]]
+    assert leaked == []
+    routers = {name: list(m.routers) for name, m in respx.mocks.Mocker.registry.items()}
+    assert all(not r for r in routers.values()), routers
+    CALLS.clear()
+    result = run_agent()  # test_a's tool fault would hit this run if its plan had leaked
+    assert (result.output, CALLS) == ("done", ["u"])
+    assert _agentfaults_llm_server._binding.plan is None
+    assert _agentfaults_llm_server.requests == []
+'''
+
+FAULT = '@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"), times=9)'
+
+# (case, body of test_a and its helpers, expected outcomes of the inner session)
+CASES = {
+    "the test passes": (
+        f"""
+{FAULT}
+def test_a(everything):
+    assert run_agent().status == "ok"
+""",
+        {"passed": 2},
+    ),
+    "the test raises": (
+        f"""
+{FAULT}
+def test_a(everything):
+    raise RuntimeError("the test failed")
+""",
+        {"passed": 1, "failed": 1},
+    ),
+    "setup raises": (
+        f"""
+@pytest.fixture
+def broken(everything):
+    raise RuntimeError("setup failed")
+
+{FAULT}
+def test_a(broken):
+    pass
+""",
+        {"passed": 1, "errors": 1},
+    ),
+    "another fixture's teardown raises": (
+        f"""
+@pytest.fixture
+def bad_teardown(everything):
+    yield everything
+    raise RuntimeError("teardown failed")
+
+{FAULT}
+def test_a(bad_teardown):
+    run_agent()
+""",
+        {"passed": 2, "errors": 1},
+    ),
+    "the kit's own llm_server check raises": (
+        f"""
+{FAULT}
+def test_a(everything):
+    httpx.post(everything.base_url("openai") + "/chat/completions", json={{"messages": []}})
+""",
+        {"passed": 2, "errors": 1},
+    ),
+    "a strict fault never fired": (
+        f"""
+{FAULT}
+@pytest.mark.inject_fault(tool="never_called", raises=ValueError("x"))
+def test_a(everything):
+    pass
+""",
+        {"passed": 2, "errors": 1},
+    ),
+    "pytest.skip in setup": (
+        f"""
+@pytest.fixture
+def skipping(everything):
+    pytest.skip("not today")
+
+{FAULT}
+def test_a(skipping):
+    pass
+""",
+        {"passed": 1, "skipped": 1},
+    ),
+    "pytest.xfail in setup": (
+        f"""
+@pytest.fixture
+def xfailing(everything):
+    pytest.xfail("known")
+
+{FAULT}
+def test_a(xfailing):
+    pass
+""",
+        {"passed": 1, "xfailed": 1},
+    ),
+    "the kit's check and a teardown both raise": (
+        f"""
+@pytest.fixture
+def bad_teardown(everything):
+    yield everything
+    raise RuntimeError("teardown failed")
+
+{FAULT}
+@pytest.mark.inject_fault(tool="never_called", raises=ValueError("x"))
+def test_a(bad_teardown):
+    httpx.post(bad_teardown.base_url("openai") + "/chat/completions", json={{"messages": []}})
+""",
+        {"passed": 2, "errors": 1},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_nothing_survives_the_test(pytester, case):
+    body, outcomes = CASES[case]
+    pytester.makepyfile(test_suite=SUITE.replace("BODY", body))
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(**outcomes)
+    result.stdout.no_fnmatch_line("*test_z_nothing_leaked FAILED*")
+
+
+def test_the_kits_check_and_a_teardown_error_are_both_reported(pytester):
+    body, _ = CASES["the kit's check and a teardown both raise"]
+    pytester.makepyfile(test_suite=SUITE.replace("BODY", body))
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*RuntimeError: teardown failed*"])
+    result.stdout.fnmatch_lines(["*llm_server*has no step for call 1*"])
+    result.stdout.fnmatch_lines(["*never_called*never fired*"])
+
+
+def test_nothing_survives_a_keyboard_interrupt(pytester):
+    # A KeyboardInterrupt ends the session at once: test_z never runs, so the leak check
+    # runs where pytest ends, after every finalizer (pytest_unconfigure of a plugin).
+    body = f"""
+{FAULT}
+def test_a(everything):
+    raise KeyboardInterrupt
+"""
+    pytester.makepyfile(test_suite=SUITE.replace("BODY", body))
+    pytester.makeconftest(
+        """
+import time, httpx, httpx2, respx.mocks
+REAL_SLEEP = time.sleep
+SEEN = []
+
+def pytest_unconfigure(config):
+    from pytest_agentfaults.runtime import _loop
+    SEEN.append(time.sleep is REAL_SLEEP)
+    SEEN.append(not any(m.routers for m in respx.mocks.Mocker.registry.values()))
+    SEEN.append(_loop.active_interceptors() == ())
+    print("LEAK CHECK", SEEN)
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-s")
+    result.stdout.fnmatch_lines(["*KeyboardInterrupt*", "LEAK CHECK [[]True, True, True[]]"])
+
+
+def test_a_step_that_fails_to_switch_off_does_not_stop_the_others():
+    from pytest_agentfaults.runtime import _loop
+    from pytest_agentfaults.runtime.clock import VirtualClock
+    from pytest_agentfaults.testing.session import TestState
+
+    class BrokenClock(VirtualClock):
+        def unpatch_sleep(self) -> None:
+            raise OSError("cannot restore")
+
+    outer = _loop.active_interceptors()
+    state = TestState("t", seed=1, real_time=False)
+    state.clock = BrokenClock()
+    state.plan.tool("fetch").raises(ValueError("x"))
+    state.start()
+    assert len(_loop.active_interceptors()) == len(outer) + 1
+    errors = state.stop()
+    assert [str(e) for e in errors] == ["cannot restore"]
+    assert _loop.active_interceptors() == outer  # the plan was switched off all the same
+    assert [str(e) for e in state.stop()] == ["cannot restore"]  # and only once
