@@ -255,3 +255,28 @@ def test_a_step_that_fails_to_switch_off_does_not_stop_the_others():
     assert [str(e) for e in errors] == ["cannot restore"]
     assert _loop.active_interceptors() == outer  # the plan was switched off all the same
     assert [str(e) for e in state.stop()] == ["cannot restore"]  # and only once
+
+
+def test_a_run_in_a_copy_of_the_tests_context_sees_its_faults(suite):
+    result = suite(
+        """
+import contextvars
+import threading
+
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"))
+def test_copied_context(trace, faults):
+    context = contextvars.copy_context()
+    worker = threading.Thread(target=lambda: context.run(make().run, "go"))
+    worker.start()
+    worker.join()
+    assert trace.retries("fetch") == 1
+    assert len(faults.fired) == 1
+
+@pytest.mark.asyncio
+async def test_to_thread(trace, faults):
+    faults.tool("fetch").raises(ConnectionError("reset"))
+    await asyncio.to_thread(make().run, "go")
+    assert trace.retries("fetch") == 1
+"""
+    ).runpytest()
+    result.assert_outcomes(passed=2)
