@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,22 +17,40 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Trace
 
-__all__ = ["assert_matches_snapshot", "configure", "normalise"]
+__all__ = ["SnapshotSettings", "assert_matches_snapshot", "normalise", "use_snapshots"]
 
 
-@dataclass(slots=True)
-class _Settings:
+@dataclass(frozen=True, slots=True)
+class SnapshotSettings:
+    """Where relative snapshot paths live, and whether to rewrite the files.
+
+    One per pytest session (the plugin builds it from the rootdir and
+    ``--agentfaults-update-snapshots``) and switched on per test with `use_snapshots`, so
+    a session run inside another (pytester) never changes the outer one's.
+    """
+
     root: Path | None = None
     update: bool = False
 
 
-_settings = _Settings()
+_settings: ContextVar[SnapshotSettings | None] = ContextVar(
+    "agentfaults_snapshot_settings", default=None
+)
 
 
-def configure(*, root: Path | None, update: bool) -> None:
-    """Where relative snapshot paths live, and whether to rewrite them (the plugin's job)."""
-    _settings.root = root
-    _settings.update = update
+class use_snapshots:
+    """Make ``settings`` the snapshot settings in this context (the plugin, per test)."""
+
+    def __init__(self, settings: SnapshotSettings | None) -> None:
+        self._settings = settings
+        self._token: object = None
+
+    def __enter__(self) -> SnapshotSettings | None:
+        self._token = _settings.set(self._settings)
+        return self._settings
+
+    def __exit__(self, *exc_info: object) -> None:
+        _settings.reset(self._token)  # type: ignore[arg-type]
 
 
 def normalise(trace: Trace) -> list[dict[str, Any]]:
@@ -59,13 +78,12 @@ def assert_matches_snapshot(trace: Trace, path: str | Path) -> None:
 
     A missing file, or ``--agentfaults-update-snapshots``, writes it instead.
     """
+    settings = _settings.get() or SnapshotSettings()
     target = Path(path)
-    if not target.is_absolute() and _settings.root is not None:
-        target = _settings.root / target
+    if not target.is_absolute() and settings.root is not None:
+        target = settings.root / target
     text = json.dumps({"events": normalise(trace)}, indent=2, sort_keys=True) + "\n"
-    if _settings.update or not target.exists():
-        if not _settings.update and not target.parent.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
+    if settings.update or not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         return
