@@ -210,7 +210,9 @@ def _load_kit(config: pytest.Config, session: _Session) -> _Kit:
 
     session.kit = _Kit()
     # This session's, switched on per test: a pytester session inside never changes it.
-    session.kit.snapshots = SnapshotSettings(config.rootpath, session.update_snapshots)
+    session.kit.snapshots = SnapshotSettings(
+        config.rootpath, session.update_snapshots, session.seed
+    )
     return session.kit
 
 
