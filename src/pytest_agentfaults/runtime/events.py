@@ -419,14 +419,19 @@ _collectors: ContextVar[tuple[Trace, ...]] = ContextVar("agentfaults_collectors"
 
 
 class collecting:
-    """Also record every event of every run in this context into ``trace``."""
+    """Also record every event of every run in this context into ``trace``.
 
-    def __init__(self, trace: Trace) -> None:
+    ``only=True``: into ``trace`` alone, the enclosing collectors sit out the context.
+    """
+
+    def __init__(self, trace: Trace, *, only: bool = False) -> None:
         self._trace = trace
+        self._only = only
         self._token: object = None
 
     def __enter__(self) -> Trace:
-        self._token = _collectors.set((*_collectors.get(), self._trace))
+        outer = () if self._only else _collectors.get()
+        self._token = _collectors.set((*outer, self._trace))
         return self._trace
 
     def __exit__(self, *exc_info: object) -> None:
