@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -187,3 +188,22 @@ def test_it_works_outside_pytest():
         "slept": True,
         "pytest": False,
     }
+
+
+def test_http_faults_in_the_block_are_the_scopes_and_the_tests_come_back(
+    faults, http_faults, trace
+):
+    api = "https://api.example.com/v1/things"
+    http_faults.get(api).respond(200, json={"ok": True})
+    faults.http(url=api).status(500)
+    with af.fault_scope() as scope:
+        scope.faults.http(url=api).status(503)
+        with httpx.Client() as client:
+            statuses = [client.get(api).status_code for _ in range(2)]
+    assert statuses == [503, 200]  # the scope's fault, then the test's route; not its 500
+    assert [f.kind for f in scope.faults.fired] == ["503"]
+    assert scope.trace.count("http.request") == 2
+    assert len(trace) == 0
+    with httpx.Client() as client:
+        assert client.get(api).status_code == 500  # the test's own fault, after the block
+    assert [f.kind for f in faults.fired] == ["500"]
