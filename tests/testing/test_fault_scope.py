@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pytest_agentfaults as af
+from pytest_agentfaults.runtime.backoff import active_seed
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.testing import FaultScope, fault_scope
 
@@ -114,10 +115,12 @@ def test_scopes_nest_and_each_restores_the_one_around_it():
     assert [f.name for f in outer.faults.fired] == ["fetch"]
 
 
-def test_the_seed_is_the_enclosing_tests_seed_or_the_one_given(request):
+def test_the_seed_is_the_enclosing_tests_seed_or_the_one_given():
+    tests_seed = active_seed()  # the plugin seeds every test's jitter
+    assert tests_seed is not None
     with af.fault_scope() as first, af.fault_scope() as second:
         pass
-    assert first.seed == second.seed == first.faults.seed  # the test's seed, every time
+    assert first.seed == second.seed == first.faults.seed == tests_seed
     with af.fault_scope(seed=42) as scope:
         assert scope.seed == scope.faults.seed == 42
         config = af.ResilienceConfig(max_retries=3)

@@ -315,7 +315,7 @@ class Trace:
 
     # ------------------------------------------------------------------ test kit
 
-    def assert_matches_snapshot(self, path: str | Path, *, exact_times: bool = False) -> None:
+    def assert_matches_snapshot(self, path: str | Path, exact_times: bool = False) -> None:
         """Compare with the golden trace at ``path``; see `pytest_agentfaults.testing.snapshots`.
 
         The file keeps what the seed cannot change (event kinds, targets, attempts,
