@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.models.resolve import resolve_model
     from pytest_agentfaults.testing import (
         FaultPlan,
+        FaultScope,
         FiredFault,
         ScriptedModel,
         ScriptExhaustedError,
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
         call_tool,
         call_tools,
         fail,
+        fault_scope,
         malformed,
         say,
     )
@@ -108,6 +110,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "AnthropicModel": "pytest_agentfaults.runtime.models.anthropic",
     "FaultPlan": "pytest_agentfaults.testing",
+    "FaultScope": "pytest_agentfaults.testing",
     "Finding": "pytest_agentfaults.testing.verdict",
     "FiredFault": "pytest_agentfaults.testing",
     "HttpFaultRouter": "pytest_agentfaults.testing.http",
@@ -128,6 +131,7 @@ _LAZY: dict[str, str] = {
     "check_schedule": "pytest_agentfaults.testing.schedules",
     "call_tools": "pytest_agentfaults.testing",
     "fail": "pytest_agentfaults.testing",
+    "fault_scope": "pytest_agentfaults.testing",
     "malformed": "pytest_agentfaults.testing",
     "say": "pytest_agentfaults.testing",
 }
@@ -145,6 +149,7 @@ __all__ = [
     "EscalationError",
     "Event",
     "FaultPlan",
+    "FaultScope",
     "Finding",
     "FiredFault",
     "FirstOf",
@@ -202,6 +207,7 @@ __all__ = [
     "check_schedule",
     "classify",
     "fail",
+    "fault_scope",
     "feed_back",
     "first_of",
     "fix",

@@ -175,6 +175,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         item.nodeid,
         seed=kit.test_seed(session.seed, item.nodeid),
         real_time=item.get_closest_marker("real_time") is not None,
+        snapshots=kit.snapshots,
     )
     markers = list(item.iter_markers("inject_fault"))
     if markers:
@@ -201,13 +202,17 @@ class _Kit:
         self.Counts = Counts
         self.write_trace_file = write_trace_file
         self.parsed: dict[int, tuple[pytest.Mark, Any]] = {}
+        self.snapshots: Any = None
 
 
 def _load_kit(config: pytest.Config, session: _Session) -> _Kit:
-    from pytest_agentfaults.testing import snapshots  # noqa: PLC0415 - lazy by design
+    from pytest_agentfaults.testing.snapshots import SnapshotSettings  # noqa: PLC0415 - lazy
 
-    snapshots.configure(root=config.rootpath, update=session.update_snapshots)
     session.kit = _Kit()
+    # This session's, switched on per test: a pytester session inside never changes it.
+    session.kit.snapshots = SnapshotSettings(
+        config.rootpath, session.update_snapshots, session.seed
+    )
     return session.kit
 
 

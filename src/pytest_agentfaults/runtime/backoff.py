@@ -24,7 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pytest_agentfaults.errors import UsageError
 
-__all__ = ["ResilienceConfig", "Strategy", "backoff_delay", "jitter_rng", "seeded_jitter"]
+__all__ = [
+    "ResilienceConfig",
+    "Strategy",
+    "active_seed",
+    "backoff_delay",
+    "jitter_rng",
+    "seeded_jitter",
+]
 
 Strategy = Literal["exponential_jitter", "exponential", "linear", "fixed", "none"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
@@ -66,6 +73,11 @@ def backoff_delay(
 
 
 _session_seed: ContextVar[int | None] = ContextVar("agentfaults_jitter_seed", default=None)
+
+
+def active_seed() -> int | None:
+    """The jitter seed active in this context (a test's seed under the plugin), if any."""
+    return _session_seed.get()
 
 
 def jitter_rng() -> random.Random:

@@ -315,16 +315,20 @@ class Trace:
 
     # ------------------------------------------------------------------ test kit
 
-    def assert_matches_snapshot(self, path: str | Path) -> None:
+    def assert_matches_snapshot(self, path: str | Path, exact_times: bool = False) -> None:
         """Compare with the golden trace at ``path``; see `pytest_agentfaults.testing.snapshots`.
 
-        Rewrite golden traces with ``pytest --agentfaults-update-snapshots``.
+        The file keeps what the seed cannot change (event kinds, targets, attempts,
+        outcomes), so it passes under any ``--agentfaults-seed``; ``exact_times=True``
+        keeps times and delays too, for one fixed seed. Rewrite golden traces with
+        ``pytest --agentfaults-update-snapshots``.
         """
+        __tracebackhide__ = True
         from pytest_agentfaults.testing.snapshots import (  # noqa: PLC0415 - the kit is optional
             assert_matches_snapshot,
         )
 
-        assert_matches_snapshot(self, path)
+        assert_matches_snapshot(self, path, exact_times=exact_times)
 
     def verdict(self, **options: Any) -> Verdict:
         """Judge how the code under test retried; see `pytest_agentfaults.testing.verdict`.
@@ -415,14 +419,19 @@ _collectors: ContextVar[tuple[Trace, ...]] = ContextVar("agentfaults_collectors"
 
 
 class collecting:
-    """Also record every event of every run in this context into ``trace``."""
+    """Also record every event of every run in this context into ``trace``.
 
-    def __init__(self, trace: Trace) -> None:
+    ``only=True``: into ``trace`` alone, the enclosing collectors sit out the context.
+    """
+
+    def __init__(self, trace: Trace, *, only: bool = False) -> None:
         self._trace = trace
+        self._only = only
         self._token: object = None
 
     def __enter__(self) -> Trace:
-        self._token = _collectors.set((*_collectors.get(), self._trace))
+        outer = () if self._only else _collectors.get()
+        self._token = _collectors.set((*outer, self._trace))
         return self._trace
 
     def __exit__(self, *exc_info: object) -> None:

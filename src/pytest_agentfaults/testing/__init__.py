@@ -10,6 +10,7 @@ Everything here may import the runtime, and never imports pytest.
 """
 
 from pytest_agentfaults.testing.faults import FaultPlan, FiredFault
+from pytest_agentfaults.testing.scope import FaultScope, fault_scope
 from pytest_agentfaults.testing.scripted import (
     ScriptedModel,
     ScriptExhaustedError,
@@ -23,6 +24,7 @@ from pytest_agentfaults.testing.scripted import (
 
 __all__ = [
     "FaultPlan",
+    "FaultScope",
     "FiredFault",
     "ScriptExhaustedError",
     "ScriptedModel",
@@ -30,6 +32,7 @@ __all__ = [
     "call_tool",
     "call_tools",
     "fail",
+    "fault_scope",
     "malformed",
     "say",
 ]

@@ -19,10 +19,12 @@ several faults on one target apply one after another, in the order they were dec
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -56,6 +58,7 @@ __all__ = [
     "LlmFaults",
     "ToolFaultBuilder",
     "parse_marker",
+    "suspend_earlier_plans",
 ]
 
 Target = Literal["tool", "http", "llm"]
@@ -366,6 +369,7 @@ class FaultPlan:
         self._rng: random.Random | None = None  # made on the first probabilistic draw
         self._occurrences: dict[tuple[Any, ...], int] = {}
         self._active = 0
+        self._epoch = 0  # when it was last activated (see `suspend_earlier_plans`)
         self._http_hooks: list[Callable[[FaultPlan], Any]] = []
         #: Where ``http.request`` / ``http.fault`` events go when no agent run is in
         #: progress (an SDK client called straight from a test). The plugin points it at
@@ -443,6 +447,7 @@ class FaultPlan:
 
     def activate(self) -> object:
         """Switch the plan on; returns a handle for `deactivate` (`active` does both)."""
+        self._epoch = next(_epochs)
         for fault in self.faults:
             if fault.target != "llm":
                 fault.check()
@@ -514,6 +519,8 @@ class FaultPlan:
         ``candidates`` are the faults on that target, in declared order: the first that is
         not done is the current one and sees the occurrence.
         """
+        if self._epoch < _floor.get():
+            return None  # suspended by a fault_scope() entered after this plan's activation
         occurrence = self._occurrences.get(key, 0) + 1
         self._occurrences[key] = occurrence
         for fault in candidates:
@@ -560,6 +567,29 @@ class FaultPlan:
         item = FiredFault(fault.target, name, kind, occurrence, fault)
         self.fired.append(item)
         return item
+
+
+_epochs = itertools.count(1)
+_floor: ContextVar[int] = ContextVar("agentfaults_plan_floor", default=0)
+
+
+class suspend_earlier_plans:
+    """While entered, only ``plan`` and plans activated after it inject faults.
+
+    `fault_scope` enters this right after activating its fresh plan, so the enclosing
+    test's plan sits out the block. A ContextVar: other threads (the loopback server's)
+    and other contexts are not affected.
+    """
+
+    def __init__(self, plan: FaultPlan) -> None:
+        self._plan = plan
+        self._token: object = None
+
+    def __enter__(self) -> None:
+        self._token = _floor.set(self._plan._epoch)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _floor.reset(self._token)  # type: ignore[arg-type]
 
 
 class _PlanInterceptor(Interceptor):

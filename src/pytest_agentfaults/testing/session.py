@@ -21,6 +21,7 @@ from pytest_agentfaults.runtime.backoff import seeded_jitter
 from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_default_clock
 from pytest_agentfaults.runtime.events import Recorder, Trace, collecting
 from pytest_agentfaults.testing.faults import Fault, FaultPlan
+from pytest_agentfaults.testing.snapshots import SnapshotSettings, use_snapshots
 
 __all__ = ["Counts", "TestState", "test_seed", "trace_file_name", "write_html_report"]
 
@@ -69,8 +70,16 @@ class TestState:
 
     __test__ = False  # not a test class, whatever pytest's collector thinks of the name
 
-    def __init__(self, nodeid: str, *, seed: int, real_time: bool) -> None:
+    def __init__(
+        self,
+        nodeid: str,
+        *,
+        seed: int,
+        real_time: bool,
+        snapshots: SnapshotSettings | None = None,
+    ) -> None:
         self.nodeid = nodeid
+        self.snapshots = snapshots
         self.seed = seed
         self.real_time = real_time
         self.plan = FaultPlan(seed=seed)
@@ -97,6 +106,7 @@ class TestState:
             use_default_clock(None if self.real_time else self.clock),
             seeded_jitter(self.seed),
             collecting(self.trace),
+            use_snapshots(self.snapshots),
         )
         entered = []
         try:

@@ -1,86 +1,216 @@
-"""Golden traces: ``trace.assert_matches_snapshot(path)``.
+"""Golden traces: ``trace.assert_matches_snapshot(path, exact_times=False)``.
 
-A snapshot is the trace normalised so it is stable from run to run: run ids are numbered
-in order of appearance, times are rounded, and nothing random or wall-clock remains.
-Rewrite snapshots with ``pytest --agentfaults-update-snapshots``.
+A snapshot is the trace in a form that is stable from run to run. By default it keeps only
+what the seed cannot change: event kinds, targets, attempts, outcomes and errors, with run
+ids and tool-call ids numbered in order of appearance and loopback ports left out. Times
+and backoff delays (jittered, so they change with ``--agentfaults-seed``) are left out;
+a retry keeps only whether it waited (``"waited": true``). So a committed golden trace
+passes under any seed.
+
+``exact_times=True`` keeps the event times and delays as well. Such a file says so (and
+names the session seed it was written under): it matches only under that seed.
+
+Rewrite snapshots with ``pytest --agentfaults-update-snapshots``. Files written by earlier
+versions (no ``"format"`` key) are still read, and compared in the form asked for.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
+
+from pytest_agentfaults.errors import UsageError
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Trace
 
-__all__ = ["assert_matches_snapshot", "configure", "normalise"]
+__all__ = ["SnapshotSettings", "assert_matches_snapshot", "normalise", "use_snapshots"]
+
+FORMAT: Final = 2
+_UPDATE: Final = "pytest --agentfaults-update-snapshots"
+_LOOPBACK_PORT: Final = re.compile(r"(127\.0\.0\.1|localhost|\[::1\]):\d+")
 
 
-@dataclass(slots=True)
-class _Settings:
+@dataclass(frozen=True, slots=True)
+class SnapshotSettings:
+    """Where relative snapshot paths live, whether to rewrite the files, the session seed.
+
+    One per pytest session (the plugin builds it from the rootdir, the seed and
+    ``--agentfaults-update-snapshots``) and switched on per test with `use_snapshots`, so
+    a session run inside another (pytester) never changes the outer one's.
+    """
+
     root: Path | None = None
     update: bool = False
+    seed: int | None = None
 
 
-_settings = _Settings()
+_settings: ContextVar[SnapshotSettings | None] = ContextVar(
+    "agentfaults_snapshot_settings", default=None
+)
 
 
-def configure(*, root: Path | None, update: bool) -> None:
-    """Where relative snapshot paths live, and whether to rewrite them (the plugin's job)."""
-    _settings.root = root
-    _settings.update = update
+class use_snapshots:
+    """Make ``settings`` the snapshot settings in this context (the plugin, per test)."""
+
+    def __init__(self, settings: SnapshotSettings | None) -> None:
+        self._settings = settings
+        self._token: object = None
+
+    def __enter__(self) -> SnapshotSettings | None:
+        self._token = _settings.set(self._settings)
+        return self._settings
+
+    def __exit__(self, *exc_info: object) -> None:
+        _settings.reset(self._token)  # type: ignore[arg-type]
 
 
-def normalise(trace: Trace) -> list[dict[str, Any]]:
-    """The trace's events in a stable form: run ids renumbered, times rounded."""
-    run_ids: dict[str, str] = {}
-
-    def stable(run_id: str | None) -> str | None:
-        if run_id is None:
-            return None
-        return run_ids.setdefault(run_id, f"run-{len(run_ids) + 1}")
-
-    events = []
-    for event in trace.events:
-        data = event.model_dump(mode="json", exclude_none=True)
-        data["run_id"] = stable(event.run_id)
-        if event.parent_run_id is not None:
-            data["parent_run_id"] = stable(event.parent_run_id)
-        data["at"] = round(event.at, 6)
-        events.append(data)
-    return events
+def normalise(trace: Trace, *, exact_times: bool = False) -> list[dict[str, Any]]:
+    """The trace's events in the stored form (see the module docstring)."""
+    dumped = [event.model_dump(mode="json", exclude_none=True) for event in trace.events]
+    return _stable(dumped, exact_times)
 
 
-def assert_matches_snapshot(trace: Trace, path: str | Path) -> None:
+def _stable(events: list[dict[str, Any]], exact_times: bool) -> list[dict[str, Any]]:
+    """``events`` (dumped) in the stored form; also projects an older file's events."""
+    ids: dict[tuple[str, str], str] = {}
+
+    def renumber(kind: str, value: str) -> str:
+        return ids.setdefault((kind, value), f"{kind}-{sum(k == kind for k, _ in ids) + 1}")
+
+    stored = []
+    for raw in events:
+        data = {key: _unport(value) for key, value in raw.items()}
+        for key, kind in (("run_id", "run"), ("parent_run_id", "run"), ("call_id", "call")):
+            if isinstance(data.get(key), str):
+                data[key] = renumber(kind, data[key])
+        if exact_times:
+            data["at"] = round(float(data.get("at", 0.0)), 6)
+        else:
+            data.pop("at", None)
+            delay = data.pop("delay", None)
+            if isinstance(delay, int | float):
+                data["waited"] = delay > 0
+                if isinstance(data.get("detail"), str):
+                    data["detail"] = data["detail"].replace(f"{delay:g}s", "<wait>")
+        stored.append(data)
+    return stored
+
+
+def _unport(value: Any) -> Any:
+    # The loopback server listens on a new port every session.
+    if isinstance(value, str):
+        return _LOOPBACK_PORT.sub(r"\1:<port>", value)
+    if isinstance(value, dict):
+        return {key: _unport(item) for key, item in value.items()}
+    return value
+
+
+def _document(events: list[dict[str, Any]], exact_times: bool, seed: int | None) -> dict[str, Any]:
+    if not exact_times:
+        note = "seed-free: times and delays left out; a retry keeps only whether it waited"
+        return {"format": FORMAT, "times": "none", "note": note, "events": events}
+    under = f"--agentfaults-seed={seed}" if seed is not None else "the seed it was written with"
+    note = f"exact times (exact_times=True): matches only under {under}"
+    return {"format": FORMAT, "times": "exact", "seed": seed, "note": note, "events": events}
+
+
+def _dumps(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def assert_matches_snapshot(trace: Trace, path: str | Path, *, exact_times: bool = False) -> None:
     """Compare ``trace`` with the golden file at ``path`` (relative to the rootdir).
 
     A missing file, or ``--agentfaults-update-snapshots``, writes it instead.
     """
+    __tracebackhide__ = True
+    settings = _settings.get() or SnapshotSettings()
     target = Path(path)
-    if not target.is_absolute() and _settings.root is not None:
-        target = _settings.root / target
-    text = json.dumps({"events": normalise(trace)}, indent=2, sort_keys=True) + "\n"
-    if _settings.update or not target.exists():
-        if not _settings.update and not target.parent.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.is_absolute() and settings.root is not None:
+        target = settings.root / target
+    mine = _document(normalise(trace, exact_times=exact_times), exact_times, settings.seed)
+    if settings.update or not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        target.write_text(_dumps(mine), encoding="utf-8")
         return
-    expected = target.read_text(encoding="utf-8")
-    if expected == text:
+    golden = _read(target)
+    old_format = golden.get("format") != FORMAT
+    if not old_format:
+        if golden.get("times") == "exact" and not exact_times:
+            raise AssertionError(
+                f"golden trace {target} keeps exact times, but assert_matches_snapshot() was "
+                f"called without exact_times=True; pass exact_times=True, or rewrite the "
+                f"file in the seed-free form with {_UPDATE}"
+            )
+        if golden.get("times") != "exact" and exact_times:
+            raise AssertionError(
+                f"golden trace {target} is seed-free (no times), but assert_matches_snapshot() "
+                f"was called with exact_times=True; drop it, or rewrite the file with {_UPDATE}"
+            )
+    expected = _stable(golden["events"], exact_times)
+    if expected == mine["events"]:
         return
+    raise AssertionError(_mismatch(target, golden, expected, mine, old_format, settings.seed))
+
+
+def _read(target: Path) -> dict[str, Any]:
+    __tracebackhide__ = True
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(
+            f"golden trace {target} is not valid JSON ({exc}); delete it or rewrite it "
+            f"with {_UPDATE}"
+        ) from None
+    if isinstance(data, list):  # a bare event list
+        data = {"events": data}
+    if not isinstance(data, dict) or not isinstance(data.get("events"), list):
+        raise UsageError(
+            f'golden trace {target} has no "events" list; delete it or rewrite it with {_UPDATE}'
+        )
+    return data
+
+
+def _mismatch(
+    target: Path,
+    golden: dict[str, Any],
+    expected: list[dict[str, Any]],
+    mine: dict[str, Any],
+    old_format: bool,
+    seed: int | None,
+) -> str:
     diff = "".join(
         difflib.unified_diff(
-            expected.splitlines(keepends=True),
-            text.splitlines(keepends=True),
+            _dumps({"events": expected}).splitlines(keepends=True),
+            _dumps({"events": mine["events"]}).splitlines(keepends=True),
             fromfile=f"{target} (golden)",
             tofile="this run",
         )
     )
-    raise AssertionError(
-        f"trace does not match the golden trace {target}; if the change is intended, "
-        f"rerun with --agentfaults-update-snapshots\n{diff}"
-    )
+    lines = [f"trace does not match the golden trace {target}"]
+    if mine["times"] == "exact":
+        written = golden.get("seed")
+        lines.append(
+            "it keeps exact times (exact_times=True), which match only under the seed it was "
+            f"written with (--agentfaults-seed={written}); this session's seed is {seed}"
+            if written is not None and written != seed
+            else "it keeps exact times (exact_times=True): a changed delay or time fails it"
+        )
+    else:
+        lines.append(
+            "compared in the seed-free form: event kinds, targets, attempts and outcomes "
+            "(times and delays left out)"
+        )
+    if old_format:
+        lines.append(
+            "the file is in an older format (it stored times and delays); rewriting it once "
+            "makes it seed-free"
+        )
+    lines.append(f"if the change is intended, rewrite it: {_UPDATE}")
+    return "\n".join(lines) + "\n" + diff
