@@ -23,6 +23,7 @@ BODIES = {
     "html": (b"<html><body>hello</body></html>", "not JSON"),
     "invalid_utf8": (b'{"model": "caf\xc3", "stream": false}', "not valid UTF-8"),
     "truncated": (b'{"model": "m", "messages": [{"role": "us', "not JSON"),
+    "huge_number": (b'{"model": "m", "seed": ' + b"9" * 5000 + b"}", "cannot be read"),
 }
 
 

@@ -163,8 +163,8 @@ def _parse_body(body: bytes) -> tuple[Any, str]:
         return None, f"the request body is not JSON: it is not valid UTF-8 (byte {exc.start})"
     except json.JSONDecodeError as exc:
         return None, f"the request body is not JSON ({exc.msg} at char {exc.pos})"
-    except ValueError as exc:
-        return None, f"the request body is not JSON ({type(exc).__name__})"
+    except ValueError as exc:  # valid JSON Python refuses, e.g. an int of 4,301+ digits
+        return None, f"the request body is JSON that cannot be read ({str(exc)[:120]})"
 
 
 def retry_after_headers(seconds: float | None) -> list[tuple[str, str]]:

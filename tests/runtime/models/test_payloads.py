@@ -159,6 +159,8 @@ def payload(kind: str, provider: str, streamed: bool) -> Served:
     """The response of payload class ``kind``, as a plain or a streamed answer."""
     if kind == "html":
         return Served(HTML, "text/html; charset=utf-8")
+    if kind == "empty" and streamed:
+        return Served(b"", STREAM_TYPE[provider])
     if kind == "truncated":
         if streamed:
             return Served(wire_bytes(TRUNCATED_STREAM[provider]), STREAM_TYPE[provider], size=37)
@@ -169,19 +171,31 @@ def payload(kind: str, provider: str, streamed: bool) -> Served:
         "deep_object": DEEP_OBJECT,
         "not_json": b"Hello! I am plain text, not JSON.",
         "invalid_utf8": b'{"message": "caf\xc3 \xff\xfe"}',
+        # Python refuses to turn more than 4,300 digits into an int (a plain ValueError)
+        "huge_number": b'{"id": ' + b"7" * 5000 + b"}",
+        "empty": b"",
     }[kind]
     if streamed:
         return Served(framed(provider, raw), STREAM_TYPE[provider])
     return Served(raw, "application/json")
 
 
-KINDS = ("deep_list", "deep_object", "not_json", "html", "truncated", "invalid_utf8")
+KINDS = (
+    "deep_list",
+    "deep_object",
+    "not_json",
+    "html",
+    "truncated",
+    "invalid_utf8",
+    "huge_number",
+    "empty",
+)
 
 
 def expected(kind: str, mode: str) -> type[ModelError]:
-    # A stream that stops mid-event is a broken stream (documented), everything else is a
-    # body the client cannot use.
-    if kind == "truncated" and mode in ("stream", "astream"):
+    # A stream that stops mid-event, or sends nothing, is a broken stream (documented);
+    # everything else is a body the client cannot use.
+    if kind in ("truncated", "empty") and mode in ("stream", "astream"):
         return ModelStreamError
     return MalformedResponseError
 

@@ -113,7 +113,7 @@ def test_stream_lines_within_the_limit_are_read(provider, mode):
     call(build(provider, answer, max_response_bytes=longest + 2), mode)
 
 
-@pytest.mark.parametrize("mode", ["sync", "stream"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("provider", CLIENTS)
 def test_an_error_body_past_the_limit_keeps_its_status(provider, mode):
     answer = Served(b"<html>" + b"x" * (8 * LIMIT), "text/html", status=503)
@@ -122,6 +122,9 @@ def test_an_error_body_past_the_limit_keeps_its_status(provider, mode):
         call(model, mode)
     assert caught.value.status == 503
     assert len(str(caught.value)) < 1000
+    # only the start of the page was read (64 KiB at most, here the 64 KiB limit)
+    assert answer.stream is not None
+    assert answer.stream.taken <= LIMIT // 4096 + 1
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, "32MiB", True])

@@ -262,8 +262,11 @@ def provider_message(text: str) -> str:
 
 
 def _one_line(text: str, limit: int = _EXCERPT) -> str:
-    flat = " ".join(text[: limit * 4].split())
-    return flat if len(flat) <= limit else flat[:limit] + "..."
+    start = text[: limit * 4]  # never split a whole 32 MiB body for 200 characters
+    flat = " ".join(start.split())
+    if len(flat) <= limit and len(start) == len(text):
+        return flat
+    return flat[:limit] + "..."
 
 
 # --------------------------------------------------------------------------- Retry-After
@@ -457,6 +460,10 @@ def decode_json(raw: bytes, content_type: str | Callable[[], str]) -> Any:
         raise WireFormatError(
             f"the body is {what} (content-type {content_type or 'missing'!r}; "
             f"{exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from exc
+    except ValueError as exc:  # valid JSON Python refuses, e.g. an int of 4,301+ digits
+        raise WireFormatError(
+            f"the body is JSON that cannot be read ({_one_line(str(exc))})"
         ) from exc
 
 
