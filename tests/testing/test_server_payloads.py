@@ -82,3 +82,19 @@ def test_a_fault_is_served_whatever_the_body(server, provider):
 def test_wants_stream_is_false_for_a_body_it_cannot_parse():
     assert wants_stream("openai", BODIES["deep_with_stream"][0]) is False
     assert wants_stream("ollama", BODIES["deep_with_stream"][0]) is False
+
+
+@pytest.mark.parametrize("kind", ["truncated_stream", "read_error"])
+def test_in_process_http_faults_read_a_deep_body_without_a_crash(faults, kind):
+    # the in-process fault reads the model name from the request body too
+    getattr(faults.http(), kind)()
+    body = b'{"model": "m", "stream": true, "x": ' + b"[" * DEPTH + b"]" * DEPTH + b"}"
+    url = "https://api.openai.com" + PATHS["openai"]
+
+    def post() -> None:
+        with httpx.Client() as client, client.stream("POST", url, content=body) as response:
+            response.read()
+
+    with pytest.raises(httpx.TransportError):
+        post()
+    assert [f.kind for f in faults.fired] == [kind]
