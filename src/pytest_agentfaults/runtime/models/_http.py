@@ -8,7 +8,10 @@ What the three clients (`OpenAIModel`, `AnthropicModel`, `OllamaModel`) share li
 * `TransportRetry` decides whether, and how long, to wait before the next attempt;
 * `HTTPModel` runs the attempts (sync and async, plain and streamed), waits through the
   agent's clock, and reports every retry as a ``transport.retry`` event;
-* `LineBuffer` and `SSEDecoder` cut a byte stream into lines and server-sent events.
+* `LineBuffer` and `SSEDecoder` cut a byte stream into lines and server-sent events
+  (in linear time; ``max_response_bytes`` bounds a body and one line, see `_limits`);
+* `decode_json` and `loads_event` are where JSON is parsed: anything unusable, JSON nested
+  too deeply included, is a `WireFormatError`, raised as `MalformedResponseError`.
 
 The translation table, first match wins:
 
