@@ -148,3 +148,20 @@ def test_none_means_no_limit(provider):
 def test_the_default_is_32_mib(provider):
     model = CLIENTS[provider]("m", base_url=BASE[provider])
     assert model.max_response_bytes == 32 * MiB
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_refusal_never_shows_a_key_even_in_part(mode):
+    # the key sits across the 2,000-byte head the error keeps
+    key = "sk-test-0123456789abcdef"
+    filler = b"x" * (1990 - len(b'{"pad":"'))
+    body = b'{"pad":"' + filler + key.encode() + b"y" * (4 * LIMIT) + b'"}'
+    if mode in ("stream", "astream"):
+        answer = Served(framed("openai", body), STREAM_TYPE["openai"])
+    else:
+        answer = Served(body, "application/json")
+    with pytest.raises(MalformedResponseError) as caught:
+        call(build("openai", answer, max_response_bytes=LIMIT), mode)
+    for text in (str(caught.value), caught.value.body):
+        assert "sk-test" not in text
+        assert key[:8] not in text

@@ -1230,7 +1230,9 @@ class HTTPModel:
 
     def _too_large(self, exc: TooLargeError) -> MalformedResponseError:
         limit = self._max_bytes or 0
-        text = self._scrub(exc.head.decode("utf-8", "replace"))
+        # the head ends where the read cut it: keep only its first half, so a key that
+        # straddles that cut is never shown in part (whole keys are scrubbed)
+        text = self._scrub(exc.head.decode("utf-8", "replace"))[: _BODY_SHOWN // 2]
         return MalformedResponseError(
             f"{self._name}: {exc.what}, past max_response_bytes={size_text(limit)}; the read "
             f"stopped there. If an answer is really this large, raise the limit: "
