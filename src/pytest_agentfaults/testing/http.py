@@ -485,7 +485,7 @@ def _model_name(body: bytes) -> str:
 
         try:
             data = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply to parse
             return "agentfaults"
         if isinstance(data, dict) and isinstance(data.get("model"), str):
             return str(data["model"])

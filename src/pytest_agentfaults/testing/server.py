@@ -144,14 +144,27 @@ def wants_stream(provider: Provider | None, body: bytes) -> bool:
     """Whether the request body asks for a streamed answer (Ollama streams by default)."""
     if b"stream" not in body:
         return provider == "ollama" and body.lstrip().startswith(b"{")
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return False
-    if not isinstance(data, dict):
+    data, problem = _parse_body(body)
+    if problem or not isinstance(data, dict):
         return False
     default = provider == "ollama"
     return bool(data.get("stream", default))
+
+
+def _parse_body(body: bytes) -> tuple[Any, str]:
+    """A request body as JSON (``{}`` when empty), or ``(None, what is wrong with it)``."""
+    if not body:
+        return {}, ""
+    try:
+        return json.loads(body), ""
+    except RecursionError:  # only the decoder's own recursion
+        return None, f"the request body is JSON nested too deeply to parse ({len(body)} bytes)"
+    except UnicodeDecodeError as exc:
+        return None, f"the request body is not JSON: it is not valid UTF-8 (byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        return None, f"the request body is not JSON ({exc.msg} at char {exc.pos})"
+    except ValueError as exc:  # valid JSON Python refuses, e.g. an int of 4,301+ digits
+        return None, f"the request body is JSON that cannot be read ({str(exc)[:120]})"
 
 
 def retry_after_headers(seconds: float | None) -> list[tuple[str, str]]:
@@ -955,10 +968,9 @@ class LLMServer:
     def _script_reply(
         self, binding: _Binding, provider: Provider, stream: bool, body: bytes
     ) -> _Reply:
-        try:
-            data = json.loads(body) if body else {}
-        except ValueError:
-            return _answer(400, error_body(provider, 400, "the request body is not JSON"))
+        data, problem = _parse_body(body)
+        if problem:
+            return _answer(400, error_body(provider, 400, problem))
         model = str(data.get("model") or "agentfaults") if isinstance(data, dict) else "x"
         request = model_request(provider, data, stream=stream)
         with self._lock:
@@ -996,8 +1008,9 @@ class LLMServer:
             reply.fault = str(status)
             return reply
         model = "agentfaults"
-        with contextlib.suppress(ValueError, AttributeError):
-            model = str(json.loads(body).get("model") or model)
+        data, _ = _parse_body(body)
+        if isinstance(data, dict):
+            model = str(data.get("model") or model)
         return _kind_reply(str(fault.action), provider, stream, model)
 
 

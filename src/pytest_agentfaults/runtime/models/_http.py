@@ -8,7 +8,10 @@ What the three clients (`OpenAIModel`, `AnthropicModel`, `OllamaModel`) share li
 * `TransportRetry` decides whether, and how long, to wait before the next attempt;
 * `HTTPModel` runs the attempts (sync and async, plain and streamed), waits through the
   agent's clock, and reports every retry as a ``transport.retry`` event;
-* `LineBuffer` and `SSEDecoder` cut a byte stream into lines and server-sent events.
+* `LineBuffer` and `SSEDecoder` cut a byte stream into lines and server-sent events
+  (in linear time; ``max_response_bytes`` bounds a body and one line, see `_limits`);
+* `decode_json` and `loads_event` are where JSON is parsed: anything unusable, JSON nested
+  too deeply included, is a `WireFormatError`, raised as `MalformedResponseError`.
 
 The translation table, first match wins:
 
@@ -62,6 +65,14 @@ from pytest_agentfaults.errors import (
 )
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
+from pytest_agentfaults.runtime.models._limits import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    TooLargeError,
+    aread_body,
+    check_max_response_bytes,
+    read_body,
+    size_text,
+)
 from pytest_agentfaults.runtime.redact import REDACTED, redact_headers, redact_text
 
 if TYPE_CHECKING:
@@ -94,6 +105,10 @@ DEFAULT_RETRY_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504, 529})
 DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)
 _EXCERPT: Final = 200
 _STREAM_KEEP: Final = 2000
+# How much of an unusable 2xx body is decoded and scrubbed for the error (never all 32 MiB).
+_BODY_KEEP: Final = 8192
+_BODY_SHOWN: Final = 2000  # what MalformedResponseError.body keeps
+_DEEP: Final = "JSON nested too deeply to parse"
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
@@ -227,7 +242,7 @@ def provider_message(text: str) -> str:
     if text[0] in "{[":
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
         if isinstance(data, dict):
             error = data.get("error")
@@ -250,8 +265,11 @@ def provider_message(text: str) -> str:
 
 
 def _one_line(text: str, limit: int = _EXCERPT) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "..."
+    start = text[: limit * 4]  # never split a whole 32 MiB body for 200 characters
+    flat = " ".join(start.split())
+    if len(flat) <= limit and len(start) == len(text):
+        return flat
+    return flat[:limit] + "..."
 
 
 # --------------------------------------------------------------------------- Retry-After
@@ -429,6 +447,8 @@ def decode_json(raw: bytes, content_type: str | Callable[[], str]) -> Any:
         return json.loads(raw)
     except ValueError:
         pass
+    except RecursionError as exc:  # only the decoder's own recursion, nothing else
+        raise WireFormatError(f"the body is {_DEEP} ({len(raw)} bytes)") from exc
     if not isinstance(content_type, str):
         content_type = content_type()
     try:
@@ -444,6 +464,10 @@ def decode_json(raw: bytes, content_type: str | Callable[[], str]) -> Any:
             f"the body is {what} (content-type {content_type or 'missing'!r}; "
             f"{exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from exc
+    except ValueError as exc:  # valid JSON Python refuses, e.g. an int of 4,301+ digits
+        raise WireFormatError(
+            f"the body is JSON that cannot be read ({_one_line(str(exc))})"
+        ) from exc
 
 
 def _looks_like_html(raw: bytes, content_type: str) -> bool:
@@ -456,6 +480,8 @@ def loads_event(data: str, where: str) -> Any:
         return json.loads(data)
     except ValueError as exc:
         raise WireFormatError(f"{where} is not JSON ({exc}): {_one_line(data)!r}") from exc
+    except RecursionError as exc:
+        raise WireFormatError(f"{where} is {_DEEP} ({len(data)} characters)") from exc
 
 
 def as_object(value: Any, where: str) -> dict[str, Any]:
@@ -558,7 +584,7 @@ def arguments_object(text: str) -> dict[str, Any]:
     """Tool-call arguments as an object, for providers that want one in the history."""
     try:
         value = json.loads(text) if text.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         value = None
     if isinstance(value, dict):
         return value
@@ -572,12 +598,18 @@ class LineBuffer:
     Lines end in ``\n`` or ``\r\n`` (what SSE and NDJSON servers send; a lone ``\r`` is
     not a line end here). Splitting bytes before decoding keeps a character that straddles
     two chunks whole. Keeps the first and the last 2,000 bytes it saw, for error messages.
+
+    Linear in the length of a line: only each new chunk is searched for a line end, and
+    the pieces of an unfinished line are joined once, when it ends. ``max_line`` bounds
+    one line (in bytes, without its line end): past it, `TooLargeError` as it grows.
     """
 
-    __slots__ = ("_pending", "head", "lines", "size", "tail")
+    __slots__ = ("_held", "_max_line", "_parts", "head", "lines", "size", "tail")
 
-    def __init__(self) -> None:
-        self._pending = b""
+    def __init__(self, max_line: int | None = None) -> None:
+        self._parts: list[bytes] = []
+        self._held = 0
+        self._max_line = max_line
         self.head = b""
         self.tail = b""
         self.size = 0
@@ -588,25 +620,54 @@ class LineBuffer:
         self.size += len(chunk)
         if len(self.head) < _STREAM_KEEP:
             self.head += chunk[: _STREAM_KEEP - len(self.head)]
-        self.tail = (self.tail + chunk)[-_STREAM_KEEP:]
-        data = self._pending + chunk
-        if b"\n" not in data:
-            self._pending = data
+        if len(chunk) >= _STREAM_KEEP:
+            self.tail = chunk[-_STREAM_KEEP:]
+        else:
+            self.tail = (self.tail + chunk)[-_STREAM_KEEP:]
+        pieces = chunk.split(b"\n")
+        if len(pieces) == 1:
+            self._hold(chunk)
             return []
-        *complete, self._pending = data.split(b"\n")
-        return [self._decode(line) for line in complete]
+        if self._parts:
+            self._parts.append(pieces[0])
+            pieces[0] = b"".join(self._parts)
+            self._parts = []
+            self._held = 0
+        rest = pieces.pop()
+        lines = [self._decode(line) for line in pieces]
+        self._hold(rest)
+        return lines
+
+    def _hold(self, piece: bytes) -> None:
+        if not piece:
+            return
+        self._parts.append(piece)
+        self._held += len(piece)
+        # a CR held at the end may be the first half of a CRLF: it is not part of the line
+        self._check(self._held - (piece[-1:] == b"\r"))
+
+    def _check(self, length: int) -> None:
+        if self._max_line is not None and length > self._max_line:
+            raise TooLargeError(
+                f"line {self.lines + 1} of the stream is longer than {self._max_line} bytes",
+                self.head,
+            )
 
     def finish(self) -> str | None:
         """The last line when the stream did not end with a line end, else None."""
-        rest, self._pending = self._pending, b""
+        rest = b"".join(self._parts)
+        self._parts = []
+        self._held = 0
         if not rest.strip():
             return None
         return self._decode(rest)
 
     def _decode(self, line: bytes) -> str:
+        line = line.rstrip(b"\r")
+        self._check(len(line))
         self.lines += 1
         try:
-            return line.rstrip(b"\r").decode("utf-8")
+            return line.decode("utf-8")
         except UnicodeDecodeError as exc:
             bad = line[exc.start : exc.start + 1]
             raise WireFormatError(
@@ -752,6 +813,7 @@ class HTTPModel:
         "_extra_body",
         "_has_key",
         "_headers",
+        "_max_bytes",
         "_model",
         "_name",
         "_owns_async",
@@ -775,6 +837,7 @@ class HTTPModel:
         transport_retry: TransportRetry | bool | None,
         timeout: float | httpx.Timeout | None,
         extra_body: Mapping[str, Any] | None,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         cls = type(self).__name__
         if not isinstance(model, str) or not model.strip():
@@ -805,6 +868,7 @@ class HTTPModel:
         self._retry = coerce_transport_retry(transport_retry)
         self._timeout = timeout
         self._extra_body = dict(extra_body or {})
+        self._max_bytes = check_max_response_bytes(cls, max_response_bytes)
         self._client = http_client if isinstance(http_client, httpx.Client) else None
         self._async_client = (
             http_client if isinstance(http_client, httpx.AsyncClient) else async_http_client
@@ -838,6 +902,11 @@ class HTTPModel:
     def transport_retry(self) -> TransportRetry | None:
         """The transport retry settings in force (None when disabled)."""
         return self._retry
+
+    @property
+    def max_response_bytes(self) -> int | None:
+        """The most bytes read of one body or one stream line (None: no limit)."""
+        return self._max_bytes
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self._model!r}, base_url={self._base_url!r})"
@@ -974,59 +1043,79 @@ class HTTPModel:
         self, client: httpx.Client, content: bytes, request: ModelRequest
     ) -> ModelResponse:
         try:
-            response = client.post(self._url, content=content, headers=self._headers)
+            with client.stream(
+                "POST", self._url, content=content, headers=self._headers
+            ) as response:
+                body = read_body(response, self._max_bytes, keep_prefix=not response.is_success)
         except ModelError:
             raise
+        except TooLargeError as exc:
+            raise self._too_large(exc) from None
         except TRANSLATABLE as exc:
             raise self._translate(exc) from exc
-        return self._answer(response, response.content, request)
+        return self._answer(response, body, request)
 
     async def _post_async(
         self, client: httpx.AsyncClient, content: bytes, request: ModelRequest
     ) -> ModelResponse:
         try:
-            response = await client.post(self._url, content=content, headers=self._headers)
+            async with client.stream(
+                "POST", self._url, content=content, headers=self._headers
+            ) as response:
+                body = await aread_body(
+                    response, self._max_bytes, keep_prefix=not response.is_success
+                )
         except ModelError:
             raise
+        except TooLargeError as exc:
+            raise self._too_large(exc) from None
         except TRANSLATABLE as exc:
             raise self._translate(exc) from exc
-        return self._answer(response, response.content, request)
+        return self._answer(response, body, request)
 
     def _stream_sync(
         self, client: httpx.Client, content: bytes, request: ModelRequest
     ) -> ModelResponse:
-        lines = LineBuffer()
+        lines = LineBuffer(self._max_bytes)
         try:
             with client.stream(
                 "POST", self._url, content=content, headers=self._headers
             ) as response:
                 if not response.is_success or self._not_a_stream(response):
-                    return self._answer(response, response.read(), request)
+                    body = read_body(response, self._max_bytes, keep_prefix=not response.is_success)
+                    return self._answer(response, body, request)
                 decoder = self._decoder(request)
                 for chunk in response.iter_bytes():
                     self._feed(decoder, lines, chunk)
                 return self._end_stream(decoder, lines)
         except ModelError:
             raise
+        except TooLargeError as exc:
+            raise self._too_large(exc) from None
         except TRANSLATABLE as exc:
             raise self._stream_failure(exc, lines) from exc
 
     async def _stream_async(
         self, client: httpx.AsyncClient, content: bytes, request: ModelRequest
     ) -> ModelResponse:
-        lines = LineBuffer()
+        lines = LineBuffer(self._max_bytes)
         try:
             async with client.stream(
                 "POST", self._url, content=content, headers=self._headers
             ) as response:
                 if not response.is_success or self._not_a_stream(response):
-                    return self._answer(response, await response.aread(), request)
+                    body = await aread_body(
+                        response, self._max_bytes, keep_prefix=not response.is_success
+                    )
+                    return self._answer(response, body, request)
                 decoder = self._decoder(request)
                 async for chunk in response.aiter_bytes():
                     self._feed(decoder, lines, chunk)
                 return self._end_stream(decoder, lines)
         except ModelError:
             raise
+        except TooLargeError as exc:
+            raise self._too_large(exc) from None
         except TRANSLATABLE as exc:
             raise self._stream_failure(exc, lines) from exc
 
@@ -1097,7 +1186,11 @@ class HTTPModel:
             return self._parse(data, request)
         except WireFormatError as exc:
             text = body.decode("utf-8", "replace")
-            raise self._malformed(str(exc), text, streamed=False) from exc.__cause__
+            # only the start is scrubbed and kept: never a regex over a 32 MiB body
+            hidden = max(0, len(text) - _BODY_KEEP)
+            raise self._malformed(
+                str(exc), text[:_BODY_KEEP], streamed=False, hidden=hidden
+            ) from exc.__cause__
 
     def _hint(self, response: httpx.Response) -> str:
         status = response.status_code
@@ -1119,12 +1212,31 @@ class HTTPModel:
     def _translate(self, exc: BaseException) -> AgentFaultsError:
         return translate_exception(exc, model=self._name, url=self._url, scrub=self._scrub)
 
-    def _malformed(self, what: str, body: str, *, streamed: bool) -> MalformedResponseError:
+    def _malformed(
+        self, what: str, body: str, *, streamed: bool, hidden: int = 0
+    ) -> MalformedResponseError:
         text = self._scrub(body)
         kind = "streamed response" if streamed else "response"
         excerpt = _one_line(text) if text.strip() else "(empty)"
-        return MalformedResponseError(
+        error = MalformedResponseError(
             f"{self._name}: malformed {kind}: {what}. Body: {excerpt!r}",
+            body=text,
+            model=self._name,
+        )
+        if hidden:  # ``body`` was cut before scrubbing: count what followed, as truncate() does
+            shown = text[:_BODY_SHOWN]
+            error.body = f"{shown}... [{len(text) - len(shown) + hidden} more characters]"
+        return error
+
+    def _too_large(self, exc: TooLargeError) -> MalformedResponseError:
+        limit = self._max_bytes or 0
+        # the head ends where the read cut it: keep only its first half, so a key that
+        # straddles that cut is never shown in part (whole keys are scrubbed)
+        text = self._scrub(exc.head.decode("utf-8", "replace"))[: _BODY_SHOWN // 2]
+        return MalformedResponseError(
+            f"{self._name}: {exc.what}, past max_response_bytes={size_text(limit)}; the read "
+            f"stopped there. If an answer is really this large, raise the limit: "
+            f"{type(self).__name__}(..., max_response_bytes=...) (None for no limit)",
             body=text,
             model=self._name,
         )

@@ -43,6 +43,7 @@ from pytest_agentfaults.runtime.models._http import (
     loads_event,
     opt_str,
 )
+from pytest_agentfaults.runtime.models._limits import DEFAULT_MAX_RESPONSE_BYTES
 from pytest_agentfaults.runtime.models.base import (
     Message,
     ModelRequest,
@@ -109,6 +110,7 @@ class AnthropicModel(HTTPModel):
         timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise UsageError(f"AnthropicModel: max_tokens={max_tokens!r}; use an int >= 1")
@@ -140,6 +142,7 @@ class AnthropicModel(HTTPModel):
             transport_retry=transport_retry,
             timeout=timeout,
             extra_body=extra_body,
+            max_response_bytes=max_response_bytes,
         )
 
     # ------------------------------------------------------------------ request

@@ -39,6 +39,7 @@ from pytest_agentfaults.runtime.models._http import (
     opt_list,
     opt_str,
 )
+from pytest_agentfaults.runtime.models._limits import DEFAULT_MAX_RESPONSE_BYTES
 from pytest_agentfaults.runtime.models.base import (
     Message,
     ModelRequest,
@@ -88,6 +89,7 @@ class OllamaModel(HTTPModel):
         timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         root = _base_url(base_url)
         sent = {"accept": "application/json", "content-type": "application/json"}
@@ -105,6 +107,7 @@ class OllamaModel(HTTPModel):
             transport_retry=transport_retry,
             timeout=timeout,
             extra_body=extra_body,
+            max_response_bytes=max_response_bytes,
         )
 
     # ------------------------------------------------------------------ request

@@ -42,6 +42,7 @@ from pytest_agentfaults.runtime.models._http import (
     opt_list,
     opt_str,
 )
+from pytest_agentfaults.runtime.models._limits import DEFAULT_MAX_RESPONSE_BYTES
 from pytest_agentfaults.runtime.models.base import (
     Message,
     ModelRequest,
@@ -69,7 +70,9 @@ class OpenAIModel(HTTPModel):
     clients are created on first use and closed by `close` / `aclose` or ``with``.
     ``transport_retry`` tunes or disables (``False``) the transport retry (see
     `TransportRetry`); ``extra_body`` is merged into every request body (``temperature``,
-    ``max_completion_tokens`` ...).
+    ``max_completion_tokens`` ...). ``max_response_bytes`` (32 MiB by default, None for no
+    limit) bounds a whole body and one line of a stream: past it the read stops and a
+    `MalformedResponseError` says so.
 
     ```python
     model = af.OpenAIModel("gpt-4o-mini", extra_body={"temperature": 0})
@@ -95,6 +98,7 @@ class OpenAIModel(HTTPModel):
         timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         root = _base_url(base_url)
         key = api_key_for(
@@ -115,6 +119,7 @@ class OpenAIModel(HTTPModel):
             transport_retry=transport_retry,
             timeout=timeout,
             extra_body=extra_body,
+            max_response_bytes=max_response_bytes,
         )
 
     # ------------------------------------------------------------------ request
