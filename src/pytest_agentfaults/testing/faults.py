@@ -83,6 +83,9 @@ _LLM_STEPS: Final[dict[str, Callable[..., Step]]] = {
     "connection": fail.connection,
 }
 LLM_KINDS: Final = tuple(_LLM_STEPS)
+#: The llm= kinds that fail the model call: the scripted step it would have used stays
+#: for the call that follows (the retry). The other kinds replace the call's answer.
+TRANSIENT_LLM_KINDS: Final = frozenset({"rate_limit", "server_error", "timeout", "connection"})
 
 _MISSING: Any = object()
 
@@ -609,19 +612,21 @@ class _PlanInterceptor(Interceptor):
         self.plan.record(fault, model_name, kind, occurrence)
         call.request.emit("llm.fault", status=kind, detail=f"{fault.describe()} on {model_name}")
         step = _LLM_STEPS[kind](**_step_options(fault))
-        return _respond_instead(model, call, step, model_name)
+        return _respond_instead(model, call, step, model_name, kind not in TRANSIENT_LLM_KINDS)
 
 
 def _respond_instead(
-    model: Any, call: ModelCall, step: Step, model_name: str
+    model: Any, call: ModelCall, step: Step, model_name: str, uses_step: bool
 ) -> ModelResponse | Inject:
-    """Answer ``call`` with ``step`` in place of the model; a scripted step is used up.
+    """Answer ``call`` with ``step`` in place of the model.
 
-    A step that fails (a 503, a timeout ...) comes back as `Inject(error)`.
+    A transient kind fails the call and leaves the scripted step for the next call; a
+    malformed kind replaces the answer and uses the step up (``uses_step``). A step that
+    fails (a 503, a timeout ...) comes back as `Inject(error)`.
     """
     try:
         if isinstance(model, ScriptedModel):
-            return model.substitute(call.request, step)
+            return model.substitute(call.request, step, uses_step=uses_step)
         return step.respond(call.request, model=model_name, next_call_id=_fault_call_ids)
     except Exception as exc:  # the injected failure itself
         return Inject(exc)
