@@ -77,3 +77,123 @@ def test_it(llm_server, trace, faults):
 """
     ).runpytest()
     result.assert_outcomes(passed=1)
+
+
+# ------------------------------------------------------------ leftover steps fail the test
+
+
+def test_a_leftover_step_fails_the_test_at_teardown_naming_it(suite):
+    result = suite("""
+def test_it():
+    model = ScriptedModel([call_tool("fetch", url="u"), say("done"), say("never asked")])
+    assert af.Agent("bot", model=model, tools=[fetch]).run("go").output == "done"
+""").runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_it*",
+            "*ScriptedModel 'scripted' has 1 step left over: step 3 of 3: say('never asked')."
+            "*or pass ScriptedModel(..., strict=False) to allow leftovers.",
+        ]
+    )
+
+
+def test_a_model_built_in_an_async_test_or_a_fixture_is_checked_too(suite):
+    result = suite("""
+@pytest.fixture
+def model():
+    return ScriptedModel([say("done"), say("spare")], name="from_fixture")
+
+@pytest.mark.asyncio
+async def test_async():
+    model = ScriptedModel([say("done"), say("spare")], name="async")
+    assert (await af.Agent("bot", model=model).arun("go")).output == "done"
+
+def test_fixture(model):
+    assert af.Agent("bot", model=model).run("go").output == "done"
+""").runpytest()
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*ScriptedModel 'async' has 1 step left over: step 2 of 2: say('spare')*",
+            "*ScriptedModel 'from_fixture' has 1 step left over: step 2 of 2: say('spare')*",
+        ]
+    )
+
+
+def test_strict_false_and_repeat_last_allow_leftovers(suite):
+    result = suite("""
+def test_strict_false(scripted_model):
+    model = scripted_model([say("done"), say("spare")], strict=False)
+    assert af.Agent("bot", model=model).run("go").output == "done"
+
+def test_repeat_last():
+    model = ScriptedModel([say("done"), say("again")], on_exhausted="repeat_last")
+    assert af.Agent("bot", model=model).run("go").output == "done"
+
+def test_from_function():
+    model = ScriptedModel.from_function(lambda request: say("done"))
+    assert af.Agent("bot", model=model).run("go").output == "done"
+
+def test_all_used(scripted_model):
+    model = scripted_model([call_tool("fetch", url="u"), say("done")])
+    assert af.Agent("bot", model=model, tools=[fetch]).run("go").output == "done"
+""").runpytest()
+    result.assert_outcomes(passed=4)
+
+
+def test_a_failed_test_keeps_its_own_failure_first(suite):
+    result = suite("""
+def test_it():
+    model = ScriptedModel([say("done"), say("spare")])
+    af.Agent("bot", model=model).run("go")
+    assert 1 == 2, "the test's own failure"
+""").runpytest()
+    # both are reported: the test's own failure, and the leftover at teardown
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED test_suite.py::test_it - AssertionError: the test's own failure*",
+            "ERROR test_suite.py::test_it - AssertionError: ScriptedModel 'scripted' has 1*",
+        ]
+    )
+    assert "step 2 of 2: say('spare')" in result.stdout.str()
+
+
+def test_leftovers_and_an_unfired_fault_are_reported_together(suite):
+    result = suite("""
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("x"))
+def test_it():
+    ScriptedModel([say("a")], name="first")
+    ScriptedModel([say("b"), say("c")], name="second")
+""").runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*fault on tool 'search' never fired*",
+            "*ScriptedModel 'first' has 1 step left over: step 1 of 1: say('a')*",
+            "*ScriptedModel 'second' has 2 steps left over: step 1 of 2: say('b')*",
+        ]
+    )
+
+
+def test_a_leftover_llm_server_step_fails_the_test(suite):
+    result = suite("""
+import httpx
+
+def test_leftover(llm_server):
+    llm_server.script([say("one"), say("two")])
+    httpx.post(llm_server.base_url("ollama") + "/api/chat", json={"stream": False})
+
+def test_allowed(llm_server):
+    llm_server.script([say("one"), say("two")], strict=False)
+    httpx.post(llm_server.base_url("ollama") + "/api/chat", json={"stream": False})
+""").runpytest()
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_leftover*",
+            "*llm_server: the script has 1 step left over: step 2 of 2: say('two')."
+            "*or pass llm_server.script(..., strict=False) to allow leftovers.",
+        ]
+    )

@@ -87,7 +87,10 @@ def test_a_fluent_transient_fault_on_a_later_call_keeps_that_calls_step() -> Non
 
 @pytest.mark.parametrize("kind", MALFORMED)
 def test_a_malformed_fault_replaces_the_answer_and_uses_the_step_up(kind: str) -> None:
-    model = ScriptedModel([call_tool("fetch", url="https://x.test"), say("done"), say("spare")])
+    # strict=False: what the agent does after the fault differs per kind, so a step may stay
+    model = ScriptedModel(
+        [call_tool("fetch", url="https://x.test"), say("done"), say("spare")], strict=False
+    )
     calls: list[str] = []
     plan = _plan(kind)
     with plan.active():

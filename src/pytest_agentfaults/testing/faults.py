@@ -23,6 +23,7 @@ import random
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import Token
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -38,6 +39,8 @@ from pytest_agentfaults.runtime._loop import (
 )
 from pytest_agentfaults.runtime.clock import RealClock
 from pytest_agentfaults.runtime.tools import ToolFailure
+from pytest_agentfaults.testing import _current
+from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing.scripted import ScriptedModel, Step, fail, malformed
 
 if TYPE_CHECKING:
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HTTP_KINDS",
     "LLM_KINDS",
+    "TRANSIENT_LLM_KINDS",
     "Fault",
     "FaultPlan",
     "FiredFault",
@@ -55,6 +59,7 @@ __all__ = [
     "LlmFaultBuilder",
     "LlmFaults",
     "ToolFaultBuilder",
+    "current_plan",
     "parse_marker",
 ]
 
@@ -377,6 +382,7 @@ class FaultPlan:
         self._http: HttpInjector | None = None
         # the loopback server counts occurrences from its own threads
         self._http_lock = threading.Lock()
+        self._checks: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ declaring
 
@@ -419,11 +425,27 @@ class FaultPlan:
         fired = {id(f.fault) for f in self.fired}
         return [f for f in self.faults if f.strict and id(f) not in fired]
 
+    def add_check(self, check: Callable[[], None]) -> None:
+        """Run ``check()`` in `check` (at the end of the test, under pytest).
+
+        It raises `AssertionError` to fail the test; a `ScriptedModel` built while this
+        plan is active adds its leftover-steps check here.
+        """
+        self._checks.append(check)
+
     def check(self) -> None:
-        """Raise AssertionError naming every strict fault that never fired."""
-        missing = self.unfired()
-        if missing:
-            lines = [f"fault on {_what(f)} never fired ({f.source})" for f in missing]
+        """Raise AssertionError naming every strict fault that never fired.
+
+        The checks added with `add_check` run too; every failure is reported, together.
+        """
+        __tracebackhide__ = True
+        lines = [f"fault on {_what(f)} never fired ({f.source})" for f in self.unfired()]
+        for check in list(self._checks):
+            try:
+                check()
+            except AssertionError as exc:
+                lines.append(str(exc))
+        if lines:
             raise AssertionError("\n".join(lines))
 
     def of(self, target: Target) -> list[Fault]:
@@ -452,20 +474,23 @@ class FaultPlan:
         interceptor = _PlanInterceptor(self)
         install_interceptor(interceptor)
         self._active += 1
+        token = _current.enter(self)
         undo = [hook(self) for hook in self._http_hooks]
         try:
             if self.of("http"):
                 self.http_layer()
         except BaseException:
-            self.deactivate((interceptor, undo))
+            self.deactivate((interceptor, undo, token))
             raise
-        return interceptor, undo
+        return interceptor, undo, token
 
     def deactivate(self, handle: object) -> None:
         """Undo one `activate`."""
         interceptor: Interceptor
         undo: list[Any]
-        interceptor, undo = handle  # type: ignore[misc]
+        token: Token[FaultPlan | None]
+        interceptor, undo, token = handle  # type: ignore[misc]
+        _current.leave(self, token)
         for stop in reversed(undo):
             if callable(stop):
                 stop()
