@@ -13,7 +13,8 @@ Each model call (``request`` or ``arequest``, which behave the same) uses up one
 back. Steps that answer build a `ModelResponse`; failure steps raise the taxonomy error a
 real client would raise (`RateLimitError`, `ModelTimeoutError`, `MalformedResponseError`
 ...). When the script runs out the model raises `ScriptExhaustedError`, an
-`AssertionError`: a test-setup mistake that no retry policy will ever retry.
+`AssertionError`: a test-setup mistake that no retry policy will ever retry. Steps left
+over when the test ends fail it too (``strict=True``, the default; see `ScriptedModel`).
 
 Tool-call ids are ``call_1``, ``call_2`` ... counted per model, so traces are the same on
 every run. Token usage is a rough, deterministic count: a message's tokens are the words of
