@@ -79,6 +79,22 @@ def test_it(llm_server, trace, faults):
     result.assert_outcomes(passed=1)
 
 
+def test_a_malformed_marker_on_our_client_never_reaches_the_llm_server(suite):
+    # documented on docs/howto/loopback-server.md: the answer is replaced in-process
+    result = suite("""
+@pytest.mark.inject_fault(llm="malformed_tool_args")
+def test_it(llm_server):
+    script = llm_server.script([call_tool("fetch", url="u"), say("done")])
+    with af.OpenAIModel("m", base_url=llm_server.base_url("openai"),
+                        api_key="sk-key-0123456789") as model:
+        result = af.Agent("bot", model=model, tools=[fetch]).run("go")
+    assert result.output == "done"
+    assert len(llm_server.requests) == 2
+    assert script.remaining == 0
+""").runpytest()
+    result.assert_outcomes(passed=1)
+
+
 # ------------------------------------------------------------ leftover steps fail the test
 
 
