@@ -18,6 +18,7 @@ def test_a_rate_limit_marker_leaves_the_call_tool_step_for_the_retry(suite):
         + """
 @pytest.mark.inject_fault(llm="rate_limit")
 def test_it(faults, trace):
+    CALLS.clear()  # the inner tests may run in any order
     model = ScriptedModel([call_tool("fetch", url="u"), say("done")])
     result = retrying(model).run("go")
     assert result.output == "done"
