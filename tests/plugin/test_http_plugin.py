@@ -126,7 +126,7 @@ def test_llm_server_serves_the_marker_faults_over_its_socket(suite):
 def test_it(llm_server, faults, trace, virtual_clock):
     llm_server.script([call_tool("fetch", url="u"), say("done")])
     with af.OpenAIModel("m", base_url=llm_server.base_url("openai"), api_key="sk-key-0123456789") as model:
-        result = make().__class__("bot", model=model, tools=[fetch]).run("go")
+        result = af.Agent("bot", model=model, tools=[fetch]).run("go")
     assert result.output == "done"
     assert [r.fault for r in llm_server.requests] == ["503", "503", None, None]
     assert [f.target for f in faults.fired] == ["http", "http"]

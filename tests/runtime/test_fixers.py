@@ -183,7 +183,7 @@ def test_a_fixer_raising_a_test_or_developer_mistake_is_never_swallowed(mistake)
 
     tool, seen = counting_tool(af.OnError(execution=af.fix(af.Agent.from_function("f", broken))))
     with pytest.raises(type(mistake)) as caught:
-        run([call_tool("count_keys", json="x"), say("x")], [tool])
+        run([call_tool("count_keys", json="x")], [tool])
     assert caught.value is mistake
     assert seen == ["x"]
 
@@ -195,7 +195,7 @@ def test_a_failing_fixer_with_on_exhaustion_raise_raises():
     tool, _ = counting_tool(af.OnError(execution=af.fix(af.Agent.from_function("f", broken))))
     with pytest.raises(af.ToolExecutionError) as caught:
         run(
-            [call_tool("count_keys", json="x"), say("x")],
+            [call_tool("count_keys", json="x")],
             [tool],
             resilience=af.ResilienceConfig(on_exhaustion="raise"),
         )
@@ -249,7 +249,7 @@ def test_function_fixer_raising_tool_execution_error_is_a_hard_failure():
         raise af.ToolExecutionError("data is corrupt")
 
     tool, _ = counting_tool(af.OnError(execution=af.fix(af.Agent.from_function("f", fixer))))
-    model = ScriptedModel([call_tool("count_keys", json="x"), say("never")])
+    model = ScriptedModel([call_tool("count_keys", json="x")])
     agent = af.Agent("a", model=model, tools=[tool], clock=af.VirtualClock())
     with pytest.raises(af.ToolExecutionError, match="data is corrupt"):
         agent.run("x")
@@ -309,7 +309,7 @@ def test_llm_fixer_calling_throw_exception_propagates_out_of_run():
     )
     tool, _ = counting_tool(af.OnError(execution=af.fix(fixer)))
     with pytest.raises(af.ToolExecutionError, match="unrecoverable"):
-        run([call_tool("count_keys", json="x"), say("x")], [tool])
+        run([call_tool("count_keys", json="x")], [tool])
 
 
 def test_llm_fixer_whose_model_fails_is_bounded():

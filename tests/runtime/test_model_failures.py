@@ -109,12 +109,12 @@ def test_handler_is_never_called_for_budget_caps_or_cancellation():
         return ""
 
     result = agent_with(
-        [call_tool("noop")] * 3, tools=[noop], budget=af.Budget(max_turns=1), on_llm_error=handler
+        [call_tool("noop")], tools=[noop], budget=af.Budget(max_turns=1), on_llm_error=handler
     ).run("x")
     assert result.status == "max_iterations"
     token = af.CancelToken()
     token.cancel()
-    result = agent_with([say("x")], on_llm_error=handler).run("x", cancel=token)
+    result = agent_with([], on_llm_error=handler).run("x", cancel=token)
     assert result.status == "cancelled"
     assert asked == []
 
@@ -136,15 +136,18 @@ def test_soft_failures_go_to_the_decision():
 
 def test_script_exhaustion_is_never_retried_or_hidden():
     asked = []
+    # strict=False: the fallback's step is there to be left alone, proving it never ran
+    fallback = ScriptedModel([say("hidden")], strict=False)
     agent = agent_with(
         [say("only one")],
         on_llm_error=lambda exc, attempt: asked.append(exc) or af.LlmErrorDecision.retry(),
-        resilience=af.ResilienceConfig(fallback_model=ScriptedModel([say("hidden")])),
+        resilience=af.ResilienceConfig(fallback_model=fallback),
     )
     agent.run("x")
     with pytest.raises(AssertionError):
         agent.run("again")
     assert asked == []
+    assert fallback.calls == 0
 
 
 def test_bad_decisions_are_refused():
@@ -277,7 +280,10 @@ def test_first_of_async():
 
 
 def test_speculative_keeps_the_first_valid_sample():
-    model = ScriptedModel([malformed.empty(), fail.http(500), say("good"), say("unused")])
+    # strict=False: the fourth sample must never be asked for, and stays unused
+    model = ScriptedModel(
+        [malformed.empty(), fail.http(500), say("good"), say("unused")], strict=False
+    )
     result = agent_with(af.speculative(model, 4)).run("x")
     assert result.output == "good"
     assert len(model.requests) == 3
@@ -325,4 +331,4 @@ def test_loop_until_gives_up_after_max_iterations():
 
 def test_loop_until_checks_its_arguments():
     with pytest.raises(af.UsageError, match="max_iterations"):
-        agent_with([say("x")]).loop_until(bool, max_iterations=0)
+        agent_with([]).loop_until(bool, max_iterations=0)

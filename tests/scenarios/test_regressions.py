@@ -72,7 +72,7 @@ def test_a_tool_error_handler_cannot_swallow_a_budget_cap():
 
     result = af.Agent(
         "a",
-        model=ScriptedModel([call_tools([call_tool("boom"), call_tool("boom")]), say("x")]),
+        model=ScriptedModel([call_tools([call_tool("boom"), call_tool("boom")])]),
         tools=[boom],
         budget=af.Budget(max_tool_calls=1),
     ).run("x")

@@ -24,7 +24,7 @@ import random
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -40,6 +40,8 @@ from pytest_agentfaults.runtime._loop import (
 )
 from pytest_agentfaults.runtime.clock import RealClock
 from pytest_agentfaults.runtime.tools import ToolFailure
+from pytest_agentfaults.testing import _current
+from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing.scripted import ScriptedModel, Step, fail, malformed
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HTTP_KINDS",
     "LLM_KINDS",
+    "TRANSIENT_LLM_KINDS",
     "Fault",
     "FaultPlan",
     "FiredFault",
@@ -57,6 +60,7 @@ __all__ = [
     "LlmFaultBuilder",
     "LlmFaults",
     "ToolFaultBuilder",
+    "current_plan",
     "parse_marker",
     "suspend_earlier_plans",
 ]
@@ -86,6 +90,9 @@ _LLM_STEPS: Final[dict[str, Callable[..., Step]]] = {
     "connection": fail.connection,
 }
 LLM_KINDS: Final = tuple(_LLM_STEPS)
+#: The llm= kinds that fail the model call: the scripted step it would have used stays
+#: for the call that follows (the retry). The other kinds replace the call's answer.
+TRANSIENT_LLM_KINDS: Final = frozenset({"rate_limit", "server_error", "timeout", "connection"})
 
 _MISSING: Any = object()
 
@@ -378,6 +385,7 @@ class FaultPlan:
         self._http: HttpInjector | None = None
         # the loopback server counts occurrences from its own threads
         self._http_lock = threading.Lock()
+        self._checks: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ declaring
 
@@ -420,11 +428,27 @@ class FaultPlan:
         fired = {id(f.fault) for f in self.fired}
         return [f for f in self.faults if f.strict and id(f) not in fired]
 
+    def add_check(self, check: Callable[[], None]) -> None:
+        """Run ``check()`` in `check` (at the end of the test, under pytest).
+
+        It raises `AssertionError` to fail the test; a `ScriptedModel` built while this
+        plan is active adds its leftover-steps check here.
+        """
+        self._checks.append(check)
+
     def check(self) -> None:
-        """Raise AssertionError naming every strict fault that never fired."""
-        missing = self.unfired()
-        if missing:
-            lines = [f"fault on {_what(f)} never fired ({f.source})" for f in missing]
+        """Raise AssertionError naming every strict fault that never fired.
+
+        The checks added with `add_check` run too; every failure is reported, together.
+        """
+        __tracebackhide__ = True
+        lines = [f"fault on {_what(f)} never fired ({f.source})" for f in self.unfired()]
+        for check in list(self._checks):
+            try:
+                check()
+            except AssertionError as exc:
+                lines.append(str(exc))
+        if lines:
             raise AssertionError("\n".join(lines))
 
     def of(self, target: Target) -> list[Fault]:
@@ -454,22 +478,25 @@ class FaultPlan:
         interceptor = _PlanInterceptor(self)
         install_interceptor(interceptor)
         self._active += 1
+        token = _current.enter(self)
         undo = [hook(self) for hook in self._http_hooks]
         try:
             if self.of("http"):
                 self.http_layer()
         except BaseException:
-            self.deactivate((interceptor, undo))
+            self.deactivate((interceptor, undo, token))
             raise
-        return interceptor, undo
+        return interceptor, undo, token
 
     def deactivate(self, handle: object) -> None:
         """Undo one `activate`."""
         interceptor: Interceptor
         undo: list[Any]
-        interceptor, undo = handle  # type: ignore[misc]
+        token: Token[FaultPlan | None]
+        interceptor, undo, token = handle  # type: ignore[misc]
         # Every step runs whatever an earlier one raised: nothing may stay switched on.
-        steps: list[Callable[[], Any]] = [stop for stop in reversed(undo) if callable(stop)]
+        steps: list[Callable[[], Any]] = [lambda: _current.leave(self, token)]
+        steps.extend(stop for stop in reversed(undo) if callable(stop))
         self._active -= 1
         if not self._active and self._http is not None:
             layer, self._http = self._http, None
@@ -648,19 +675,21 @@ class _PlanInterceptor(Interceptor):
         self.plan.record(fault, model_name, kind, occurrence)
         call.request.emit("llm.fault", status=kind, detail=f"{fault.describe()} on {model_name}")
         step = _LLM_STEPS[kind](**_step_options(fault))
-        return _respond_instead(model, call, step, model_name)
+        return _respond_instead(model, call, step, model_name, kind not in TRANSIENT_LLM_KINDS)
 
 
 def _respond_instead(
-    model: Any, call: ModelCall, step: Step, model_name: str
+    model: Any, call: ModelCall, step: Step, model_name: str, uses_step: bool
 ) -> ModelResponse | Inject:
-    """Answer ``call`` with ``step`` in place of the model; a scripted step is used up.
+    """Answer ``call`` with ``step`` in place of the model.
 
-    A step that fails (a 503, a timeout ...) comes back as `Inject(error)`.
+    A transient kind fails the call and leaves the scripted step for the next call; a
+    malformed kind replaces the answer and uses the step up (``uses_step``). A step that
+    fails (a 503, a timeout ...) comes back as `Inject(error)`.
     """
     try:
         if isinstance(model, ScriptedModel):
-            return model.substitute(call.request, step)
+            return model.substitute(call.request, step, uses_step=uses_step)
         return step.respond(call.request, model=model_name, next_call_id=_fault_call_ids)
     except Exception as exc:  # the injected failure itself
         return Inject(exc)

@@ -13,7 +13,8 @@ Each model call (``request`` or ``arequest``, which behave the same) uses up one
 back. Steps that answer build a `ModelResponse`; failure steps raise the taxonomy error a
 real client would raise (`RateLimitError`, `ModelTimeoutError`, `MalformedResponseError`
 ...). When the script runs out the model raises `ScriptExhaustedError`, an
-`AssertionError`: a test-setup mistake that no retry policy will ever retry.
+`AssertionError`: a test-setup mistake that no retry policy will ever retry. Steps left
+over when the test ends fail it too (``strict=True``, the default; see `ScriptedModel`).
 
 Tool-call ids are ``call_1``, ``call_2`` ... counted per model, so traces are the same on
 every run. Token usage is a rough, deterministic count: a message's tokens are the words of
@@ -51,6 +52,7 @@ from pytest_agentfaults.runtime.models.base import (
     ModelResponse,
     ToolCall,
 )
+from pytest_agentfaults.testing import _current
 
 __all__ = [
     "BadToolArgs",
@@ -790,6 +792,13 @@ class ScriptedModel:
     ``steps`` are steps (a plain ``str`` is short for `say`). ``on_exhausted="raise"``
     (the default) raises `ScriptExhaustedError` when a call finds no step left;
     ``"repeat_last"`` answers every further call with the last step.
+
+    ``strict=True`` (the default): steps left over when the test ends fail it, naming the
+    first one, as unused mocks do. The model is checked at the end of the test it was
+    built in (it registers with the fault plan active then: the test's, under pytest, or
+    a ``with plan.active():`` block's, checked by ``plan.check()``); a model built
+    outside any active plan is not checked, call `assert_all_used` yourself. A
+    ``"repeat_last"`` model never has leftovers. ``strict=False`` allows them.
     """
 
     __slots__ = (
@@ -800,6 +809,7 @@ class ScriptedModel:
         "name",
         "on_exhausted",
         "requests",
+        "strict",
     )
 
     def __init__(
@@ -808,6 +818,7 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         on_exhausted: OnExhausted = "raise",
+        strict: bool = True,
     ) -> None:
         if isinstance(steps, Step | str):
             raise UsageError(f"ScriptedModel() takes a list of steps, got one: [{steps!r}]")
@@ -827,9 +838,15 @@ class ScriptedModel:
         """What happens once every step is used: ``"raise"`` or ``"repeat_last"``."""
         self.requests: list[ModelRequest] = []
         """Every request received, in order, copied so later turns cannot change them."""
+        if not isinstance(strict, bool):
+            raise UsageError(f"ScriptedModel(strict={strict!r}): give True or False")
+        self.strict = strict
+        """Leftover steps fail the test (see the class docs); False allows them."""
         self._function: StepFunction | None = None
         self._position = 0
         self._issued_ids = 0
+        if strict and self._steps and on_exhausted == "raise":
+            _current.add_check(self._check_at_the_end)
 
     @classmethod
     def from_function(cls, fn: StepFunction, *, name: str = "scripted") -> ScriptedModel:
@@ -858,6 +875,7 @@ class ScriptedModel:
         *,
         name: str | None = None,
         on_exhausted: OnExhausted | None = None,
+        strict: bool = True,
     ) -> ScriptedModel:
         """A model whose script is read from a JSON or YAML file (YAML needs PyYAML).
 
@@ -884,14 +902,15 @@ class ScriptedModel:
         "rate_limit", "retry_after": 2}`` is ``fail.rate_limit(retry_after=2)``); its other
         keys are that constructor's arguments, and a call's arguments go under ``args``.
         ``name`` defaults to ``"scripted:<file stem>"``; the ``name`` and
-        ``on_exhausted`` arguments override the file's. A bad file raises `UsageError`
-        naming the file, the step and the valid keys.
+        ``on_exhausted`` arguments override the file's; ``strict`` is the constructor's. A
+        bad file raises `UsageError` naming the file, the step and the valid keys.
         """
         script = _read_script(Path(path))
         return cls(
             script.steps,
             name=name or script.name,
             on_exhausted=on_exhausted or script.on_exhausted,
+            strict=strict,
         )
 
     # ----------------------------------------------------------------- Model protocol
@@ -925,14 +944,18 @@ class ScriptedModel:
             step = _as_step(result, f"the step function's result for request {len(self.requests)}")
         return step.respond(request, model=self.name, next_call_id=self._next_call_id)
 
-    def substitute(self, request: ModelRequest, step: Step) -> ModelResponse:
+    def substitute(
+        self, request: ModelRequest, step: Step, *, uses_step: bool = True
+    ) -> ModelResponse:
         """Answer ``request`` with ``step`` in place of the script (fault injection).
 
-        The request is recorded and the scripted step it replaces is used up, as if the
-        model had answered; with the script already spent, nothing is used up.
+        The request is recorded. With ``uses_step`` (a malformed answer) the scripted step
+        it replaces is used up, as if the model had answered; without it (a transient
+        failure of the call: a 429, a 503, a timeout, a dropped connection) the step stays
+        for the next call. With the script already spent, nothing is used up.
         """
         self.requests.append(request.snapshot())
-        if self._function is None and self._position < len(self._steps):
+        if uses_step and self._function is None and self._position < len(self._steps):
             self._position += 1
         return step.respond(request, model=self.name, next_call_id=self._next_call_id)
 
@@ -953,6 +976,32 @@ class ScriptedModel:
         """How many steps are still unused (0 for a model built by `from_function`)."""
         return len(self._steps) - self._position
 
+    def assert_all_used(self) -> None:
+        """Raise `AssertionError` naming the first leftover step, if any step is unused.
+
+        Under pytest a strict model is checked at the end of its test; call this yourself
+        for a model used outside pytest. A ``"repeat_last"`` model never has leftovers.
+        """
+        __tracebackhide__ = True
+        left = self.leftover()
+        if left is not None:
+            raise AssertionError(
+                f"ScriptedModel {self.name!r} has {left}. Remove the steps the test does "
+                "not need, or pass ScriptedModel(..., strict=False) to allow leftovers."
+            )
+
+    def leftover(self) -> str | None:
+        """``"2 steps left over: step 2 of 3: say('done')"``, or None when none is left."""
+        if self.on_exhausted == "repeat_last" or self._function is not None:
+            return None
+        position, steps = self._position, self._steps
+        if position >= len(steps):
+            return None
+        return (
+            f"{_plural(len(steps) - position, 'step')} left over: step {position + 1} of "
+            f"{len(steps)}: {steps[position]!r}"
+        )
+
     def reset(self) -> None:
         """Start the script again: first step, ids from ``call_1``, no recorded requests."""
         self._position = 0
@@ -964,6 +1013,10 @@ class ScriptedModel:
         return f"ScriptedModel(name={self.name!r}, {source}, calls={self.calls})"
 
     # ----------------------------------------------------------------- internals
+
+    def _check_at_the_end(self) -> None:
+        if self.strict:  # read now: `model.strict = False` later in the test still counts
+            self.assert_all_used()
 
     def _next_call_id(self) -> str:
         self._issued_ids += 1

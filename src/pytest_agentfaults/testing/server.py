@@ -820,15 +820,28 @@ class LLMServer:
     # ------------------------------------------------------------------ per test
 
     def script(
-        self, steps: Sequence[Step | str], *, on_exhausted: OnExhausted = "raise"
+        self,
+        steps: Sequence[Step | str],
+        *,
+        on_exhausted: OnExhausted = "raise",
+        strict: bool = True,
     ) -> ScriptedModel:
         """Answer the next requests with ``steps`` (`say`, `call_tool`, `fail.http` ...).
 
         Returns the `ScriptedModel` behind the script; its ``requests`` are the model's view
         of what was asked. A request with no step left gets HTTP 400 (never a retryable
         answer) and `check` fails the test. Faults of the bound plan use up no step.
+        ``strict=True`` (the default): steps never requested fail `check` too, naming the
+        first; ``strict=False`` allows them.
         """
-        model = ScriptedModel(list(steps), name="llm_server", on_exhausted=on_exhausted)
+        # built unchecked, then marked: the server checks its own script in `check`, so the
+        # model must not also register with the plan active now
+        model = ScriptedModel(
+            list(steps), name="llm_server", on_exhausted=on_exhausted, strict=False
+        )
+        if not isinstance(strict, bool):
+            raise UsageError(f"llm_server.script(strict={strict!r}): give True or False")
+        model.strict = strict
         with self._lock:
             self._binding.model = model
         return model
@@ -873,10 +886,20 @@ class LLMServer:
     def check(self) -> None:
         """Raise `AssertionError` for a test-setup mistake seen while serving.
 
-        A request with no script step left, or a ``"timeout"`` the client never gave up on.
+        A request with no script step left, a ``"timeout"`` the client never gave up on, or
+        (``script(..., strict=True)``, the default) a script step never requested.
         """
-        if self.problems:
-            raise AssertionError("llm_server: " + "\n".join(self.problems))
+        __tracebackhide__ = True
+        problems = list(self.problems)
+        model = self._binding.model
+        left = model.leftover() if model.strict else None
+        if left is not None:
+            problems.append(
+                f"the script has {left}. Remove the steps the test does not need, or "
+                "pass llm_server.script(..., strict=False) to allow leftovers."
+            )
+        if problems:
+            raise AssertionError("llm_server: " + "\n".join(problems))
 
     def __repr__(self) -> str:
         where = self.url if self._server is not None else "not started"

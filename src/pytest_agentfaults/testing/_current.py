@@ -1,0 +1,50 @@
+"""The fault plan active in this context, and the end-of-test checks it collects.
+
+`FaultPlan.activate` sets it and `deactivate` resets it, so the plan of a pytest test (or
+of a ``with plan.active():`` block) is what a `ScriptedModel` built there registers its
+leftover-steps check with. A ContextVar, never a process global: threads and async
+tasks see the plan of the context they started in.
+
+A module of its own because `scripted` (the models) cannot import `faults` (the plan),
+which imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar, Token
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing.faults import FaultPlan
+
+_plan: ContextVar[FaultPlan | None] = ContextVar("agentfaults_current_plan", default=None)
+
+
+def current_plan() -> FaultPlan | None:
+    """The plan active in this context (the innermost `FaultPlan.active`), if any."""
+    return _plan.get()
+
+
+def enter(plan: FaultPlan) -> Token[FaultPlan | None]:
+    """Make ``plan`` the current plan; `leave` with the token undoes it."""
+    return _plan.set(plan)
+
+
+def leave(plan: FaultPlan, token: Token[FaultPlan | None]) -> None:
+    """Undo `enter`, even from another context (a fixture torn down elsewhere)."""
+    try:
+        _plan.reset(token)
+    except (ValueError, RuntimeError):  # another context, or the token already used
+        if _plan.get() is plan:
+            old = token.old_value
+            _plan.set(None if old is Token.MISSING else old)
+
+
+def add_check(check: Callable[[], None]) -> bool:
+    """Run ``check`` when the current plan is checked; False when no plan is active."""
+    plan = _plan.get()
+    if plan is None:
+        return False
+    plan.add_check(check)
+    return True

@@ -1,0 +1,216 @@
+"""Scripts tell the truth: a transient llm fault eats no step, leftover steps fail the test."""
+
+from __future__ import annotations
+
+RETRY = """
+def retrying(model):
+    return af.Agent("bot", model=model, tools=[fetch],
+                    on_llm_error=lambda e, a: af.LlmErrorDecision.retry(initial_backoff=1))
+"""
+
+
+# ------------------------------------------------------------ a transient fault eats no step
+
+
+def test_a_rate_limit_marker_leaves_the_call_tool_step_for_the_retry(suite):
+    result = suite(
+        RETRY
+        + """
+@pytest.mark.inject_fault(llm="rate_limit")
+def test_it(faults, trace):
+    CALLS.clear()  # the inner tests may run in any order
+    model = ScriptedModel([call_tool("fetch", url="u"), say("done")])
+    result = retrying(model).run("go")
+    assert result.output == "done"
+    assert CALLS == ["u"]                                   # fetch really ran
+    assert trace.count("tool.result", tool="fetch") == 1
+    trace.assert_sequence("llm.fault", "llm.retry", "tool.result:fetch")
+    assert len(model.requests) == 3                         # faulted call, retry, last turn
+    assert [f.kind for f in faults.fired] == ["rate_limit"]
+
+@pytest.mark.asyncio
+@pytest.mark.inject_fault(llm="timeout")
+async def test_async(trace):
+    CALLS.clear()
+    model = ScriptedModel([call_tool("fetch", url="v"), say("done")])
+    result = await retrying(model).arun("go")
+    assert result.output == "done"
+    assert CALLS == ["v"]
+    assert len(model.requests) == 3
+"""
+    ).runpytest()
+    result.assert_outcomes(passed=2)
+
+
+def test_a_fluent_transient_fault_leaves_the_step_too(suite):
+    result = suite(
+        RETRY
+        + """
+def test_it(faults):
+    faults.llm.connection().times(2)
+    model = ScriptedModel([call_tool("fetch", url="u"), say("done")])
+    assert retrying(model).run("go").output == "done"
+    assert CALLS == ["u"]
+    assert len(model.requests) == 4
+"""
+    ).runpytest()
+    result.assert_outcomes(passed=1)
+
+
+def test_a_rate_limit_marker_leaves_the_llm_server_step_for_the_retry(suite):
+    result = suite(
+        RETRY
+        + """
+@pytest.mark.inject_fault(llm="rate_limit")
+def test_it(llm_server, trace, faults):
+    script = llm_server.script([call_tool("fetch", url="u"), say("done")])
+    with af.OpenAIModel("m", base_url=llm_server.base_url("openai"),
+                        api_key="sk-key-0123456789") as model:
+        result = retrying(model).run("go")
+    assert result.output == "done"
+    assert CALLS == ["u"]
+    assert trace.count("tool.result", tool="fetch") == 1
+    # the fault failed the call in-process, before the wire: the server got 2 requests
+    assert len(llm_server.requests) == 2
+    assert len(script.requests) == 2
+    assert script.remaining == 0
+    assert [f.kind for f in faults.fired] == ["rate_limit"]
+"""
+    ).runpytest()
+    result.assert_outcomes(passed=1)
+
+
+def test_a_malformed_marker_on_our_client_never_reaches_the_llm_server(suite):
+    # documented on docs/howto/loopback-server.md: the answer is replaced in-process
+    result = suite("""
+@pytest.mark.inject_fault(llm="malformed_tool_args")
+def test_it(llm_server):
+    script = llm_server.script([call_tool("fetch", url="u"), say("done")])
+    with af.OpenAIModel("m", base_url=llm_server.base_url("openai"),
+                        api_key="sk-key-0123456789") as model:
+        result = af.Agent("bot", model=model, tools=[fetch]).run("go")
+    assert result.output == "done"
+    assert len(llm_server.requests) == 2
+    assert script.remaining == 0
+""").runpytest()
+    result.assert_outcomes(passed=1)
+
+
+# ------------------------------------------------------------ leftover steps fail the test
+
+
+def test_a_leftover_step_fails_the_test_at_teardown_naming_it(suite):
+    result = suite("""
+def test_it():
+    model = ScriptedModel([call_tool("fetch", url="u"), say("done"), say("never asked")])
+    assert af.Agent("bot", model=model, tools=[fetch]).run("go").output == "done"
+""").runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_it*",
+            "*ScriptedModel 'scripted' has 1 step left over: step 3 of 3: say('never asked')."
+            "*or pass ScriptedModel(..., strict=False) to allow leftovers.",
+        ]
+    )
+
+
+def test_a_model_built_in_an_async_test_or_a_fixture_is_checked_too(suite):
+    result = suite("""
+@pytest.fixture
+def model():
+    return ScriptedModel([say("done"), say("spare")], name="from_fixture")
+
+@pytest.mark.asyncio
+async def test_async():
+    model = ScriptedModel([say("done"), say("spare")], name="async")
+    assert (await af.Agent("bot", model=model).arun("go")).output == "done"
+
+def test_fixture(model):
+    assert af.Agent("bot", model=model).run("go").output == "done"
+""").runpytest()
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*ScriptedModel 'async' has 1 step left over: step 2 of 2: say('spare')*",
+            "*ScriptedModel 'from_fixture' has 1 step left over: step 2 of 2: say('spare')*",
+        ]
+    )
+
+
+def test_strict_false_and_repeat_last_allow_leftovers(suite):
+    result = suite("""
+def test_strict_false(scripted_model):
+    model = scripted_model([say("done"), say("spare")], strict=False)
+    assert af.Agent("bot", model=model).run("go").output == "done"
+
+def test_repeat_last():
+    model = ScriptedModel([say("done"), say("again")], on_exhausted="repeat_last")
+    assert af.Agent("bot", model=model).run("go").output == "done"
+
+def test_from_function():
+    model = ScriptedModel.from_function(lambda request: say("done"))
+    assert af.Agent("bot", model=model).run("go").output == "done"
+
+def test_all_used(scripted_model):
+    model = scripted_model([call_tool("fetch", url="u"), say("done")])
+    assert af.Agent("bot", model=model, tools=[fetch]).run("go").output == "done"
+""").runpytest()
+    result.assert_outcomes(passed=4)
+
+
+def test_a_failed_test_keeps_its_own_failure_first(suite):
+    result = suite("""
+def test_it():
+    model = ScriptedModel([say("done"), say("spare")])
+    af.Agent("bot", model=model).run("go")
+    assert 1 == 2, "the test's own failure"
+""").runpytest()
+    # both are reported: the test's own failure, and the leftover at teardown
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED test_suite.py::test_it - AssertionError: the test's own failure*",
+            "ERROR test_suite.py::test_it - AssertionError: ScriptedModel 'scripted' has 1*",
+        ]
+    )
+    assert "step 2 of 2: say('spare')" in result.stdout.str()
+
+
+def test_leftovers_and_an_unfired_fault_are_reported_together(suite):
+    result = suite("""
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("x"))
+def test_it():
+    ScriptedModel([say("a")], name="first")
+    ScriptedModel([say("b"), say("c")], name="second")
+""").runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*fault on tool 'search' never fired*",
+            "*ScriptedModel 'first' has 1 step left over: step 1 of 1: say('a')*",
+            "*ScriptedModel 'second' has 2 steps left over: step 1 of 2: say('b')*",
+        ]
+    )
+
+
+def test_a_leftover_llm_server_step_fails_the_test(suite):
+    result = suite("""
+import httpx
+
+def test_leftover(llm_server):
+    llm_server.script([say("one"), say("two")])
+    httpx.post(llm_server.base_url("ollama") + "/api/chat", json={"stream": False})
+
+def test_allowed(llm_server):
+    llm_server.script([say("one"), say("two")], strict=False)
+    httpx.post(llm_server.base_url("ollama") + "/api/chat", json={"stream": False})
+""").runpytest()
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_leftover*",
+            "*llm_server: the script has 1 step left over: step 2 of 2: say('two')."
+            "*or pass llm_server.script(..., strict=False) to allow leftovers.",
+        ]
+    )
