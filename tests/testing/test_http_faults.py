@@ -177,14 +177,15 @@ def test_a_path_filter_matches_any_host(faults, http_faults, client):
 
 
 def test_a_fault_declared_in_the_test_body_switches_the_layer_on(faults):
-    original = httpx.HTTPTransport.handle_request
+    original = httpx.Client._send_single_request
     faults.http(url=API).status(418)
-    assert httpx.HTTPTransport.handle_request is not original
+    assert httpx.Client._send_single_request is not original
     assert httpx.get(API).status_code == 418
 
 
 def test_without_http_faults_httpx_is_left_alone(faults):
     faults.tool("x").raises(ValueError).strict(False)
+    assert httpx.Client._send_single_request.__module__ == "httpx._client"
     assert httpx.HTTPTransport.handle_request.__module__ == "httpx._transports.default"
 
 
@@ -355,6 +356,7 @@ def test_a_plan_outside_pytest_records_on_its_own_recorder():
         assert httpx.get(API).status_code == 503
     assert [e.type for e in trace] == ["http.fault", "http.request"]
     assert str(plan.fired[0]) == f"http:GET {API} 503 (occurrence 1)"
+    assert httpx.Client._send_single_request.__module__ == "httpx._client"
     assert httpx.HTTPTransport.handle_request.__module__ == "httpx._transports.default"
 
 

@@ -5,14 +5,18 @@ our own model clients and most tools use httpx (httpcore). Both are covered, in 
 layers, outermost first::
 
     client (httpx / httpx2 Client, AsyncClient, the official SDKs)
-      -> HTTPTransport.handle_request   HttpInjector: the plan's http faults, one
+      -> Client._send_single_request    HttpInjector: the plan's http faults, one
                                         http.request event per attempt, the network guard
+      -> the client's transport         a user's mock answers here: pytest-httpx's
+                                        patched HTTPTransport, a MockTransport, respx's
+                                        ``using="httpx"`` transport
       -> ConnectionPool.handle_request  respx mockers: HTTPCoreMocker (httpx) and
                                         HTTPCore2Mocker (httpx2), where the http_faults
                                         router and any respx router of the test answer
       -> the socket
 
-So faults come before routes, and a faulted request never reaches a route. A fault raises
+So faults come before every mock and route, and a faulted request reaches none of them;
+the request after it goes on to whatever the test's own mock installed. A fault raises
 the exception of the library the client uses (``httpx2.ReadTimeout`` for an httpx2
 client), or answers as a server would (a status with ``Retry-After`` and
 ``retry-after-ms``, an HTML body, a stream cut mid-way). An injected failure takes no
@@ -21,6 +25,9 @@ client's backoff, which ``virtual_clock.patch_sleep()`` records.
 
 What happens to a request no fault hits (the pass-through policy):
 
+0. when the client's transport is not the library's own network transport (a
+   MockTransport, pytest-httpx, respx's ``using="httpx"``): it goes to that transport,
+   which answers for itself;
 1. to a running `LLMServer`: it goes to the server untouched, which serves the faults
    and records the events itself;
 2. when a respx router is active for the client's library (``http_faults``, or the
@@ -32,8 +39,7 @@ What happens to a request no fault hits (the pass-through policy):
    a test never reaches the network by accident, and no retry policy retries the mistake.
 
 The layer is switched on only while a plan that has http faults is active, or while a
-test uses ``http_faults``; otherwise httpx is left alone. A client built on a custom
-transport (``httpx.MockTransport``) bypasses it.
+test uses ``http_faults``; otherwise httpx is left alone.
 
 httpx2 and httpcore2 are imported only when installed, and only when the layer first
 switches on.
@@ -213,14 +219,18 @@ _undo: list[tuple[type, str, Any]] = []
 
 
 def _install() -> None:
+    # The hook is where a client hands a request to its transport (``_send_single_request``),
+    # above any transport: so a fault fires before whatever answers below (the network,
+    # pytest-httpx's patched HTTPTransport, respx, a MockTransport), and no other mocking
+    # library patches this method, so undoing it never undoes (or restores) theirs.
     for library in _libraries():
         module = library.module
-        sync_original = module.HTTPTransport.handle_request
-        async_original = module.AsyncHTTPTransport.handle_async_request
-        _undo.append((module.HTTPTransport, "handle_request", sync_original))
-        _undo.append((module.AsyncHTTPTransport, "handle_async_request", async_original))
-        module.HTTPTransport.handle_request = _sync_entry(library, sync_original)
-        module.AsyncHTTPTransport.handle_async_request = _async_entry(library, async_original)
+        sync_original = module.Client.__dict__["_send_single_request"]
+        async_original = module.AsyncClient.__dict__["_send_single_request"]
+        _undo.append((module.Client, "_send_single_request", sync_original))
+        _undo.append((module.AsyncClient, "_send_single_request", async_original))
+        module.Client._send_single_request = _sync_entry(library, sync_original)
+        module.AsyncClient._send_single_request = _async_entry(library, async_original)
 
 
 def _uninstall() -> None:
@@ -230,21 +240,75 @@ def _uninstall() -> None:
 
 
 def _sync_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
-    def handle_request(transport: Any, request: Any) -> Any:
+    def _send_single_request(client: Any, request: Any) -> Any:
         if not _stack:
-            return original(transport, request)
-        return _stack[-1].handle(library, transport, request, original)
+            return original(client, request)
+        return _stack[-1].handle(library, client, request, original)
 
-    return handle_request
+    return _send_single_request
 
 
 def _async_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
-    async def handle_async_request(transport: Any, request: Any) -> Any:
+    async def _send_single_request(client: Any, request: Any) -> Any:
         if not _stack:
-            return await original(transport, request)
-        return await _stack[-1].ahandle(library, transport, request, original)
+            return await original(client, request)
+        return await _stack[-1].ahandle(library, client, request, original)
 
-    return handle_async_request
+    return _send_single_request
+
+
+class _Answer:
+    """A one-request transport that gives an injected outcome (see `_Via`)."""
+
+    __slots__ = ("outcome",)
+
+    def __init__(self, outcome: _Injected) -> None:
+        self.outcome = outcome
+
+    def handle_request(self, request: Any) -> Any:
+        if self.outcome.error is not None:
+            raise self.outcome.error
+        return self.outcome.response
+
+    async def handle_async_request(self, request: Any) -> Any:
+        return self.handle_request(request)
+
+
+class _Via:
+    """The client, seen through another transport for one request.
+
+    The client's own ``_send_single_request`` runs on it, so an injected response is
+    finished exactly as a real one (request, elapsed, cookies, encoding, logging).
+    """
+
+    __slots__ = ("_client", "_transport")
+
+    def __init__(self, client: Any, transport: _Answer) -> None:
+        self._client = client
+        self._transport = transport
+
+    def _transport_for_url(self, url: Any) -> _Answer:
+        return self._transport
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def _is_network(library: _Library, transport: Any) -> bool:
+    """Whether ``transport`` is the library's own, unpatched network transport.
+
+    Anything else (a MockTransport, pytest-httpx's patched HTTPTransport, respx's
+    ``using="httpx"`` transport, a user's subclass) answers by itself: the kit passes the
+    request on to it and does not guard it.
+    """
+    module = library.module
+    if isinstance(transport, module.HTTPTransport):
+        method = type(transport).handle_request
+    elif isinstance(transport, module.AsyncHTTPTransport):
+        method = type(transport).handle_async_request
+    else:
+        return False
+    return str(getattr(method, "__module__", "")).partition(".")[0] == library.name
 
 
 # ----------------------------------------------------------------------------- the layer
@@ -309,44 +373,41 @@ class HttpInjector:
 
     # ------------------------------------------------------------------ one request
 
-    def handle(self, library: _Library, transport: Any, request: Any, original: Any) -> Any:
-        """Answer one sync request: a fault, the transport below, or the guard."""
-        decision = self._decide(library, request)
+    def handle(self, library: _Library, client: Any, request: Any, original: Any) -> Any:
+        """Send one sync request: a fault, the client's transport, or the guard."""
+        decision = self._decide(library, client, request)
         if decision is _SILENT:
-            return original(transport, request)
+            return original(client, request)
         if isinstance(decision, _Injected):
-            if decision.error is not None:
-                raise decision.error
-            return decision.response
+            return original(_Via(client, _Answer(decision)), request)
         try:
-            response = original(transport, request)
+            response = original(client, request)
         except Exception as exc:
             self._record(request, error=exc)
             raise
         self._record(request, response=response)
         return response
 
-    async def ahandle(self, library: _Library, transport: Any, request: Any, original: Any) -> Any:
-        """Answer one async request, like `handle`."""
-        decision = self._decide(library, request)
+    async def ahandle(self, library: _Library, client: Any, request: Any, original: Any) -> Any:
+        """Send one async request, like `handle`."""
+        decision = self._decide(library, client, request)
         if decision is _SILENT:
-            return await original(transport, request)
+            return await original(client, request)
         if isinstance(decision, _Injected):
-            if decision.error is not None:
-                raise decision.error
-            return decision.response
+            return await original(_Via(client, _Answer(decision)), request)
         try:
-            response = await original(transport, request)
+            response = await original(client, request)
         except Exception as exc:
             self._record(request, error=exc)
             raise
         self._record(request, response=response)
         return response
 
-    def _decide(self, library: _Library, request: Any) -> Any:
+    def _decide(self, library: _Library, client: Any, request: Any) -> Any:
         url = request.url
         host = url.host
-        if is_loopback(host) and _running_port(url) in _server_ports():
+        network = _is_network(library, client._transport_for_url(url))
+        if network and is_loopback(host) and _running_port(url) in _server_ports():
             return _SILENT
         method = request.method
         shown = str(url)
@@ -356,7 +417,7 @@ class HttpInjector:
             failure = outcome.error or outcome.later
             self._record(request, response=outcome.response, error=failure, fault=hit[0])
             return outcome
-        if library.mocker.routers or is_loopback(host):
+        if not network or library.mocker.routers or is_loopback(host):
             return _PASS
         error = UnmatchedRequestError(method, shown)
         self._record(request, error=error)

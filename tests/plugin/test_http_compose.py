@@ -1,0 +1,172 @@
+"""HTTP faults compose with the mocks a test already has: pytest-httpx, respx, MockTransport.
+
+The fault fires first; the request it lets through goes on to whatever the user's mock
+installed, in either fixture order, for httpx and httpx2 clients, sync and async. Every
+inner session ends with a test that proves nothing was left patched.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Loaded in the outer session (see test_http_plugin.py: httpx2 caches httpcore2's classes).
+pytest.importorskip("httpcore2")
+pytest.importorskip("httpx2")
+pytest.importorskip("pytest_httpx")
+
+HEAD = """
+import asyncio
+
+import httpcore
+import httpcore2
+import httpx
+import httpx2
+import pytest
+import respx
+from respx.mocks import HTTPCoreMocker, Mocker
+
+API = "https://api.example.com/v1/things"
+
+# captured at collection, before any test of this session patches anything
+PATCHABLE = [
+    (httpx.Client, "_send_single_request"),
+    (httpx.AsyncClient, "_send_single_request"),
+    (httpx.Client, "_transport_for_url"),
+    (httpx.AsyncClient, "_transport_for_url"),
+    (httpx.HTTPTransport, "handle_request"),
+    (httpx.AsyncHTTPTransport, "handle_async_request"),
+    (httpx2.Client, "_send_single_request"),
+    (httpx2.AsyncClient, "_send_single_request"),
+    (httpx2.HTTPTransport, "handle_request"),
+    (httpx2.AsyncHTTPTransport, "handle_async_request"),
+    (httpcore.ConnectionPool, "handle_request"),
+    (httpcore.AsyncConnectionPool, "handle_async_request"),
+    (httpcore2.ConnectionPool, "handle_request"),
+    (httpcore2.AsyncConnectionPool, "handle_async_request"),
+]
+ORIGINALS = [owner.__dict__[name] for owner, name in PATCHABLE]
+
+
+def statuses(lib, transport=None, n=3):
+    kw = {} if transport is None else {"transport": transport}
+    with lib.Client(**kw) as client:
+        return [client.get(API).status_code for _ in range(n)]
+
+
+def astatuses(lib, transport=None, n=3):
+    kw = {} if transport is None else {"transport": transport}
+
+    async def go():
+        async with lib.AsyncClient(**kw) as client:
+            return [(await client.get(API)).status_code for _ in range(n)]
+
+    return asyncio.run(go())
+
+
+def assert_two_faults_fired(faults, trace):
+    assert [f.target for f in faults.fired] == ["http", "http"]
+    assert [e.status for e in trace.of("http.fault")] == [503, 503]
+"""
+
+TAIL = """
+
+def test_zz_a_later_test_sees_plain_behaviour():
+    now = [owner.__dict__[name] for owner, name in PATCHABLE]
+    left = [f"{o.__module__}.{o.__name__}.{n}" for (o, n), a, b in zip(PATCHABLE, now, ORIGINALS)
+            if a is not b]
+    assert left == []
+    assert all(not mocker.routers for mocker in Mocker.registry.values())
+    for lib in (httpx, httpx2):
+        plain = lib.MockTransport(lambda request: lib.Response(204))
+        assert statuses(lib, plain, n=1) == [204]
+"""
+
+MARKER = "@pytest.mark.inject_fault(http=503, times=2)\n"
+FLUENT = "    faults.http(url=API).status(503).times(2)\n"
+
+
+def _cases(fixture: str, body: str) -> str:
+    """One inner test per fixture order x marker/fluent x sync/async client."""
+    out = []
+    for order, args in (
+        ("mock_first", f"{fixture}, faults, trace"),
+        ("faults_first", f"faults, trace, {fixture}"),
+    ):
+        for style in ("marker", "fluent"):
+            for mode, call in (("sync", "statuses"), ("async", "astatuses")):
+                decorator = MARKER if style == "marker" else ""
+                declare = FLUENT if style == "fluent" else ""
+                out.append(
+                    f"\n\n{decorator}def test_{order}_{style}_{mode}({args}):\n{declare}"
+                    + body.replace("CALL", call)
+                )
+    return "".join(out)
+
+
+def _run(pytester: pytest.Pytester, source: str) -> pytest.RunResult:
+    pytester.makepyfile(test_compose=HEAD + source + TAIL)
+    return pytester.runpytest("-p", "no:randomly")
+
+
+PYTEST_HTTPX_BODY = """\
+    httpx_mock.add_response(url=API, json={"ok": True})
+    assert CALL(httpx) == [503, 503, 200]
+    assert_two_faults_fired(faults, trace)
+    assert len(httpx_mock.get_requests()) == 1  # the third request reached the mock
+"""
+
+
+def test_faults_fire_then_pytest_httpx_answers_in_both_fixture_orders(pytester):
+    result = _run(pytester, _cases("httpx_mock", PYTEST_HTTPX_BODY))
+    result.assert_outcomes(passed=9)
+
+
+RESPX_BODY = """\
+    route = respx_mock.get(API).respond(200, json={"ok": True})
+    assert CALL(httpx) == [503, 503, 200]
+    assert_two_faults_fired(faults, trace)
+    assert route.call_count == 1
+"""
+
+
+def test_faults_fire_then_respx_answers_in_both_fixture_orders(pytester):
+    result = _run(pytester, _cases("respx_mock", RESPX_BODY))
+    result.assert_outcomes(passed=9)
+
+
+RESPX_USING_BODY = """\
+    with respx.mock(using=USING) as router:
+        route = router.get(API).respond(200, json={"ok": True})
+        assert CALL(LIB) == [503, 503, 200]
+    assert_two_faults_fired(faults, trace)
+    assert route.call_count == 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("using", "lib"), [("httpx", "httpx"), ("httpcore", "httpx"), ("httpcore2", "httpx2")]
+)
+def test_faults_fire_then_a_respx_router_answers_whatever_it_patches(pytester, using, lib):
+    # respx's "httpx" mocker patches Client._transport_for_url; "httpcore"/"httpcore2" the pool
+    body = RESPX_USING_BODY.replace("USING", repr(using)).replace("LIB", lib)
+    result = _run(pytester, _cases("monkeypatch", body))
+    result.assert_outcomes(passed=9)
+
+
+MOCK_TRANSPORT_BODY = """\
+    seen = []
+
+    def answer(request):
+        seen.append(request)
+        return LIB.Response(200, json={"ok": True})
+
+    assert CALL(LIB, LIB.MockTransport(answer)) == [503, 503, 200]
+    assert len(seen) == 1  # the third request reached the user's transport
+    assert_two_faults_fired(faults, trace)
+"""
+
+
+@pytest.mark.parametrize("lib", ["httpx", "httpx2"])
+def test_faults_fire_then_a_mock_transport_answers(pytester, lib):
+    result = _run(pytester, _cases("monkeypatch", MOCK_TRANSPORT_BODY.replace("LIB", lib)))
+    result.assert_outcomes(passed=9)
