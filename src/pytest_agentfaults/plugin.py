@@ -374,14 +374,19 @@ def scripted_model() -> Callable[..., ScriptedModel]:
 
 
 @pytest.fixture
-def http_faults(request: pytest.FixtureRequest) -> HttpFaultRouter:
+def http_faults(request: pytest.FixtureRequest) -> Generator[HttpFaultRouter, None, None]:
     """A respx router that sees httpx AND httpx2 clients (the official SDKs use httpx2).
 
     ``http_faults.post(url).respond(200, json=...)``; the test's http faults apply first,
     and a request that matches no route raises an `AssertionError` unless it goes to
-    loopback. Stopped with the test's fault plan.
+    loopback. Stopped with the test's fault plan; a route never requested then fails the
+    test (opt out with ``http_faults.assert_all_called = False``).
     """
-    return _state(request).plan.http_layer().router
+    router = _state(request).plan.http_layer().router
+    yield router
+    if request.node.stash.get(_FAILED, False):
+        # a test that failed already shows its own failure, not the routes it never reached
+        router.assert_all_called = False
 
 
 @pytest.fixture(scope="session")

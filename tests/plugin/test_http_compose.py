@@ -170,3 +170,105 @@ MOCK_TRANSPORT_BODY = """\
 def test_faults_fire_then_a_mock_transport_answers(pytester, lib):
     result = _run(pytester, _cases("monkeypatch", MOCK_TRANSPORT_BODY.replace("LIB", lib)))
     result.assert_outcomes(passed=9)
+
+
+# ----------------------------------------------------------------------------- item 6
+
+UNUSED = """
+import httpx
+import pytest
+
+API = "https://api.example.com/v1/things"
+"""
+
+
+def test_a_route_never_requested_fails_at_teardown_naming_it(pytester):
+    pytester.makepyfile(
+        test_unused=UNUSED
+        + """
+def test_it(http_faults):
+    http_faults.get(API).respond(200)
+    http_faults.post(API + "?api_key=sk-abcdefghijklmnop1234").respond(201)
+    assert httpx.get(API).status_code == 200
+"""
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_it*",
+            "E *: 1 http_faults route(s) registered but never requested:",
+            "*  POST https://api.example.com/v1/things?api_key=[[]REDACTED[]]",
+            "*http_faults.assert_all_called = False*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*  GET https://api.example.com/v1/things")
+    result.stdout.no_fnmatch_line("*sk-abcdefghijklmnop1234*")
+
+
+def test_assert_all_called_false_lets_routes_go_unused(pytester):
+    pytester.makepyfile(
+        test_unused=UNUSED
+        + """
+def test_opted_out(http_faults):
+    assert http_faults.assert_all_called == True
+    http_faults.assert_all_called = False
+    assert not http_faults.assert_all_called
+    http_faults.post(API).respond(201)
+
+
+def test_a_bad_value_is_a_usage_error(http_faults):
+    from pytest_agentfaults.errors import UsageError
+
+    with pytest.raises(UsageError, match="assert_all_called = 'no'.*True.*False"):
+        http_faults.assert_all_called = "no"
+
+
+def test_called_as_in_respx_it_checks_at_once(http_faults):
+    route = http_faults.get(API).respond(200)
+    with pytest.raises(AssertionError, match="GET https://api.example.com/v1/things"):
+        http_faults.assert_all_called()
+    httpx.get(API)
+    http_faults.assert_all_called()
+    assert route.call_count == 1
+"""
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=3)
+
+
+def test_a_failed_test_shows_its_own_failure_not_the_unused_routes(pytester):
+    pytester.makepyfile(
+        test_unused=UNUSED
+        + """
+def test_it(http_faults):
+    http_faults.post(API).respond(201)
+    assert 1 + 1 == 3, "the test's own failure"
+"""
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["E * the test's own failure"])
+    result.stdout.no_fnmatch_line("*never requested*")
+
+
+def test_a_route_shadowed_by_the_tests_own_mock_is_reported_unused(pytester):
+    pytester.makepyfile(
+        test_unused=UNUSED
+        + """
+def test_it(http_faults, httpx_mock):
+    http_faults.get(API).respond(200)
+    httpx_mock.add_response(url=API, status_code=204)
+    assert httpx.get(API).status_code == 204  # pytest-httpx answers at the transport
+"""
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*  GET https://api.example.com/v1/things",
+            "*    GET https://api.example.com/v1/things went to the client's own transport"
+            " (HTTPTransport as patched by pytest_httpx), which answers before any http_faults"
+            " route: register the answer there, or drop that mock",
+        ]
+    )

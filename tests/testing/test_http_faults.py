@@ -212,8 +212,10 @@ def test_an_unfaulted_request_never_reaches_the_network(lib):
 
 def test_a_request_no_route_matches_raises_naming_it(http_faults, lib):
     http_faults.get(API).respond(200)
-    with lib.Client() as client, pytest.raises(AssertionError, match="POST https://nope.test/x"):
-        client.post("https://nope.test/x")
+    with lib.Client() as client:
+        assert client.get(API).status_code == 200
+        with pytest.raises(AssertionError, match="POST https://nope.test/x"):
+            client.post("https://nope.test/x")
 
 
 def test_the_guard_is_never_retried_by_our_clients(http_faults):
@@ -419,6 +421,7 @@ def test_async_requests_without_a_route_are_guarded(http_faults, lib):
 
     async def go() -> None:
         async with lib.AsyncClient() as client:
+            assert (await client.get(API)).status_code == 200
             await client.get("https://unrouted.test/")
 
     with pytest.raises(UnmatchedRequestError):

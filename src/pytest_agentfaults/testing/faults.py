@@ -372,6 +372,8 @@ class FaultPlan:
         #: the test's trace; left None, the first HTTP event makes one on the default clock.
         self.http_recorder: Recorder | None = None
         self._http: HttpInjector | None = None
+        #: set when the layer stops: the ``http_faults`` routes never requested (`check`)
+        self.unused_routes: str | None = None
         # the loopback server counts occurrences from its own threads
         self._http_lock = threading.Lock()
 
@@ -417,10 +419,16 @@ class FaultPlan:
         return [f for f in self.faults if f.strict and id(f) not in fired]
 
     def check(self) -> None:
-        """Raise AssertionError naming every strict fault that never fired."""
+        """Raise AssertionError naming every strict fault that never fired.
+
+        And every ``http_faults`` route never requested, once the HTTP layer has stopped.
+        """
+        __tracebackhide__ = True
         missing = self.unfired()
-        if missing:
-            lines = [f"fault on {_what(f)} never fired ({f.source})" for f in missing]
+        lines = [f"fault on {_what(f)} never fired ({f.source})" for f in missing]
+        if self.unused_routes:
+            lines.append(self.unused_routes)
+        if lines:
             raise AssertionError("\n".join(lines))
 
     def of(self, target: Target) -> list[Fault]:

@@ -58,10 +58,12 @@ import respx
 from respx.mocks import HTTPCoreMocker, Mocker
 from respx.models import AllMockedAssertionError, PassThrough
 
+from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._loop import current_emit
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord, Recorder
 from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
 from pytest_agentfaults.testing.server import (
     error_body,
     malformed_body,
@@ -294,6 +296,18 @@ class _Via:
         return getattr(self._client, name)
 
 
+_BYPASS_KEPT: Final = 50
+
+
+def _transport_name(transport: Any) -> str:
+    kind = type(transport)
+    for method_name in ("handle_request", "handle_async_request"):
+        module = str(getattr(getattr(kind, method_name, None), "__module__", ""))
+        if module and module.partition(".")[0] != kind.__module__.partition(".")[0]:
+            return f"{kind.__name__} as patched by {module.partition('.')[0]}"
+    return f"{kind.__module__.partition('.')[0]}.{kind.__qualname__}"
+
+
 def _is_network(library: _Library, transport: Any) -> bool:
     """Whether ``transport`` is the library's own, unpatched network transport.
 
@@ -353,10 +367,13 @@ class HttpInjector:
         _stack.append(self)
 
     def stop(self) -> None:
-        """Undo `start`, and stop the router."""
+        """Undo `start`, and stop the router (noting its unused routes for `FaultPlan.check`)."""
         if self._router is not None:
             router, self._router = self._router, None
-            router.stop()
+            try:
+                self.plan.unused_routes = router.unused_report()
+            finally:
+                router.stop()
         if self in _stack:
             _stack.remove(self)
         if not _stack:
@@ -417,6 +434,8 @@ class HttpInjector:
             failure = outcome.error or outcome.later
             self._record(request, response=outcome.response, error=failure, fault=hit[0])
             return outcome
+        if not network and self._router is not None:
+            self._router.note_bypass(request, client._transport_for_url(url))
         if not network or library.mocker.routers or is_loopback(host):
             return _PASS
         error = UnmatchedRequestError(method, shown)
@@ -574,13 +593,43 @@ class HttpFaultRouter(respx.Router):
     Routes work as in respx (``http_faults.post(url).respond(200, json=...)``,
     ``route.calls``); the test's http faults apply first. A request matching no route
     raises `UnmatchedRequestError`, except one to loopback, which passes through to the
-    real local server. Routes that are never called do not fail the test
-    (``assert_all_called=False``); call `assert_all_called` to check.
+    real local server. A route never requested fails the test at teardown, unless the
+    test sets ``http_faults.assert_all_called = False``; ``http_faults.assert_all_called()``
+    checks at once, as in respx.
     """
 
     def __init__(self) -> None:
         super().__init__(assert_all_called=False, assert_all_mocked=True)
         self._mockers = [library.mocker for library in _libraries()]
+        self._routes_must_be_called = True
+        #: requests answered by a client's own transport, which routes never see
+        self.bypassed: list[tuple[Any, str]] = []
+
+    def unused_report(self) -> str | None:
+        """The teardown failure over routes never requested, or None (all used, or opted out)."""
+        unused = [route for route in self.routes if not route.called]
+        if not unused or not self._routes_must_be_called:
+            return None
+        return unused_routes_message(unused, self.bypassed)
+
+    def note_bypass(self, request: Any, transport: Any) -> None:
+        """Note a request that a client's own transport answers (see `assert_all_called`)."""
+        if len(self.bypassed) < _BYPASS_KEPT:
+            self.bypassed.append((request, _transport_name(transport)))
+
+    @property
+    def assert_all_called(self) -> AllCalledSwitch:
+        """True (the default) while unused routes fail the test; call it to check now."""
+        return AllCalledSwitch(self)
+
+    @assert_all_called.setter
+    def assert_all_called(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise UsageError(
+                f"http_faults.assert_all_called = {value!r}: give True (unused routes fail "
+                "the test, the default) or False (they may go unused)"
+            )
+        self._routes_must_be_called = value
 
     def start(self) -> None:
         """Register with the httpcore and httpcore2 mockers and start patching."""
