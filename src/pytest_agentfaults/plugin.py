@@ -412,7 +412,12 @@ def llm_server(
     over its socket; ``llm_server.requests`` lists every request received. A request left
     without a script step fails the test at teardown.
     """
+    from pytest_agentfaults.testing._compose import check_llm_server_mocks  # noqa: PLC0415
+
     server = _agentfaults_llm_server
+    markers = list(request.node.iter_markers("httpx_mock"))
+    url = server.base_url("openai")
+    check_llm_server_mocks(request.node.name, request.fixturenames, markers, url)
     server.bind(_state(request).plan)
     try:
         yield server

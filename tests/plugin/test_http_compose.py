@@ -272,3 +272,62 @@ def test_it(http_faults, httpx_mock):
             " route: register the answer there, or drop that mock",
         ]
     )
+
+
+# ----------------------------------------------------------------------------- llm_server
+
+SERVER = """
+import httpx
+import pytest
+from pytest_agentfaults.testing import say
+
+API = "https://api.example.com/v1/things"
+"""
+
+
+def test_llm_server_with_an_httpx_mock_that_swallows_loopback_fails_at_setup(pytester):
+    pytester.makepyfile(
+        test_server=SERVER
+        + """
+def test_it(llm_server, httpx_mock):
+    pass
+"""
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_it*",
+            "*UsageError: test_it uses llm_server and pytest-httpx's httpx_mock: "
+            "httpx_mock answers the httpx requests to llm_server (http://127.0.0.1:*) *"
+            "@pytest.mark.httpx_mock(should_mock=lambda request: request.url.host != "
+            '"127.0.0.1")*',
+        ]
+    )
+
+
+def test_llm_server_and_an_httpx_mock_that_lets_loopback_through_compose(pytester):
+    # the server serves the faults for its requests, pytest-httpx answers the others: a
+    # request to the server counts once (at=2 hits the second one, not the first)
+    pytester.makepyfile(
+        test_server=SERVER
+        + """
+@pytest.mark.httpx_mock(should_mock=lambda request: request.url.host != "127.0.0.1")
+@pytest.mark.inject_fault(http=503, at=2)
+def test_it(llm_server, httpx_mock, faults):
+    llm_server.script([say("one"), say("two")])
+    httpx_mock.add_response(url=API, status_code=204)
+    url = llm_server.base_url("openai") + "/chat/completions"
+    with httpx.Client() as client:
+        first = client.post(url, json={"model": "m", "messages": []})
+        second = client.post(url, json={"model": "m", "messages": []})
+        third = client.post(url, json={"model": "m", "messages": []})
+        assert client.get(API).status_code == 204
+    assert [first.status_code, second.status_code, third.status_code] == [200, 503, 200]
+    assert [r.fault for r in llm_server.requests] == [None, "503", None]
+    assert len(faults.fired) == 1
+    assert len(httpx_mock.get_requests()) == 1
+"""
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1)

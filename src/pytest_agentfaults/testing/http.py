@@ -308,12 +308,17 @@ def _transport_name(transport: Any) -> str:
     return f"{kind.__module__.partition('.')[0]}.{kind.__qualname__}"
 
 
-def _is_network(library: _Library, transport: Any) -> bool:
-    """Whether ``transport`` is the library's own, unpatched network transport.
+_NETWORK: Final = "network"  # the library's own HTTPTransport: the socket, or respx below
+_PATCHED: Final = "patched"  # the library's HTTPTransport, patched (pytest-httpx)
+_OWN: Final = "own"  # a transport of the client's own (MockTransport, respx "httpx")
 
-    Anything else (a MockTransport, pytest-httpx's patched HTTPTransport, respx's
-    ``using="httpx"`` transport, a user's subclass) answers by itself: the kit passes the
-    request on to it and does not guard it.
+
+def _transport_kind(library: _Library, transport: Any) -> str:
+    """What answers a request the layer lets through.
+
+    Only the library's own, unpatched network transport is guarded; anything else (a
+    MockTransport, pytest-httpx's patched HTTPTransport, respx's ``using="httpx"``
+    transport, a user's subclass) answers by itself, and the request goes on to it.
     """
     module = library.module
     if isinstance(transport, module.HTTPTransport):
@@ -321,8 +326,10 @@ def _is_network(library: _Library, transport: Any) -> bool:
     elif isinstance(transport, module.AsyncHTTPTransport):
         method = type(transport).handle_async_request
     else:
-        return False
-    return str(getattr(method, "__module__", "")).partition(".")[0] == library.name
+        return _OWN
+    if str(getattr(method, "__module__", "")).partition(".")[0] == library.name:
+        return _NETWORK
+    return _PATCHED
 
 
 # ----------------------------------------------------------------------------- the layer
@@ -423,8 +430,13 @@ class HttpInjector:
     def _decide(self, library: _Library, client: Any, request: Any) -> Any:
         url = request.url
         host = url.host
-        network = _is_network(library, client._transport_for_url(url))
-        if network and is_loopback(host) and _running_port(url) in _server_ports():
+        transport = client._transport_for_url(url)
+        kind = _transport_kind(library, transport)
+        network = kind is _NETWORK
+        # an HTTPTransport, patched or not, hands a loopback request to the server (the
+        # llm_server fixture refuses a pytest-httpx that would not): the server serves
+        # the faults, and the request counts once
+        if kind is not _OWN and is_loopback(host) and _running_port(url) in _server_ports():
             return _SILENT
         method = request.method
         shown = str(url)
@@ -435,7 +447,7 @@ class HttpInjector:
             self._record(request, response=outcome.response, error=failure, fault=hit[0])
             return outcome
         if not network and self._router is not None:
-            self._router.note_bypass(request, client._transport_for_url(url))
+            self._router.note_bypass(request, transport)
         if not network or library.mocker.routers or is_loopback(host):
             return _PASS
         error = UnmatchedRequestError(method, shown)
