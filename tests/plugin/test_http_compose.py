@@ -85,13 +85,10 @@ MARKER = "@pytest.mark.inject_fault(http=503, times=2)\n"
 FLUENT = "    faults.http(url=API).status(503).times(2)\n"
 
 
-def _cases(fixture: str, body: str) -> str:
+def _cases(fixture: str, body: str, kit: str = "faults, trace") -> str:
     """One inner test per fixture order x marker/fluent x sync/async client."""
     out = []
-    for order, args in (
-        ("mock_first", f"{fixture}, faults, trace"),
-        ("faults_first", f"faults, trace, {fixture}"),
-    ):
+    for order, args in (("mock_first", f"{fixture}, {kit}"), ("faults_first", f"{kit}, {fixture}")):
         for style in ("marker", "fluent"):
             for mode, call in (("sync", "statuses"), ("async", "astatuses")):
                 decorator = MARKER if style == "marker" else ""
@@ -113,6 +110,7 @@ PYTEST_HTTPX_BODY = """\
     assert CALL(httpx) == [503, 503, 200]
     assert_two_faults_fired(faults, trace)
     assert len(httpx_mock.get_requests()) == 1  # the third request reached the mock
+    assert [e.status for e in trace.of("http.request")] == [503, 503, 200]
 """
 
 
@@ -150,6 +148,50 @@ def test_faults_fire_then_a_respx_router_answers_whatever_it_patches(pytester, u
     # respx's "httpx" mocker patches Client._transport_for_url; "httpcore"/"httpcore2" the pool
     body = RESPX_USING_BODY.replace("USING", repr(using)).replace("LIB", lib)
     result = _run(pytester, _cases("monkeypatch", body))
+    result.assert_outcomes(passed=9)
+
+
+SDK_BODY = """\
+    virtual_clock.patch_sleep()
+    with respx.mock(using="httpcore2") as router:
+        route = router.post(URL).respond(200, json=CHAT)
+        assert CALL_chat() == "hi"
+    assert_two_faults_fired(faults, trace)
+    assert [e.field("retry_count") for e in trace.of("http.request")] == [0, 1, 2]
+    assert route.call_count == 1
+"""
+
+SDK_HEAD = """
+import openai
+
+URL = "https://api.openai.com/v1/chat/completions"
+CHAT = {
+    "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+    "choices": [{"index": 0, "finish_reason": "stop",
+                 "message": {"role": "assistant", "content": "hi"}}],
+}
+KEY = "sk-test-0123456789abcdef"
+
+
+def statuses_chat():
+    with openai.OpenAI(api_key=KEY) as client:
+        return client.chat.completions.create(model="m", messages=[]).choices[0].message.content
+
+
+def astatuses_chat():
+    async def go():
+        async with openai.AsyncOpenAI(api_key=KEY) as client:
+            reply = await client.chat.completions.create(model="m", messages=[])
+            return reply.choices[0].message.content
+
+    return asyncio.run(go())
+"""
+
+
+def test_an_sdk_retries_the_faults_then_its_own_respx_router_answers(pytester):
+    # the official SDKs send through httpx2: respx mocks it with using="httpcore2"
+    cases = _cases("respx_mock", SDK_BODY, kit="faults, trace, virtual_clock")
+    result = _run(pytester, SDK_HEAD + cases.replace("url=API", "url=URL"))
     result.assert_outcomes(passed=9)
 
 
