@@ -63,6 +63,14 @@ from pytest_agentfaults.runtime._loop import current_emit
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord, Recorder
 from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.testing._handoff import (
+    NETWORK,
+    OWN,
+    Answer,
+    Via,
+    transport_kind,
+    transport_name,
+)
 from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
 from pytest_agentfaults.testing.server import (
     error_body,
@@ -259,79 +267,6 @@ def _async_entry(library: _Library, original: Callable[..., Any]) -> Callable[..
     return _send_single_request
 
 
-class _Answer:
-    """A one-request transport that gives an injected outcome (see `_Via`)."""
-
-    __slots__ = ("outcome",)
-
-    def __init__(self, outcome: _Injected) -> None:
-        self.outcome = outcome
-
-    def handle_request(self, request: Any) -> Any:
-        if self.outcome.error is not None:
-            raise self.outcome.error
-        return self.outcome.response
-
-    async def handle_async_request(self, request: Any) -> Any:
-        return self.handle_request(request)
-
-
-class _Via:
-    """The client, seen through another transport for one request.
-
-    The client's own ``_send_single_request`` runs on it, so an injected response is
-    finished exactly as a real one (request, elapsed, cookies, encoding, logging).
-    """
-
-    __slots__ = ("_client", "_transport")
-
-    def __init__(self, client: Any, transport: _Answer) -> None:
-        self._client = client
-        self._transport = transport
-
-    def _transport_for_url(self, url: Any) -> _Answer:
-        return self._transport
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-
-_BYPASS_KEPT: Final = 50
-
-
-def _transport_name(transport: Any) -> str:
-    kind = type(transport)
-    for method_name in ("handle_request", "handle_async_request"):
-        module = str(getattr(getattr(kind, method_name, None), "__module__", ""))
-        if module and module.partition(".")[0] != kind.__module__.partition(".")[0]:
-            return f"{kind.__name__} as patched by {module.partition('.')[0]}"
-    return f"{kind.__module__.partition('.')[0]}.{kind.__qualname__}"
-
-
-_NETWORK: Final = "network"  # the library's own HTTPTransport: the socket, or respx below
-_PATCHED: Final = "patched"  # the library's HTTPTransport, patched (pytest-httpx)
-_OWN: Final = "own"  # a transport of the client's own (MockTransport, respx "httpx")
-
-
-def _transport_kind(library: _Library, transport: Any) -> str:
-    """What answers a request the layer lets through.
-
-    Only the library's own, unpatched network transport is guarded; anything else (a
-    MockTransport, pytest-httpx's patched HTTPTransport, respx's ``using="httpx"``
-    transport, a user's subclass) answers by itself, and the request goes on to it.
-    """
-    module = library.module
-    if isinstance(transport, module.HTTPTransport):
-        method = type(transport).handle_request
-    elif isinstance(transport, module.AsyncHTTPTransport):
-        method = type(transport).handle_async_request
-    else:
-        return _OWN
-    if str(getattr(method, "__module__", "")).partition(".")[0] == library.name:
-        return _NETWORK
-    return _PATCHED
-
-
 # ----------------------------------------------------------------------------- the layer
 
 _SILENT: Final = "silent"  # pass through, unrecorded (the loopback LLMServer records)
@@ -403,7 +338,7 @@ class HttpInjector:
         if decision is _SILENT:
             return original(client, request)
         if isinstance(decision, _Injected):
-            return original(_Via(client, _Answer(decision)), request)
+            return original(Via(client, Answer(decision)), request)
         try:
             response = original(client, request)
         except Exception as exc:
@@ -418,7 +353,7 @@ class HttpInjector:
         if decision is _SILENT:
             return await original(client, request)
         if isinstance(decision, _Injected):
-            return await original(_Via(client, _Answer(decision)), request)
+            return await original(Via(client, Answer(decision)), request)
         try:
             response = await original(client, request)
         except Exception as exc:
@@ -431,12 +366,12 @@ class HttpInjector:
         url = request.url
         host = url.host
         transport = client._transport_for_url(url)
-        kind = _transport_kind(library, transport)
-        network = kind is _NETWORK
+        kind = transport_kind(library.module, library.name, transport)
+        network = kind == NETWORK
         # an HTTPTransport, patched or not, hands a loopback request to the server (the
         # llm_server fixture refuses a pytest-httpx that would not): the server serves
         # the faults, and the request counts once
-        if kind is not _OWN and is_loopback(host) and _running_port(url) in _server_ports():
+        if kind != OWN and is_loopback(host) and _running_port(url) in _server_ports():
             return _SILENT
         method = request.method
         shown = str(url)
@@ -626,8 +561,8 @@ class HttpFaultRouter(respx.Router):
 
     def note_bypass(self, request: Any, transport: Any) -> None:
         """Note a request that a client's own transport answers (see `assert_all_called`)."""
-        if len(self.bypassed) < _BYPASS_KEPT:
-            self.bypassed.append((request, _transport_name(transport)))
+        if len(self.bypassed) < 50:  # enough to explain an unused route
+            self.bypassed.append((request, transport_name(transport)))
 
     @property
     def assert_all_called(self) -> AllCalledSwitch:
