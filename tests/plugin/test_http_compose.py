@@ -86,7 +86,11 @@ FLUENT = "    faults.http(url=API).status(503).times(2)\n"
 
 
 def _cases(fixture: str, body: str, kit: str = "faults, trace") -> str:
-    """One inner test per fixture order x marker/fluent x sync/async client."""
+    """One inner test per fixture order x marker/fluent x sync/async client.
+
+    A mock that is no fixture (``respx.mock(...)``, a MockTransport) pairs with
+    ``monkeypatch``: the order then moves the kit's fixtures before and after another.
+    """
     out = []
     for order, args in (("mock_first", f"{fixture}, {kit}"), ("faults_first", f"{kit}, {fixture}")):
         for style in ("marker", "fluent"):
