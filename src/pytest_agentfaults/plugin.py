@@ -419,7 +419,8 @@ def http_faults(request: pytest.FixtureRequest) -> HttpFaultRouter:
 
     ``http_faults.post(url).respond(200, json=...)``; the test's http faults apply first,
     and a request that matches no route raises an `AssertionError` unless it goes to
-    loopback. Stopped with the test's fault plan.
+    loopback. Stopped with the test's fault plan; a route never requested then fails the
+    test (opt out with ``http_faults.assert_all_called = False``).
     """
     return _state(request).plan.http_layer().router
 
@@ -447,7 +448,12 @@ def llm_server(
     over its socket; ``llm_server.requests`` lists every request received. A request left
     without a script step fails the test at teardown.
     """
+    from pytest_agentfaults.testing._compose import check_llm_server_mocks  # noqa: PLC0415
+
     server = _agentfaults_llm_server
+    markers = list(request.node.iter_markers("httpx_mock"))
+    url = server.base_url("openai")
+    check_llm_server_mocks(request.node.name, request.fixturenames, markers, url)
     server.bind(_state(request).plan)
     try:
         yield server

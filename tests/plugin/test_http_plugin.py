@@ -218,6 +218,7 @@ def test_a_test_without_http_faults_leaves_httpx_alone(suite):
         HTTP
         + """
 def test_it(faults):
+    assert httpx.Client._send_single_request.__module__ == "httpx._client"
     assert httpx.HTTPTransport.handle_request.__module__ == "httpx._transports.default"
 """
     ).runpytest()

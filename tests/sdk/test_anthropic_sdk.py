@@ -59,7 +59,7 @@ def test_a_429_with_retry_after_is_honoured(client, ok, trace, virtual_clock):
 
 
 @pytest.mark.inject_fault(http=529, times=3)
-def test_it_gives_up_after_two_retries(client, ok, trace, virtual_clock):
+def test_it_gives_up_after_two_retries(client, http_faults, trace, virtual_clock):
     virtual_clock.patch_sleep()
     with pytest.raises(anthropic.InternalServerError) as caught:
         ask(client)
@@ -70,7 +70,7 @@ def test_it_gives_up_after_two_retries(client, ok, trace, virtual_clock):
 
 
 @pytest.mark.inject_fault(http=401)
-def test_a_401_is_not_retried(client, ok, trace, virtual_clock):
+def test_a_401_is_not_retried(client, http_faults, trace, virtual_clock):
     virtual_clock.patch_sleep()
     with pytest.raises(anthropic.AuthenticationError):
         ask(client)

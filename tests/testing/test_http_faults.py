@@ -177,14 +177,15 @@ def test_a_path_filter_matches_any_host(faults, http_faults, client):
 
 
 def test_a_fault_declared_in_the_test_body_switches_the_layer_on(faults):
-    original = httpx.HTTPTransport.handle_request
+    original = httpx.Client._send_single_request
     faults.http(url=API).status(418)
-    assert httpx.HTTPTransport.handle_request is not original
+    assert httpx.Client._send_single_request is not original
     assert httpx.get(API).status_code == 418
 
 
 def test_without_http_faults_httpx_is_left_alone(faults):
     faults.tool("x").raises(ValueError).strict(False)
+    assert httpx.Client._send_single_request.__module__ == "httpx._client"
     assert httpx.HTTPTransport.handle_request.__module__ == "httpx._transports.default"
 
 
@@ -211,8 +212,10 @@ def test_an_unfaulted_request_never_reaches_the_network(lib):
 
 def test_a_request_no_route_matches_raises_naming_it(http_faults, lib):
     http_faults.get(API).respond(200)
-    with lib.Client() as client, pytest.raises(AssertionError, match="POST https://nope.test/x"):
-        client.post("https://nope.test/x")
+    with lib.Client() as client:
+        assert client.get(API).status_code == 200
+        with pytest.raises(AssertionError, match="POST https://nope.test/x"):
+            client.post("https://nope.test/x")
 
 
 def test_the_guard_is_never_retried_by_our_clients(http_faults):
@@ -355,6 +358,7 @@ def test_a_plan_outside_pytest_records_on_its_own_recorder():
         assert httpx.get(API).status_code == 503
     assert [e.type for e in trace] == ["http.fault", "http.request"]
     assert str(plan.fired[0]) == f"http:GET {API} 503 (occurrence 1)"
+    assert httpx.Client._send_single_request.__module__ == "httpx._client"
     assert httpx.HTTPTransport.handle_request.__module__ == "httpx._transports.default"
 
 
@@ -417,6 +421,7 @@ def test_async_requests_without_a_route_are_guarded(http_faults, lib):
 
     async def go() -> None:
         async with lib.AsyncClient() as client:
+            assert (await client.get(API)).status_code == 200
             await client.get("https://unrouted.test/")
 
     with pytest.raises(UnmatchedRequestError):

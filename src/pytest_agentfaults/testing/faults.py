@@ -383,6 +383,8 @@ class FaultPlan:
         #: the test's trace; left None, the first HTTP event makes one on the default clock.
         self.http_recorder: Recorder | None = None
         self._http: HttpInjector | None = None
+        #: set when the layer stops: the ``http_faults`` routes never requested (`check`)
+        self.unused_routes: str | None = None
         # the loopback server counts occurrences from its own threads
         self._http_lock = threading.Lock()
         self._checks: list[Callable[[], None]] = []
@@ -439,10 +441,13 @@ class FaultPlan:
     def check(self) -> None:
         """Raise AssertionError naming every strict fault that never fired.
 
-        The checks added with `add_check` run too; every failure is reported, together.
+        And every ``http_faults`` route never requested, once the HTTP layer has stopped;
+        the checks added with `add_check` run too. Every failure is reported, together.
         """
         __tracebackhide__ = True
         lines = [f"fault on {_what(f)} never fired ({f.source})" for f in self.unfired()]
+        if self.unused_routes:
+            lines.append(self.unused_routes)
         for check in list(self._checks):
             try:
                 check()

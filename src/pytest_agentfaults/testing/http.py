@@ -5,14 +5,18 @@ our own model clients and most tools use httpx (httpcore). Both are covered, in 
 layers, outermost first::
 
     client (httpx / httpx2 Client, AsyncClient, the official SDKs)
-      -> HTTPTransport.handle_request   HttpInjector: the plan's http faults, one
+      -> Client._send_single_request    HttpInjector: the plan's http faults, one
                                         http.request event per attempt, the network guard
+      -> the client's transport         a user's mock answers here: pytest-httpx's
+                                        patched HTTPTransport, a MockTransport, respx's
+                                        ``using="httpx"`` transport
       -> ConnectionPool.handle_request  respx mockers: HTTPCoreMocker (httpx) and
                                         HTTPCore2Mocker (httpx2), where the http_faults
                                         router and any respx router of the test answer
       -> the socket
 
-So faults come before routes, and a faulted request never reaches a route. A fault raises
+So faults come before every mock and route, and a faulted request reaches none of them;
+the request after it goes on to whatever the test's own mock installed. A fault raises
 the exception of the library the client uses (``httpx2.ReadTimeout`` for an httpx2
 client), or answers as a server would (a status with ``Retry-After`` and
 ``retry-after-ms``, an HTML body, a stream cut mid-way). An injected failure takes no
@@ -21,6 +25,9 @@ client's backoff, which ``virtual_clock.patch_sleep()`` records.
 
 What happens to a request no fault hits (the pass-through policy):
 
+0. when the client's transport is not the library's own network transport (a
+   MockTransport, pytest-httpx, respx's ``using="httpx"``): it goes to that transport,
+   which answers for itself;
 1. to a running `LLMServer`: it goes to the server untouched, which serves the faults
    and records the events itself;
 2. when a respx router is active for the client's library (``http_faults``, or the
@@ -32,8 +39,7 @@ What happens to a request no fault hits (the pass-through policy):
    a test never reaches the network by accident, and no retry policy retries the mistake.
 
 The layer is switched on only while a plan that has http faults is active, or while a
-test uses ``http_faults``; otherwise httpx is left alone. A client built on a custom
-transport (``httpx.MockTransport``) bypasses it.
+test uses ``http_faults``; otherwise httpx is left alone.
 
 httpx2 and httpcore2 are imported only when installed, and only when the layer first
 switches on.
@@ -52,10 +58,20 @@ import respx
 from respx.mocks import HTTPCoreMocker, Mocker
 from respx.models import AllMockedAssertionError, PassThrough
 
+from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._loop import current_emit
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord, Recorder
 from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.testing._handoff import (
+    NETWORK,
+    OWN,
+    Answer,
+    Via,
+    transport_kind,
+    transport_name,
+)
+from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
 from pytest_agentfaults.testing.server import (
     error_body,
     malformed_body,
@@ -213,14 +229,18 @@ _undo: list[tuple[type, str, Any]] = []
 
 
 def _install() -> None:
+    # The hook is where a client hands a request to its transport (``_send_single_request``),
+    # above any transport: so a fault fires before whatever answers below (the network,
+    # pytest-httpx's patched HTTPTransport, respx, a MockTransport), and no other mocking
+    # library patches this method, so undoing it never undoes (or restores) theirs.
     for library in _libraries():
         module = library.module
-        sync_original = module.HTTPTransport.handle_request
-        async_original = module.AsyncHTTPTransport.handle_async_request
-        _undo.append((module.HTTPTransport, "handle_request", sync_original))
-        _undo.append((module.AsyncHTTPTransport, "handle_async_request", async_original))
-        module.HTTPTransport.handle_request = _sync_entry(library, sync_original)
-        module.AsyncHTTPTransport.handle_async_request = _async_entry(library, async_original)
+        sync_original = module.Client.__dict__["_send_single_request"]
+        async_original = module.AsyncClient.__dict__["_send_single_request"]
+        _undo.append((module.Client, "_send_single_request", sync_original))
+        _undo.append((module.AsyncClient, "_send_single_request", async_original))
+        module.Client._send_single_request = _sync_entry(library, sync_original)
+        module.AsyncClient._send_single_request = _async_entry(library, async_original)
 
 
 def _uninstall() -> None:
@@ -230,21 +250,21 @@ def _uninstall() -> None:
 
 
 def _sync_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
-    def handle_request(transport: Any, request: Any) -> Any:
+    def _send_single_request(client: Any, request: Any) -> Any:
         if not _stack:
-            return original(transport, request)
-        return _stack[-1].handle(library, transport, request, original)
+            return original(client, request)
+        return _stack[-1].handle(library, client, request, original)
 
-    return handle_request
+    return _send_single_request
 
 
 def _async_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
-    async def handle_async_request(transport: Any, request: Any) -> Any:
+    async def _send_single_request(client: Any, request: Any) -> Any:
         if not _stack:
-            return await original(transport, request)
-        return await _stack[-1].ahandle(library, transport, request, original)
+            return await original(client, request)
+        return await _stack[-1].ahandle(library, client, request, original)
 
-    return handle_async_request
+    return _send_single_request
 
 
 # ----------------------------------------------------------------------------- the layer
@@ -289,10 +309,13 @@ class HttpInjector:
         _stack.append(self)
 
     def stop(self) -> None:
-        """Undo `start`, and stop the router."""
+        """Undo `start`, and stop the router (noting its unused routes for `FaultPlan.check`)."""
         if self._router is not None:
             router, self._router = self._router, None
-            router.stop()
+            try:
+                self.plan.unused_routes = router.unused_report()
+            finally:
+                router.stop()
         if self in _stack:
             _stack.remove(self)
         if not _stack:
@@ -309,44 +332,46 @@ class HttpInjector:
 
     # ------------------------------------------------------------------ one request
 
-    def handle(self, library: _Library, transport: Any, request: Any, original: Any) -> Any:
-        """Answer one sync request: a fault, the transport below, or the guard."""
-        decision = self._decide(library, request)
+    def handle(self, library: _Library, client: Any, request: Any, original: Any) -> Any:
+        """Send one sync request: a fault, the client's transport, or the guard."""
+        decision = self._decide(library, client, request)
         if decision is _SILENT:
-            return original(transport, request)
+            return original(client, request)
         if isinstance(decision, _Injected):
-            if decision.error is not None:
-                raise decision.error
-            return decision.response
+            return original(Via(client, Answer(decision)), request)
         try:
-            response = original(transport, request)
+            response = original(client, request)
         except Exception as exc:
             self._record(request, error=exc)
             raise
         self._record(request, response=response)
         return response
 
-    async def ahandle(self, library: _Library, transport: Any, request: Any, original: Any) -> Any:
-        """Answer one async request, like `handle`."""
-        decision = self._decide(library, request)
+    async def ahandle(self, library: _Library, client: Any, request: Any, original: Any) -> Any:
+        """Send one async request, like `handle`."""
+        decision = self._decide(library, client, request)
         if decision is _SILENT:
-            return await original(transport, request)
+            return await original(client, request)
         if isinstance(decision, _Injected):
-            if decision.error is not None:
-                raise decision.error
-            return decision.response
+            return await original(Via(client, Answer(decision)), request)
         try:
-            response = await original(transport, request)
+            response = await original(client, request)
         except Exception as exc:
             self._record(request, error=exc)
             raise
         self._record(request, response=response)
         return response
 
-    def _decide(self, library: _Library, request: Any) -> Any:
+    def _decide(self, library: _Library, client: Any, request: Any) -> Any:
         url = request.url
         host = url.host
-        if is_loopback(host) and _running_port(url) in _server_ports():
+        transport = client._transport_for_url(url)
+        kind = transport_kind(library.module, library.name, transport)
+        network = kind == NETWORK
+        # an HTTPTransport, patched or not, hands a loopback request to the server (the
+        # llm_server fixture refuses a pytest-httpx that would not): the server serves
+        # the faults, and the request counts once
+        if kind != OWN and is_loopback(host) and _running_port(url) in _server_ports():
             return _SILENT
         method = request.method
         shown = str(url)
@@ -356,7 +381,9 @@ class HttpInjector:
             failure = outcome.error or outcome.later
             self._record(request, response=outcome.response, error=failure, fault=hit[0])
             return outcome
-        if library.mocker.routers or is_loopback(host):
+        if not network and self._router is not None:
+            self._router.note_bypass(request, transport)
+        if not network or library.mocker.routers or is_loopback(host):
             return _PASS
         error = UnmatchedRequestError(method, shown)
         self._record(request, error=error)
@@ -513,13 +540,43 @@ class HttpFaultRouter(respx.Router):
     Routes work as in respx (``http_faults.post(url).respond(200, json=...)``,
     ``route.calls``); the test's http faults apply first. A request matching no route
     raises `UnmatchedRequestError`, except one to loopback, which passes through to the
-    real local server. Routes that are never called do not fail the test
-    (``assert_all_called=False``); call `assert_all_called` to check.
+    real local server. A route never requested fails the test at teardown, unless the
+    test sets ``http_faults.assert_all_called = False``; ``http_faults.assert_all_called()``
+    checks at once, as in respx.
     """
 
     def __init__(self) -> None:
         super().__init__(assert_all_called=False, assert_all_mocked=True)
         self._mockers = [library.mocker for library in _libraries()]
+        self._routes_must_be_called = True
+        #: requests answered by a client's own transport, which routes never see
+        self.bypassed: list[tuple[Any, str]] = []
+
+    def unused_report(self) -> str | None:
+        """The teardown failure over routes never requested, or None (all used, or opted out)."""
+        unused = [route for route in self.routes if not route.called]
+        if not unused or not self._routes_must_be_called:
+            return None
+        return unused_routes_message(unused, self.bypassed)
+
+    def note_bypass(self, request: Any, transport: Any) -> None:
+        """Note a request that a client's own transport answers (see `assert_all_called`)."""
+        if len(self.bypassed) < 50:  # enough to explain an unused route
+            self.bypassed.append((request, transport_name(transport)))
+
+    @property
+    def assert_all_called(self) -> AllCalledSwitch:
+        """True (the default) while unused routes fail the test; call it to check now."""
+        return AllCalledSwitch(self)
+
+    @assert_all_called.setter
+    def assert_all_called(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise UsageError(
+                f"http_faults.assert_all_called = {value!r}: give True (unused routes fail "
+                "the test, the default) or False (they may go unused)"
+            )
+        self._routes_must_be_called = value
 
     def start(self) -> None:
         """Register with the httpcore and httpcore2 mockers and start patching."""

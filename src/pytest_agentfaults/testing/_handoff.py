@@ -1,0 +1,88 @@
+"""Where an httpx / httpx2 client hands a request to its transport: the HTTP layer's seam.
+
+`pytest_agentfaults.testing.http` hooks ``Client._send_single_request``, above every
+transport, so its faults fire before any mock the test installed. These helpers say what
+the client's transport is, and give an injected outcome through the client's own code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+__all__ = ["NETWORK", "OWN", "PATCHED", "Answer", "Via", "transport_kind", "transport_name"]
+
+NETWORK: Final = "network"  # the library's own HTTPTransport: the socket, or respx below it
+PATCHED: Final = "patched"  # the library's HTTPTransport, patched by another (pytest-httpx)
+OWN: Final = "own"  # a transport of the client's own (MockTransport, respx's "httpx")
+
+
+def transport_kind(module: Any, library: str, transport: Any) -> str:
+    """What answers a request the layer lets through: `NETWORK`, `PATCHED` or `OWN`.
+
+    Only the library's own, unpatched network transport is guarded; anything else (a
+    MockTransport, pytest-httpx's patched HTTPTransport, respx's ``using="httpx"``
+    transport, a user's subclass) answers by itself, and the request goes on to it.
+    """
+    if isinstance(transport, module.HTTPTransport):
+        method = type(transport).handle_request
+    elif isinstance(transport, module.AsyncHTTPTransport):
+        method = type(transport).handle_async_request
+    else:
+        return OWN
+    if str(getattr(method, "__module__", "")).partition(".")[0] == library:
+        return NETWORK
+    return PATCHED
+
+
+def transport_name(transport: Any) -> str:
+    """``httpx.MockTransport``, or ``HTTPTransport as patched by pytest_httpx``."""
+    kind = type(transport)
+    for method_name in ("handle_request", "handle_async_request"):
+        module = str(getattr(getattr(kind, method_name, None), "__module__", ""))
+        if module and module.partition(".")[0] != kind.__module__.partition(".")[0]:
+            return f"{kind.__name__} as patched by {module.partition('.')[0]}"
+    return f"{kind.__module__.partition('.')[0]}.{kind.__qualname__}"
+
+
+class Answer:
+    """A one-request transport that gives an injected outcome (see `Via`).
+
+    ``outcome`` has ``response`` and ``error``: the error is raised, else the response
+    returned.
+    """
+
+    __slots__ = ("outcome",)
+
+    def __init__(self, outcome: Any) -> None:
+        self.outcome = outcome
+
+    def handle_request(self, request: Any) -> Any:
+        """Give the outcome."""
+        if self.outcome.error is not None:
+            raise self.outcome.error
+        return self.outcome.response
+
+    async def handle_async_request(self, request: Any) -> Any:
+        """Give the outcome, to an async client."""
+        return self.handle_request(request)
+
+
+class Via:
+    """The client, seen through another transport for one request.
+
+    The client's own ``_send_single_request`` runs on it, so an injected response is
+    finished exactly as a real one (request, elapsed, cookies, encoding, logging), and an
+    injected error gets the request attached as httpx does.
+    """
+
+    __slots__ = ("_client", "_transport")
+
+    def __init__(self, client: Any, transport: Answer) -> None:
+        self._client = client
+        self._transport = transport
+
+    def _transport_for_url(self, url: Any) -> Answer:
+        return self._transport
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
