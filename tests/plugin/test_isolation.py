@@ -28,14 +28,21 @@ import respx.mocks
 import pytest_agentfaults as af
 from pytest_agentfaults import ScriptedModel, call_tool, say
 
-REAL = {
-    "time.sleep": time.sleep,
-    "asyncio.sleep": asyncio.sleep,
-    "httpx sync": httpx.HTTPTransport.handle_request,
-    "httpx async": httpx.AsyncHTTPTransport.handle_async_request,
-    "httpx2 sync": httpx2.HTTPTransport.handle_request,
-    "httpx2 async": httpx2.AsyncHTTPTransport.handle_async_request,
-}
+PATCHABLE = [
+    (time, "sleep"),
+    (asyncio, "sleep"),
+    *((lib.HTTPTransport, "handle_request") for lib in (httpx, httpx2)),
+    *((lib.AsyncHTTPTransport, "handle_async_request") for lib in (httpx, httpx2)),
+    *((lib.Client, "_send_single_request") for lib in (httpx, httpx2)),
+    *((lib.AsyncClient, "_send_single_request") for lib in (httpx, httpx2)),
+]
+
+
+def now():
+    return {f"{owner!r}.{name}": getattr(owner, name) for owner, name in PATCHABLE}
+
+
+REAL = now()
 CALLS = []
 
 
@@ -55,25 +62,14 @@ def run_agent():
 def everything(request, llm_server, http_faults, virtual_clock, faults):
     """Switch on every patch the kit has."""
     virtual_clock.patch_sleep()
+    http_faults.assert_all_called = False
     http_faults.get("https://api.example.com/x").respond(200)
     faults.http(url="https://api.example.com/x").status(503).times(9).strict(False)
-    assert time.sleep is not REAL["time.sleep"]
-    assert httpx.HTTPTransport.handle_request is not REAL["httpx sync"]
+    assert now() != REAL
     return llm_server
 
 
 BODY
-
-
-def now():
-    return {
-        "time.sleep": time.sleep,
-        "asyncio.sleep": asyncio.sleep,
-        "httpx sync": httpx.HTTPTransport.handle_request,
-        "httpx async": httpx.AsyncHTTPTransport.handle_async_request,
-        "httpx2 sync": httpx2.HTTPTransport.handle_request,
-        "httpx2 async": httpx2.AsyncHTTPTransport.handle_async_request,
-    }
 
 
 def test_z_nothing_leaked(_agentfaults_llm_server):
