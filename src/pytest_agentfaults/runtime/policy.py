@@ -14,6 +14,7 @@ else that level's ``execution`` action, before looking at the next level.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -77,8 +78,8 @@ class Retry:
             object.__setattr__(self, "strategy", normal)
         for name in ("base_delay", "max_delay", "jitter_factor"):
             value = getattr(self, name)
-            if value is not None and value < 0:
-                raise UsageError(f"retry({name}={value!r}): must be >= 0")
+            if value is not None and (not math.isfinite(value) or value < 0):
+                raise UsageError(f"retry({name}={value!r}): must be a finite number >= 0")
         if self.jitter_factor is not None and self.jitter_factor > 1:
             raise UsageError(f"retry(jitter_factor={self.jitter_factor!r}): must be <= 1")
         if (
