@@ -325,8 +325,8 @@ class LlmFaults:
 
     def rate_limit(self, retry_after: float | None = None) -> LlmFaultBuilder:
         """A 429 RateLimitError."""
-        seconds = _seconds_or_none(retry_after, "retry_after", "faults.llm.rate_limit()")
-        return self._add("rate_limit", retry_after=seconds)
+        _seconds_or_none(retry_after, "retry_after", "faults.llm.rate_limit()")
+        return self._add("rate_limit", retry_after=retry_after)
 
     def server_error(self, status: int = 503) -> LlmFaultBuilder:
         """A 5xx ModelServerError."""
