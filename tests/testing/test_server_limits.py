@@ -307,3 +307,26 @@ def test_pipelined_requests_and_a_stray_blank_line_are_served(server):
             assert chunk, answers
             answers += chunk
     assert len(server.requests) == 2
+
+
+def test_the_scripts_view_of_a_huge_request_is_capped_too(server):
+    model = server.script([say("ok")], on_exhausted="repeat_last")
+    huge = json.dumps({"model": "m", "messages": [{"role": "user", "content": "z" * 300_000}]})
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.take_snapshot()
+        with connect(server) as sock:
+            for _ in range(20):
+                sock.sendall(post(huge.encode()))
+                assert status_of(sock.recv(65536)) == 200
+        gc.collect()
+        grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(start, "filename"))
+    finally:
+        tracemalloc.stop()
+    assert len(model.requests) == 20
+    text = model.requests[0].messages[0].content
+    assert text.startswith("z" * server.max_stored_body)
+    assert text.endswith(f"...[{300_000 - server.max_stored_body} more characters]")
+    # what one request keeps: about two stored copies of max_stored_body, not 300 KB
+    assert grown / 20 < 4 * server.max_stored_body, grown / 20

@@ -929,6 +929,7 @@ class LLMServer:
 
     def _serve(self, handler: _Handler, method: str, path: str, body: bytes) -> None:
         binding = self._binding
+        recorded = len(binding.model.requests)
         provider = provider_for(path)
         stream = provider is not None and wants_stream(provider, body)
         url = f"{self.url}{path}"
@@ -968,6 +969,8 @@ class LLMServer:
         )
         with self._lock:
             binding.requests.append(received)
+            if len(body) > self.max_stored_body:  # the script's copy is bounded too
+                _cut_texts(binding.model.requests[recorded:], self.max_stored_body)
         self._record(binding, received, reply, body)
         # the event is recorded before the reply goes out: the client may look at once
         if _send(handler, reply, self.timeout_hold) == "held":
@@ -1058,6 +1061,27 @@ class LLMServer:
         with contextlib.suppress(ValueError, AttributeError):
             model = str(json.loads(body).get("model") or model)
         return _kind_reply(str(fault.action), provider, stream, model)
+
+
+def _cut_texts(requests: list[ModelRequest], cap: int) -> None:
+    """Cut each message text and tool-call arguments of ``requests`` to ``cap`` characters."""
+
+    def cut(text: str) -> str:
+        return text if len(text) <= cap else f"{text[:cap]}...[{len(text) - cap} more characters]"
+
+    for request in requests:
+        request.messages[:] = [
+            message.model_copy(
+                update={
+                    "content": cut(message.content),
+                    "tool_calls": [
+                        call.model_copy(update={"arguments": cut(call.arguments)})
+                        for call in message.tool_calls
+                    ],
+                }
+            )
+            for message in request.messages
+        ]
 
 
 def _answer(status: int, body: bytes, headers: list[tuple[str, str]] | None = None) -> _Reply:
