@@ -146,6 +146,7 @@ def test_scripted(faults):
         ('tool="fetch", delay=1, times=float("inf")', "times= must be an int >= 1, got inf"),
         ('tool="fetch", delay=1, at=float("nan")', "at= must be an int >= 1, got nan"),
         ("llm='server_error', status=float('nan')", "status= must be an HTTP error status"),
+        ("http=float('nan')", "http= must be a status code (e.g. 503) or one of"),
     ],
 )
 def test_bad_marker_arguments_fail_the_test_at_setup(suite, marker, message):
