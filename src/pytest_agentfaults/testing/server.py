@@ -45,7 +45,7 @@ Security: the server binds 127.0.0.1 only, on an ephemeral port; `requests` and 
 trace events keep no credential header (``Authorization``, ``x-api-key`` ... are
 redacted). No client can wedge it: idle and unfinished requests time out, heads and bodies
 have size limits, and a request breaking one gets a 4xx and a closed connection (see
-`LLMServer` and ``_conn``).
+`LLMServer` and ``_httpd``).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ from pytest_agentfaults.runtime.models.base import (
     ToolSpec,
 )
 from pytest_agentfaults.runtime.redact import redact_headers, redact_text
-from pytest_agentfaults.testing._conn import (
+from pytest_agentfaults.testing._httpd import (
     Limits,
     Reader,
     Refused,
@@ -1195,7 +1195,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         """Stay quiet: a test's output is not the place for an access log."""
 
     def handle_one_request(self) -> None:
-        """Read one request within the server's limits (see `_conn`) and serve it."""
+        """Read one request within the server's limits (see `_httpd`) and serve it."""
         try:
             head = read_head(self.reader)
             if head is None:
