@@ -22,7 +22,17 @@ import time
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["Head", "Limits", "Reader", "Refused", "expects_body", "read_body", "read_head"]
+__all__ = [
+    "Head",
+    "Limits",
+    "Reader",
+    "Refused",
+    "drain",
+    "expects_body",
+    "read_body",
+    "read_head",
+    "set_os_timeouts",
+]
 
 _MAX_FIELDS: Final = 100
 _DIGITS: Final = re.compile(rb"[0-9]{1,19}")
@@ -278,3 +288,24 @@ def _parse_head(head: bytes) -> Head:
             raise Refused(400, f"a repeated {name} header")
         fields[key] = value.strip()
     return Head(parts[0], parts[1], parts[2], fields)
+
+
+def drain(connection: socket.socket, seconds: float) -> None:
+    """Stop sending, then read and drop what the client still sends, for ``seconds`` at most.
+
+    Closing a socket with unread bytes resets the connection, and a reset can destroy the
+    answer before the client reads it: a 431 for a head the server stopped reading would
+    never arrive.
+    """
+    connection.shutdown(socket.SHUT_WR)
+    deadline = time.monotonic() + seconds
+    drained = 0
+    while drained < _MAX_DRAIN and (left := deadline - time.monotonic()) > 0:
+        connection.settimeout(left)
+        chunk = connection.recv(65536)
+        if not chunk:
+            return
+        drained += len(chunk)
+
+
+_MAX_DRAIN: Final = 1 << 20

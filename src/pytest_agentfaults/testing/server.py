@@ -60,7 +60,6 @@ import select
 import socket
 import struct
 import threading
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -88,6 +87,7 @@ from pytest_agentfaults.testing._httpd import (
     Limits,
     Reader,
     Refused,
+    drain,
     expects_body,
     read_body,
     read_head,
@@ -1244,28 +1244,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             self.reader.stop()
             self.wfile.write(_head(status, headers, f"content-length: {len(body)}") + body)
-            _drain(self.connection, self.server.owner._limits.idle_timeout)
-
-
-def _drain(connection: socket.socket, seconds: float) -> None:
-    """Stop sending, then read and drop what the client still sends, for ``seconds`` at most.
-
-    Closing a socket with unread bytes resets the connection, and a reset can destroy the
-    answer before the client reads it: a 431 for a head the server stopped reading would
-    never arrive.
-    """
-    connection.shutdown(socket.SHUT_WR)
-    deadline = time.monotonic() + seconds
-    drained = 0
-    while drained < _MAX_DRAIN and (left := deadline - time.monotonic()) > 0:
-        connection.settimeout(left)
-        chunk = connection.recv(65536)
-        if not chunk:
-            return
-        drained += len(chunk)
-
-
-_MAX_DRAIN: Final = 1 << 20
+            drain(self.connection, self.server.owner._limits.idle_timeout)
 
 
 def _head(status: int, headers: Iterable[tuple[str, str]], extra: str) -> bytes:
