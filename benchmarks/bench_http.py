@@ -11,6 +11,10 @@
 (c) the loopback `LLMServer`: non-streaming chat completions per second over one
     keep-alive httpx client, client and server in this one process (they share the GIL,
     so this is a floor). Target: at least 1,000 requests per second.
+(d) the same server under 10,000 hostile requests (bad Content-Length, oversized heads,
+    garbage, idle and unfinished connections), each over its own raw socket: every one
+    gets a 4xx and a closed connection. Targets: no handler thread left, nothing
+    recorded, traced memory growth under 1 MiB.
 
 Run:  python benchmarks/bench_http.py [--cycles N] [--repeats R]
 """
@@ -20,10 +24,13 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
+import socket
 import statistics
 import sys
+import threading
 import time
 import timeit
+import tracemalloc
 from pathlib import Path
 
 import httpx
@@ -179,18 +186,90 @@ def bench_server(requests: int) -> float:
     return rate
 
 
+# ---------------------------------------------------------------------------- (d)
+
+_CHAT_PATH = "/v1/chat/completions"
+
+
+def _post(length: str, extra: str = "") -> bytes:
+    head = f"POST {_CHAT_PATH} HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n{extra}\r\n"
+    return head.encode() + b'{"model": "m", "messages": []}'
+
+
+HOSTILE = [
+    _post("-1"),
+    _post("abc"),
+    _post("1e15"),
+    _post("99999999999999999999"),
+    _post("31", "X-Big: " + "a" * 70_000 + "\r\n"),
+    b"GARBAGE\r\n\r\n",
+]
+
+
+def _status(server: LLMServer, payload: bytes | None) -> int:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        if payload is not None:
+            sock.sendall(payload)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    return int(data.split(b" ", 2)[1])
+
+
+def bench_hostile(count: int) -> bool:
+    idle_every = 100  # one idle or unfinished connection per 100 requests
+    with LLMServer(idle_timeout=0.05) as server:
+        for payload in HOSTILE * 20:  # warm up
+            _status(server, payload)
+        before = set(threading.enumerate())
+        tracemalloc.start()
+        start_snapshot = tracemalloc.take_snapshot()
+        started = time.perf_counter()
+        statuses: dict[int, int] = {}
+        for i in range(count):
+            if i % idle_every == 0:
+                payload: bytes | None = None if i % (2 * idle_every) else _post("999")[:-5]
+            else:
+                payload = HOSTILE[i % len(HOSTILE)]
+            status = _status(server, payload)
+            statuses[status] = statuses.get(status, 0) + 1
+        took = time.perf_counter() - started
+        new = [t for t in threading.enumerate() if t not in before]
+        for thread in new:
+            thread.join(timeout=5)
+        stuck = [t for t in new if t.is_alive()]
+        gc.collect()
+        grown = sum(
+            d.size_diff for d in tracemalloc.take_snapshot().compare_to(start_snapshot, "filename")
+        )
+        tracemalloc.stop()
+        recorded = len(server.requests)
+    all_4xx = all(400 <= status < 500 for status in statuses)
+    print(f"(d) LLMServer under {count:,} hostile requests (one raw socket each)")
+    print(f"    statuses {dict(sorted(statuses.items()))} in {took:.1f} s")
+    print(f"    handler threads left {len(stuck)}, requests recorded {recorded}, ", end="")
+    print(f"traced memory growth {grown / 1024:.1f} KiB")
+    ok = all_4xx and not stuck and not recorded and grown < 1024 * 1024
+    print(
+        f"    target (all 4xx, no thread left, nothing kept, < 1 MiB): {'OK' if ok else 'MISSED'}"
+    )
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cycles", type=int, default=2000, help="cycles per timing run in (a)")
     parser.add_argument("--repeats", type=int, default=7, help="timing runs per side in (a)")
     parser.add_argument("--sdk", type=int, default=100, help="SDK scenarios per run in (b)")
     parser.add_argument("--requests", type=int, default=3000, help="requests per run in (c)")
+    parser.add_argument("--hostile", type=int, default=10_000, help="hostile requests in (d)")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, httpx {httpx.__version__}, respx {respx.__version__}")
     a = bench_cycle(args.cycles, args.repeats)
     b = bench_sdk(args.sdk)
     c = bench_server(args.requests)
-    ok = a <= 2.0 and b >= 100 and c >= 1000
+    d = bench_hostile(args.hostile)
+    ok = a <= 2.0 and b >= 100 and c >= 1000 and d
     print("all targets met" if ok else "a target was missed")
     return 0 if ok else 1
 

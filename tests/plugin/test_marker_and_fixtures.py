@@ -125,6 +125,29 @@ def test_scripted(faults):
         ('http="slow"', "http= must be a status code"),
         ('llm="chaos"', "llm= must be one of"),
         ('tool="fetch", delay=5, probability=2', "probability= must be a number in (0, 1]"),
+        # NaN and the infinities are refused for every number, naming the key and the range
+        ('tool="fetch", delay=float("nan")', "delay= must be a finite number of seconds >= 0"),
+        ('tool="fetch", delay=float("inf")', "delay= must be a finite number of seconds >= 0"),
+        ('tool="fetch", delay=-float("inf")', "delay= must be a finite number of seconds >= 0"),
+        ("http=429, retry_after=float('nan')", "retry_after= must be a finite number of seconds"),
+        ("http=429, retry_after=float('inf')", "retry_after= must be a finite number of seconds"),
+        (
+            "llm='rate_limit', retry_after=float('nan')",
+            "retry_after= must be a finite number of seconds >= 0, got nan",
+        ),
+        (
+            "llm='rate_limit', retry_after=float('inf')",
+            "retry_after= must be a finite number of seconds >= 0, got inf",
+        ),
+        (
+            'tool="fetch", delay=1, probability=float("nan")',
+            "probability= must be a number in (0, 1], got nan",
+        ),
+        ('tool="fetch", delay=1, probability=float("inf")', "probability= must be a number in"),
+        ('tool="fetch", delay=1, times=float("inf")', "times= must be an int >= 1, got inf"),
+        ('tool="fetch", delay=1, at=float("nan")', "at= must be an int >= 1, got nan"),
+        ("llm='server_error', status=float('nan')", "status= must be an HTTP error status"),
+        ("http=float('nan')", "http= must be a status code (e.g. 503) or one of"),
     ],
 )
 def test_bad_marker_arguments_fail_the_test_at_setup(suite, marker, message):

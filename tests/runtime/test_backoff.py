@@ -146,3 +146,55 @@ def test_schedule_invariants(config, seed):
 @given(configs)
 def test_no_delay_exceeds_the_cap_even_for_huge_retry_numbers(config):
     assert 0 <= config.delay(2000, uniform=0.999) <= config.max_delay
+
+
+# ----------------------------------------------------------------------- caps
+
+
+def test_an_action_base_delay_above_the_config_cap_waits_the_cap():
+    # The minimal example that broke: an action's base_delay above the config's max_delay.
+    config = af.ResilienceConfig(strategy="fixed", base_delay=0, max_delay=0)
+    assert af.retry(2, base_delay=1).delay(1, config, 0.0) == 0.0
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_the_smallest_cap_that_applies_is_in_force(strategy):
+    config = af.ResilienceConfig(strategy=strategy, base_delay=1, max_delay=3)
+    # the action's own cap is larger: the config's still holds
+    loose = af.retry(9, base_delay=2, max_delay=100)
+    # the action's own cap is smaller: it holds
+    tight = af.retry(9, base_delay=2, max_delay=2.5)
+    for n in range(1, 9):
+        for uniform in (0.0, 0.5, 0.999):
+            assert 0.0 <= loose.delay(n, config, uniform) <= 3.0
+            assert 0.0 <= tight.delay(n, config, uniform) <= 2.5
+    if strategy == "fixed":
+        assert loose.delay(8, config, 0.999) == tight.delay(8, config, 0.999) == 2.0
+    elif strategy != "none":
+        assert loose.delay(8, config, 0.999) == 3.0
+        assert tight.delay(8, config, 0.999) == 2.5
+
+
+def test_the_runtime_waits_no_longer_than_the_config_cap():
+    from pytest_agentfaults import ScriptedModel, call_tool, say
+    from pytest_agentfaults.runtime.clock import VirtualClock
+    from pytest_agentfaults.testing.faults import FaultPlan
+
+    @af.tool(on_error=af.OnError(execution=af.retry(3, strategy="linear", base_delay=5)))
+    def fetch(url: str) -> str:
+        """Fetch."""
+        return "page"
+
+    clock = VirtualClock()
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([call_tool("fetch", url="u"), say("ok")]),
+        tools=[fetch],
+        resilience=af.ResilienceConfig(max_delay=1.5),
+        clock=clock,
+    )
+    plan = FaultPlan()
+    plan.tool("fetch").raises(TimeoutError("slow")).times(2)
+    with plan.active():
+        result = agent.run("go")
+    assert result.trace.delays("fetch") == [1.5, 1.5] == clock.sleeps

@@ -111,7 +111,11 @@ class ResilienceConfig(BaseModel):
     Invalid values raise `UsageError` naming the field and the fix.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    # NaN and the infinities break the maths (a NaN cap caps nothing, an infinite delay
+    # never ends): refused, like negatives.
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", arbitrary_types_allowed=True, allow_inf_nan=False
+    )
 
     max_retries: int = Field(default=3, ge=0, description="Retries after the first failure.")
     strategy: Strategy = "exponential_jitter"

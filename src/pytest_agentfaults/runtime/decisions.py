@@ -10,6 +10,7 @@ def on_llm_error(exc: Exception, attempt: int) -> af.LlmErrorDecision:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -39,9 +40,10 @@ class LlmErrorDecision:
                 f"LlmErrorDecision.retry(max_attempts={max_attempts!r}): give an int >= 1 "
                 "(it counts the original call)"
             )
-        if initial_backoff < 0:
+        if not math.isfinite(initial_backoff) or initial_backoff < 0:
             raise UsageError(
-                f"LlmErrorDecision.retry(initial_backoff={initial_backoff!r}): must be >= 0"
+                f"LlmErrorDecision.retry(initial_backoff={initial_backoff!r}): must be a finite "
+                "number of seconds >= 0"
             )
         return cls("retry", max_attempts, float(initial_backoff))
 

@@ -14,6 +14,7 @@ else that level's ``execution`` action, before looking at the next level.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -77,8 +78,8 @@ class Retry:
             object.__setattr__(self, "strategy", normal)
         for name in ("base_delay", "max_delay", "jitter_factor"):
             value = getattr(self, name)
-            if value is not None and value < 0:
-                raise UsageError(f"retry({name}={value!r}): must be >= 0")
+            if value is not None and (not math.isfinite(value) or value < 0):
+                raise UsageError(f"retry({name}={value!r}): must be a finite number >= 0")
         if self.jitter_factor is not None and self.jitter_factor > 1:
             raise UsageError(f"retry(jitter_factor={self.jitter_factor!r}): must be <= 1")
         if (
@@ -100,14 +101,18 @@ class Retry:
         return bool(self.retry_on(exc))
 
     def delay(self, retry_number: int, config: ResilienceConfig, uniform: float) -> float:
-        """The wait before retry ``retry_number`` (1-based); unset fields from ``config``."""
+        """The wait before retry ``retry_number`` (1-based); unset fields from ``config``.
+
+        The cap in force is the smallest cap that applies: ``config.max_delay``, and this
+        action's own ``max_delay`` when it sets one. A ``base_delay`` above it waits the cap.
+        """
         base = config.base_delay if self.base_delay is None else self.base_delay
-        cap = config.max_delay if self.max_delay is None else self.max_delay
+        cap = config.max_delay if self.max_delay is None else min(config.max_delay, self.max_delay)
         return backoff_delay(
             self.strategy or config.strategy,
             retry_number,
             base_delay=base,
-            max_delay=max(cap, base) if self.max_delay is None else cap,
+            max_delay=cap,
             jitter_factor=config.jitter_factor
             if self.jitter_factor is None
             else self.jitter_factor,

@@ -20,6 +20,7 @@ several faults on one target apply one after another, in the order they were dec
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -254,9 +255,12 @@ class ToolFaultBuilder(_Builder):
 
     def delay(self, seconds: float) -> ToolFaultBuilder:
         """Add ``seconds`` of (virtual) latency before the tool runs; may trip its timeout."""
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
-            raise UsageError(f"{self.fault.source}: delay= needs seconds >= 0, got {seconds!r}")
-        self.fault.action, self.fault.value = "delay", float(seconds)
+        value = _seconds_or_none(seconds, "delay", self.fault.source)
+        if value is None:
+            raise UsageError(
+                f"{self.fault.source}: delay= must be a finite number of seconds >= 0, got None"
+            )
+        self.fault.action, self.fault.value = "delay", value
         return self
 
 
@@ -331,11 +335,12 @@ class LlmFaults:
 
     def rate_limit(self, retry_after: float | None = None) -> LlmFaultBuilder:
         """A 429 RateLimitError."""
+        _seconds_or_none(retry_after, "retry_after", "faults.llm.rate_limit()")
         return self._add("rate_limit", retry_after=retry_after)
 
     def server_error(self, status: int = 503) -> LlmFaultBuilder:
         """A 5xx ModelServerError."""
-        return self._add("server_error", status=status)
+        return self._add("server_error", status=_error_status(status, "faults.llm.server_error()"))
 
     def timeout(self) -> LlmFaultBuilder:
         """A ModelTimeoutError."""
@@ -828,6 +833,8 @@ def _parse_llm(fault: Fault, kwargs: Mapping[str, Any], shown: str) -> None:
             fault.options[key] = kwargs[key]
     if kind == "rate_limit":
         fault.retry_after = _seconds_or_none(kwargs.get("retry_after"), "retry_after", shown)
+    if "status" in fault.options:
+        fault.options["status"] = _error_status(fault.options["status"], shown)
     try:
         _LLM_STEPS[kind](**_step_options(fault))
     except (TypeError, ValueError) as exc:
@@ -844,17 +851,32 @@ def _positive_int(value: Any, name: str, where: str) -> int:
 
 
 def _probability(value: Any, where: str) -> float:
+    # `not 0 < value <= 1` is also true of NaN and of the infinities
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
         raise UsageError(f"{where}: probability= must be a number in (0, 1], got {value!r}")
     return float(value)
 
 
 def _seconds_or_none(value: Any, name: str, where: str) -> float | None:
+    """``value`` as seconds; NaN, the infinities and negatives are a `UsageError`."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise UsageError(f"{where}: {name}= must be seconds >= 0, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise UsageError(f"{where}: {name}= must be a finite number of seconds >= 0, got {value!r}")
     return float(value)
+
+
+def _error_status(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 400 <= value <= 599:
+        raise UsageError(
+            f"{where}: status= must be an HTTP error status (an int from 400 to 599), got {value!r}"
+        )
+    return value
 
 
 def _is_exception_class(value: object) -> bool:

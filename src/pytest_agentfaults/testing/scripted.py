@@ -28,6 +28,7 @@ from __future__ import annotations
 import abc
 import inspect
 import json
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -695,8 +696,15 @@ class FailSteps:
 def _seconds(value: object, where: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise UsageError(f"{where}: retry_after must be seconds >= 0 or None, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise UsageError(
+            f"{where}: retry_after must be seconds >= 0 (finite) or None, got {value!r}"
+        )
     return float(value)
 
 

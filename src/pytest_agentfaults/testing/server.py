@@ -43,7 +43,9 @@ backoff stays virtual with ``virtual_clock.patch_sleep()``.
 
 Security: the server binds 127.0.0.1 only, on an ephemeral port; `requests` and the
 trace events keep no credential header (``Authorization``, ``x-api-key`` ... are
-redacted).
+redacted). No client can wedge it: idle and unfinished requests time out, heads and bodies
+have size limits, and a request breaking one gets a 4xx and a closed connection (see
+`LLMServer` and ``_httpd``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ import contextvars
 import http.server
 import itertools
 import json
+import math
 import select
 import socket
 import struct
@@ -80,6 +83,15 @@ from pytest_agentfaults.runtime.models.base import (
     ToolSpec,
 )
 from pytest_agentfaults.runtime.redact import redact_headers, redact_text
+from pytest_agentfaults.testing._httpd import (
+    Limits,
+    Reader,
+    Refused,
+    drain,
+    expects_body,
+    read_body,
+    read_head,
+)
 from pytest_agentfaults.testing.scripted import (
     OnExhausted,
     ScriptedModel,
@@ -675,9 +687,26 @@ class ReceivedRequest:
     stream: bool
     #: what the server served instead of a scripted answer (``"503"``, ``"timeout"`` ...)
     fault: str | None = None
+    #: the size of the body as received; ``body`` keeps its first ``max_stored_body`` bytes
+    body_size: int = -1
+
+    def __post_init__(self) -> None:
+        if self.body_size < 0:
+            object.__setattr__(self, "body_size", len(self.body))
+
+    @property
+    def truncated(self) -> bool:
+        """Whether ``body`` is only the start of the body received."""
+        return self.body_size > len(self.body)
 
     def json(self) -> Any:
         """The body parsed as JSON."""
+        if self.truncated:
+            raise UsageError(
+                f"the body of {self.method} {self.path} was {self.body_size} bytes and "
+                f"llm_server kept the first {len(self.body)}; to parse it, raise "
+                "LLMServer(max_stored_body=...)"
+            )
         return json.loads(self.body)
 
     @property
@@ -728,12 +757,39 @@ class LLMServer:
     The ``llm_server`` fixture is one of these, started once per session and reset for
     every test; outside pytest use it as a context manager. ``timeout_hold`` bounds how
     long a ``"timeout"`` holds a response (real seconds; see the module docs).
+
+    Limits, so that no client can wedge it: a connection silent for ``idle_timeout``
+    seconds is closed (a request must also arrive in full within ``idle_timeout`` of its
+    first byte); a request head is at most ``max_header_bytes`` (431 past it, 414 for the
+    request line alone); a body at most ``max_body_bytes`` (413). A request breaking one
+    gets a 4xx and the connection is closed, and it is not recorded. Of each recorded
+    request, ``requests`` keeps the first ``max_stored_body`` bytes of the body
+    (`ReceivedRequest.body_size` is the whole size).
     """
 
-    def __init__(self, *, timeout_hold: float = 1.0) -> None:
-        if timeout_hold <= 0:
-            raise UsageError(f"LLMServer(timeout_hold={timeout_hold!r}): give seconds > 0")
+    def __init__(
+        self,
+        *,
+        timeout_hold: float = 1.0,
+        idle_timeout: float = 5.0,
+        max_header_bytes: int = 64 * 1024,
+        max_body_bytes: int = 64 * 1024 * 1024,
+        max_stored_body: int = 16 * 1024,
+    ) -> None:
+        for name, seconds in (("timeout_hold", timeout_hold), ("idle_timeout", idle_timeout)):
+            if not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds <= 0:
+                raise UsageError(f"LLMServer({name}={seconds!r}): give seconds > 0")
+        sizes = (
+            ("max_header_bytes", max_header_bytes, 1),
+            ("max_body_bytes", max_body_bytes, 0),
+            ("max_stored_body", max_stored_body, 0),
+        )
+        for name, size, least in sizes:
+            if isinstance(size, bool) or not isinstance(size, int) or size < least:
+                raise UsageError(f"LLMServer({name}={size!r}): give an int >= {least} (bytes)")
         self.timeout_hold = float(timeout_hold)
+        self.max_stored_body = max_stored_body
+        self._limits = Limits(float(idle_timeout), max_header_bytes, max_body_bytes)
         self._binding = _unbound()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -909,6 +965,7 @@ class LLMServer:
 
     def _serve(self, handler: _Handler, method: str, path: str, body: bytes) -> None:
         binding = self._binding
+        recorded = len(binding.model.requests)
         provider = provider_for(path)
         stream = provider is not None and wants_stream(provider, body)
         url = f"{self.url}{path}"
@@ -940,14 +997,17 @@ class LLMServer:
             path=path,
             url=url,
             headers=redact_headers(handler.fields),
-            body=body,
+            body=body[: self.max_stored_body],
             provider=provider,
             stream=stream,
             fault=reply.fault,
+            body_size=len(body),
         )
         with self._lock:
             binding.requests.append(received)
-        self._record(binding, received, reply)
+            if len(body) > self.max_stored_body:  # the script's copy is bounded too
+                _cut_texts(binding.model.requests[recorded:], self.max_stored_body)
+        self._record(binding, received, reply, body)
         # the event is recorded before the reply goes out: the client may look at once
         if _send(handler, reply, self.timeout_hold) == "held":
             binding.problems.append(
@@ -956,7 +1016,9 @@ class LLMServer:
                 "(e.g. timeout=0.05), or raise LLMServer(timeout_hold=...)"
             )
 
-    def _record(self, binding: _Binding, received: ReceivedRequest, reply: _Reply) -> None:
+    def _record(
+        self, binding: _Binding, received: ReceivedRequest, reply: _Reply, body: bytes
+    ) -> None:
         method, url = received.method, received.url
         fields: dict[str, Any] = {"method": method, "url": url}
         if reply.kind in ("answer", "cut"):
@@ -969,8 +1031,8 @@ class LLMServer:
             fields["retry_after"] = reply.retry_after
         if reply.fault is not None:
             fields["fault"] = reply.fault
-        if received.body:
-            fields["body_sha"] = _digest(received.body)
+        if body:
+            fields["body_sha"] = _digest(body)
         fields["detail"] = f"{method} {url}" + (
             f" (retry {received.retry_count})" if received.retry_count else ""
         )
@@ -1035,6 +1097,27 @@ class LLMServer:
         if isinstance(data, dict):
             model = str(data.get("model") or model)
         return _kind_reply(str(fault.action), provider, stream, model)
+
+
+def _cut_texts(requests: list[ModelRequest], cap: int) -> None:
+    """Cut each message text and tool-call arguments of ``requests`` to ``cap`` characters."""
+
+    def cut(text: str) -> str:
+        return text if len(text) <= cap else f"{text[:cap]}...[{len(text) - cap} more characters]"
+
+    for request in requests:
+        request.messages[:] = [
+            message.model_copy(
+                update={
+                    "content": cut(message.content),
+                    "tool_calls": [
+                        call.model_copy(update={"arguments": cut(call.arguments)})
+                        for call in message.tool_calls
+                    ],
+                }
+            )
+            for message in request.messages
+        ]
 
 
 def _answer(status: int, body: bytes, headers: list[tuple[str, str]] | None = None) -> _Reply:
@@ -1126,10 +1209,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _HTTPServer
     fields: dict[str, str]
+    reader: Reader
+    served: int  # requests served on this connection
 
     def setup(self) -> None:
         super().setup()
         owner = self.server.owner
+        self.reader = Reader(self.connection, owner._limits)
+        self.served = 0
         with owner._lock:
             owner._connections.add(self.connection)
 
@@ -1144,32 +1231,39 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         """Stay quiet: a test's output is not the place for an access log."""
 
     def handle_one_request(self) -> None:
-        """Read one request (request line, headers, body) and serve it."""
+        """Read one request within the server's limits (see `_httpd`) and serve it."""
         try:
-            line = self.rfile.readline(_MAX_LINE + 1)
-            if not line or len(line) > _MAX_LINE:
+            head = read_head(self.reader)
+            if head is None:
                 self.close_connection = True
                 return
-            parts = line.decode("latin-1").split()
-            headers = self._read_headers()
-            if len(parts) != 3 or headers is None:
-                self.close_connection = True
-                self.wfile.write(_head(400, [], "content-length: 0"))
-                return
-            self.command, self.path, self.request_version = parts
-            self.fields = headers
+            self.command, self.path, self.request_version = head.method, head.path, head.version
+            self.fields = headers = head.fields
             connection = headers.get("connection", "").lower()
             self.close_connection = connection == "close" or (
                 self.request_version == "HTTP/1.0" and connection != "keep-alive"
             )
-            if headers.get("expect", "").lower() == "100-continue":
+            limits = self.server.owner._limits
+            if headers.get("expect", "").lower() == "100-continue" and expects_body(
+                headers, limits
+            ):
                 self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            body = self._read_body()
-            if body is None:
-                self.close_connection = True
-                return
+            body = read_body(self.reader, headers, limits)
+            self.reader.stop()
+            self.served += 1
             self.server.owner._serve(self, self.command, self.path, body)
-        except (TimeoutError, ConnectionError, ValueError):
+        except Refused as refused:
+            self._refuse(refused.status, refused.message)
+        except TimeoutError:
+            if self.reader.started:
+                self._refuse(408, "the request did not arrive in full within the idle timeout")
+            elif not self.served:
+                self._refuse(408, "the connection was idle; no request arrived")
+            else:
+                # a keep-alive connection idle between requests closes quietly: an answer
+                # nobody asked for could be read as the answer to a pooled client's next one
+                self.close_connection = True
+        except (ConnectionError, ValueError):
             self.close_connection = True
         except Exception as exc:  # a bug of ours: fail the test, never look like a flaky network
             self.close_connection = True
@@ -1178,37 +1272,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 body = error_body(None, 500, f"agentfaults llm_server crashed: {exc!r}")
                 self.wfile.write(_head(500, [], f"content-length: {len(body)}") + body)
 
-    def _read_headers(self) -> dict[str, str] | None:
-        headers: dict[str, str] = {}
-        for _ in range(_MAX_HEADERS):
-            raw = self.rfile.readline(_MAX_LINE + 1)
-            if raw in (b"\r\n", b"\n", b""):
-                return headers
-            name, colon, value = raw.decode("latin-1").partition(":")
-            if not colon:
-                return None
-            headers[name.strip().lower()] = value.strip()
-        return None
-
-    def _read_body(self) -> bytes | None:
-        if self.fields.get("transfer-encoding", "").lower() == "chunked":
-            parts: list[bytes] = []
-            while True:
-                size_line = self.rfile.readline(_MAX_LINE + 1)
-                if not size_line:
-                    return None
-                size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-                if size == 0:
-                    self.rfile.readline(_MAX_LINE + 1)
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
-                self.rfile.readline(_MAX_LINE + 1)
-        length = int(self.fields.get("content-length") or 0)
-        return self.rfile.read(length) if length else b""
-
-
-_MAX_LINE: Final = 65536
-_MAX_HEADERS: Final = 100
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer ``status`` and close gently (the unread rest of the request is drained)."""
+        self.close_connection = True
+        body = error_body(None, status, f"agentfaults llm_server: {message}")
+        headers = [("content-type", _JSON), ("connection", "close")]
+        with contextlib.suppress(OSError):
+            self.reader.stop()
+            self.wfile.write(_head(status, headers, f"content-length: {len(body)}") + body)
+            drain(self.connection, self.server.owner._limits.idle_timeout)
 
 
 def _head(status: int, headers: Iterable[tuple[str, str]], extra: str) -> bytes:
