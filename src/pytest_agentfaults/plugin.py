@@ -231,6 +231,7 @@ def _top_down(markers: list[pytest.Mark], item: pytest.Item) -> list[pytest.Mark
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """Switch the plan off; a strict fault that never fired fails the test here."""
+    __tracebackhide__ = True
     state = item.stash.get(_STATE, None)
     if state is None:
         return
@@ -242,8 +243,9 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Attach the recovery trace, the counts and the trace file to the reports."""
+    """Redact the report; attach the recovery trace, the counts and the trace file to it."""
     report = yield
+    _scrub_report(report)  # what the terminal, -rA and junit XML show of the test
     state = item.stash.get(_STATE, None)
     if state is None:
         return report
@@ -273,6 +275,22 @@ def pytest_runtest_makereport(
 
 
 _FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Redact a collection error (an import that failed with a key in its message)."""
+    report = yield
+    _scrub_report(report)
+    return report
+
+
+def _scrub_report(report: pytest.TestReport | pytest.CollectReport) -> None:
+    from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415 - lazy
+
+    scrub_report(report)
 
 
 class _Totals:

@@ -39,6 +39,7 @@ from pytest_agentfaults.runtime.policy import (
     RespondWith,
     Retry,
 )
+from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.runtime.tools import Tool, ToolFailure, render_result
 
 if TYPE_CHECKING:
@@ -441,5 +442,6 @@ def _as_arguments(produced: Any) -> str | None:
 
 
 def _preview(text: str, limit: int = 120) -> str:
-    text = text.replace("\n", " ")
+    # Redacted before it is cut: a key cut short no longer looks like one.
+    text = redact_text(text.replace("\n", " "))
     return text if len(text) <= limit else text[: limit - 3] + "..."

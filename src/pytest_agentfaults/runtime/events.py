@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pytest_agentfaults.errors import UsageError, kind_and_retryable
 from pytest_agentfaults.runtime.clock import Clock
-from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.runtime.redact import redact_text, redact_value
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.verdict import Verdict
@@ -415,26 +415,40 @@ _collectors: ContextVar[tuple[Trace, ...]] = ContextVar("agentfaults_collectors"
 
 
 class collecting:
-    """Also record every event of every run in this context into ``trace``."""
+    """Also record every event of every run in this context into ``trace``.
 
-    def __init__(self, trace: Trace) -> None:
+    ``fresh_run_ids=True`` numbers the runs started in the block from ``run-1``.
+    """
+
+    def __init__(self, trace: Trace, *, fresh_run_ids: bool = False) -> None:
         self._trace = trace
         self._token: object = None
+        self._fresh = fresh_run_ids
+        self._ids_token: object = None
 
     def __enter__(self) -> Trace:
+        if self._fresh:
+            # Runs started in the block are numbered from 1 (the plugin's per-test trace):
+            # no id depends on what ran before in the process (same seed, same bytes).
+            self._ids_token = _scoped_run_ids.set(itertools.count(1))
         self._token = _collectors.set((*_collectors.get(), self._trace))
         return self._trace
 
     def __exit__(self, *exc_info: object) -> None:
         _collectors.reset(self._token)  # type: ignore[arg-type]
+        if self._ids_token is not None:
+            token, self._ids_token = self._ids_token, None
+            _scoped_run_ids.reset(token)  # type: ignore[arg-type]
 
 
 _run_ids = itertools.count(1)
+_scoped_run_ids: ContextVar[Iterator[int] | None] = ContextVar("agentfaults_run_ids", default=None)
 
 
 def new_run_id() -> str:
-    """A short id, unique in this process."""
-    return f"run-{next(_run_ids)}"
+    """A short id: unique in a ``collecting(fresh_run_ids=True)`` block, else in the process."""
+    scoped = _scoped_run_ids.get()
+    return f"run-{next(scoped if scoped is not None else _run_ids)}"
 
 
 class Recorder:
@@ -460,10 +474,11 @@ class Recorder:
         trace: Trace | None = None,
         observers: Sequence[Observer] = (),
         parent: Recorder | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.agent = agent
         self.clock = clock
-        self.run_id = new_run_id()
+        self.run_id = run_id if run_id is not None else new_run_id()
         self.trace: Trace
         self.start: float
         if parent is not None:
@@ -488,11 +503,16 @@ class Recorder:
         }
 
     def emit(self, type: str, /, **fields: Any) -> Event:
-        """Record one event now; returns it."""
-        if "detail" in fields:
-            fields["detail"] = redact_text(fields["detail"])
-        if "reason" in fields:
-            fields["reason"] = redact_text(fields["reason"])
+        """Record one event now; returns it.
+
+        Every text field is redacted here (``detail``, ``reason``, a ``url`` ...): this is
+        where events are made, so nothing recorded holds a key.
+        """
+        for key, value in fields.items():
+            if value.__class__ is str:  # `type` is the event's type here
+                fields[key] = redact_text(value)
+            elif isinstance(value, dict | list):
+                fields[key] = redact_value(value)
         trace = self.trace
         events = trace.events
         values = self._stamp.copy()

@@ -37,6 +37,7 @@ from pytest_agentfaults.runtime._loop import (
     remove_interceptor,
 )
 from pytest_agentfaults.runtime.clock import RealClock
+from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.runtime.tools import ToolFailure
 from pytest_agentfaults.testing.scripted import ScriptedModel, Step, fail, malformed
 
@@ -144,7 +145,13 @@ class Fault:
         return _url_matches(pattern, url)
 
     def describe(self) -> str:
-        """A short description for messages: ``tool 'fetch' raises ConnectionError``."""
+        """A short description for messages: ``tool 'fetch' raises ConnectionError``.
+
+        Redacted: every report, trace file and message shows a fault through this text.
+        """
+        return redact_text(self._describe())
+
+    def _describe(self) -> str:
         if self.target == "tool":
             what = {"raises": "raises", "returns": "returns", "delay": "delays"}.get(
                 self.action or "", "(no action)"
@@ -374,6 +381,10 @@ class FaultPlan:
         self._http: HttpInjector | None = None
         # the loopback server counts occurrences from its own threads
         self._http_lock = threading.Lock()
+        self._call_ids = 0
+        #: origins that reports show under a stable name (``http://127.0.0.1:<port>`` of a
+        #: bound `LLMServer` -> ``http://llm_server``): a port differs from run to run
+        self.shown_origins: dict[str, str] = {}
 
     # ------------------------------------------------------------------ declaring
 
@@ -418,10 +429,11 @@ class FaultPlan:
 
     def check(self) -> None:
         """Raise AssertionError naming every strict fault that never fired."""
+        __tracebackhide__ = True
         missing = self.unfired()
         if missing:
             lines = [f"fault on {_what(f)} never fired ({f.source})" for f in missing]
-            raise AssertionError("\n".join(lines))
+            raise AssertionError(redact_text("\n".join(lines)))
 
     def of(self, target: Target) -> list[Fault]:
         """The faults on ``target`` ("tool", "http" or "llm")."""
@@ -546,9 +558,14 @@ class FaultPlan:
                     return hit
         return None
 
+    def next_call_id(self) -> str:
+        """An id for a tool call an llm fault makes up: numbered per plan, so per test."""
+        self._call_ids += 1
+        return f"fault_call_{self._call_ids}"
+
     def record(self, fault: Fault, name: str, kind: str, occurrence: int) -> FiredFault:
-        """Note that ``fault`` fired."""
-        item = FiredFault(fault.target, name, kind, occurrence, fault)
+        """Note that ``fault`` fired. ``name`` is redacted: it often holds a request's URL."""
+        item = FiredFault(fault.target, redact_text(name), kind, occurrence, fault)
         self.fired.append(item)
         return item
 
@@ -609,11 +626,11 @@ class _PlanInterceptor(Interceptor):
         self.plan.record(fault, model_name, kind, occurrence)
         call.request.emit("llm.fault", status=kind, detail=f"{fault.describe()} on {model_name}")
         step = _LLM_STEPS[kind](**_step_options(fault))
-        return _respond_instead(model, call, step, model_name)
+        return _respond_instead(model, call, step, model_name, self.plan)
 
 
 def _respond_instead(
-    model: Any, call: ModelCall, step: Step, model_name: str
+    model: Any, call: ModelCall, step: Step, model_name: str, plan: FaultPlan
 ) -> ModelResponse | Inject:
     """Answer ``call`` with ``step`` in place of the model; a scripted step is used up.
 
@@ -622,7 +639,7 @@ def _respond_instead(
     try:
         if isinstance(model, ScriptedModel):
             return model.substitute(call.request, step)
-        return step.respond(call.request, model=model_name, next_call_id=_fault_call_ids)
+        return step.respond(call.request, model=model_name, next_call_id=plan.next_call_id)
     except Exception as exc:  # the injected failure itself
         return Inject(exc)
 
@@ -632,13 +649,6 @@ def _step_options(fault: Fault) -> dict[str, Any]:
     if fault.name == "rate_limit" and fault.retry_after is not None:
         options.setdefault("retry_after", fault.retry_after)
     return options
-
-
-_fault_ids = iter(range(1, 1 << 62))
-
-
-def _fault_call_ids() -> str:
-    return f"fault_call_{next(_fault_ids)}"
 
 
 # ----------------------------------------------------------------------------- the marker
@@ -795,7 +805,7 @@ def _short(value: object) -> str:
         return str(getattr(value, "__name__", value))
     if isinstance(value, ToolFailure):
         return f"ToolFailure({value.error!r})"
-    text = repr(value)
+    text = redact_text(repr(value))  # before it is cut: a key cut short loses its shape
     return text if len(text) <= 60 else text[:57] + "..."
 
 

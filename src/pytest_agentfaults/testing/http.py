@@ -231,6 +231,7 @@ def _uninstall() -> None:
 
 def _sync_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
     def handle_request(transport: Any, request: Any) -> Any:
+        __tracebackhide__ = True
         if not _stack:
             return original(transport, request)
         return _stack[-1].handle(library, transport, request, original)
@@ -240,6 +241,7 @@ def _sync_entry(library: _Library, original: Callable[..., Any]) -> Callable[...
 
 def _async_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
     async def handle_async_request(transport: Any, request: Any) -> Any:
+        __tracebackhide__ = True
         if not _stack:
             return await original(transport, request)
         return await _stack[-1].ahandle(library, transport, request, original)
@@ -311,6 +313,7 @@ class HttpInjector:
 
     def handle(self, library: _Library, transport: Any, request: Any, original: Any) -> Any:
         """Answer one sync request: a fault, the transport below, or the guard."""
+        __tracebackhide__ = True
         decision = self._decide(library, request)
         if decision is _SILENT:
             return original(transport, request)
@@ -328,6 +331,7 @@ class HttpInjector:
 
     async def ahandle(self, library: _Library, transport: Any, request: Any, original: Any) -> Any:
         """Answer one async request, like `handle`."""
+        __tracebackhide__ = True
         decision = self._decide(library, request)
         if decision is _SILENT:
             return await original(transport, request)
@@ -344,6 +348,7 @@ class HttpInjector:
         return response
 
     def _decide(self, library: _Library, request: Any) -> Any:
+        __tracebackhide__ = True
         url = request.url
         host = url.host
         if is_loopback(host) and _running_port(url) in _server_ports():
@@ -363,18 +368,20 @@ class HttpInjector:
         return _Injected(error=error)
 
     def _inject(self, library: _Library, request: Any, fault: Fault, occurrence: int) -> _Injected:
+        __tracebackhide__ = True
         fault.check()
         method, url = request.method, str(request.url)
         kind = str(fault.value) if fault.action == "status" else str(fault.action)
-        self.plan.record(fault, f"{method} {redact_text(url)}", kind, occurrence)
+        # the plan and the recorder redact what they keep
+        self.plan.record(fault, f"{method} {url}", kind, occurrence)
         self._emit(
             "http.fault",
             method=method,
-            url=redact_text(url),
+            url=url,
             status=int(fault.value) if fault.action == "status" else kind,
             retry_after=fault.retry_after,
             occurrence=occurrence,
-            detail=f"{method} {redact_text(url)}: {fault.describe()}",
+            detail=f"{method} {url}: {fault.describe()}",
         )
         module = library.module
         provider = provider_for(request.url.path)
@@ -427,7 +434,7 @@ class HttpInjector:
         fault: Fault | None = None,
     ) -> None:
         method = request.method
-        url = redact_text(str(request.url))
+        url = str(request.url)  # redacted by the recorder
         fields: dict[str, Any] = {"method": method, "url": url}
         if response is not None:
             status = response.status_code
@@ -537,6 +544,7 @@ class HttpFaultRouter(respx.Router):
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         """Answer from the routes; an unrouted request is guarded (see the class docs)."""
+        __tracebackhide__ = True
         try:
             return super().handler(request)
         except AllMockedAssertionError:
@@ -544,6 +552,7 @@ class HttpFaultRouter(respx.Router):
 
     async def async_handler(self, request: httpx.Request) -> httpx.Response:
         """Answer from the routes, for async clients."""
+        __tracebackhide__ = True
         try:
             return await super().async_handler(request)
         except AllMockedAssertionError:
