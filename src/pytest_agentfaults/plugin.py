@@ -287,6 +287,15 @@ def pytest_make_collect_report(
     return report
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Redact the log lines pytest writes straight out (live logging, ``--log-file``)."""
+    logging_plugin = session.config.pluginmanager.get_plugin("logging-plugin")
+    if logging_plugin is not None:
+        from pytest_agentfaults.testing._scrub import redact_log_output  # noqa: PLC0415
+
+        redact_log_output(logging_plugin)
+
+
 def _scrub_report(report: pytest.TestReport | pytest.CollectReport) -> None:
     from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415 - lazy
 

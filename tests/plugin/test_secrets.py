@@ -152,8 +152,10 @@ def _run(pytester, keys, *, subprocess: bool):
         f"--agentfaults-trace-dir={root / 'traces'}",
         f"--agentfaults-html={root / 'out' / 'report.html'}",
         f"--junitxml={root / 'out' / 'junit.xml'}",
-        "-p",
-        "no:cacheprovider",
+        # live logging and a log file: users turn them on too
+        "--log-cli-level=DEBUG",
+        f"--log-file={root / 'out' / 'log.txt'}",
+        "--log-file-level=DEBUG",
     ]
     run = pytester.runpytest_subprocess if subprocess else pytester.runpytest
     result = run(*options)

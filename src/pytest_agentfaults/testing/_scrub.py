@@ -4,17 +4,23 @@ A test report is where every terminal line, ``-rA`` summary and junit XML record
 test comes from: the traceback (with ``-l``, the locals of every frame), the chained
 causes, the captured stdout, stderr and log records. The plugin passes each report through
 `scrub_report` once, so a key in any of them (an SDK's log line with ``?key=``, a tool
-error that quotes its arguments) is redacted at that one boundary.
+error that quotes its arguments) is redacted at that one boundary. Log records that
+bypass reports (live logging, ``--log-file``) are redacted by their handlers' formatter
+(`redact_log_output`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any
 
 from pytest_agentfaults.runtime.redact import redact_text
 
-__all__ = ["scrub_report"]
+__all__ = ["redact_log_output", "scrub_report"]
+
+# pytest's logging plugin writes these handlers straight to the terminal or a file
+_DIRECT_HANDLERS = ("log_cli_handler", "log_file_handler")
 
 
 def scrub_report(report: Any) -> None:
@@ -49,3 +55,27 @@ def _scrub(value: Any, seen: set[int]) -> Any:
             if cleaned is not current:
                 object.__setattr__(value, field.name, cleaned)
     return value
+
+
+class _RedactingFormatter(logging.Formatter):
+    """Formats with pytest's own formatter, then redacts the line (the record is untouched)."""
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(self.inner.format(record))
+
+
+def redact_log_output(logging_plugin: object) -> None:
+    """Make pytest's live-log and log-file handlers redact what they write."""
+    for name in _DIRECT_HANDLERS:
+        handler = getattr(logging_plugin, name, None)
+        formatter = getattr(handler, "formatter", None)
+        if (
+            isinstance(handler, logging.Handler)
+            and isinstance(formatter, logging.Formatter)
+            and not isinstance(formatter, _RedactingFormatter)
+        ):
+            handler.setFormatter(_RedactingFormatter(formatter))
