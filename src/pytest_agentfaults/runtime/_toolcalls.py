@@ -442,6 +442,9 @@ def _as_arguments(produced: Any) -> str | None:
 
 
 def _preview(text: str, limit: int = 120) -> str:
-    # Redacted before it is cut: a key cut short no longer looks like one.
-    text = redact_text(text.replace("\n", " "))
+    text = text.replace("\n", " ")
+    if len(text) <= limit:
+        return text  # the recorder redacts it
+    # redacted before it is cut: a key cut short no longer looks like one
+    text = redact_text(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."

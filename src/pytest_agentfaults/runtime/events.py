@@ -81,6 +81,8 @@ EventType = Literal[
 ]
 EVENT_TYPES: Final[tuple[str, ...]] = EventType.__args__  # type: ignore[attr-defined]
 _RETRY_TYPES: Final = ("tool.retry", "llm.retry", "transport.retry")
+# Fields that hold a name, an id or a status word, never free text (see `Recorder.emit`).
+_NAME_FIELDS: Final = frozenset({"tool", "call_id", "status", "severity", "method", "fault"})
 
 
 _new_object = object.__new__
@@ -506,11 +508,13 @@ class Recorder:
         """Record one event now; returns it.
 
         Every text field is redacted here (``detail``, ``reason``, a ``url`` ...): this is
-        where events are made, so nothing recorded holds a key.
+        where events are made, so nothing recorded holds a key. Names and ids (``tool``,
+        ``call_id``, ``status`` ...) are not text and skip the scan: this is the hot path.
         """
         for key, value in fields.items():
             if value.__class__ is str:  # `type` is the event's type here
-                fields[key] = redact_text(value)
+                if key not in _NAME_FIELDS:
+                    fields[key] = redact_text(value)
             elif isinstance(value, dict | list):
                 fields[key] = redact_value(value)
         trace = self.trace

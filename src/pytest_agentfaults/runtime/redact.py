@@ -77,7 +77,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
     ),
     (
         # a long hex or base64 token as the value of any query parameter
-        ("?", "&"),
+        ("=",),
         re.compile(
             r"([?&;][^=&#\s\"'<>?]{1,64}=)"
             r"(?=[A-Za-z0-9_%+/=-]{20,})(?=[^&#\s\"'<>]*?[0-9])(?=[^&#\s\"'<>]*?[A-Za-z])"
@@ -110,6 +110,10 @@ def _keep_prefix(match: re.Match[str]) -> str:
 
 # Every marker in one flat tuple: the common case (no marker at all) is one plain loop.
 _MARKERS: Final = tuple(marker for markers, _, _ in _RULES for marker in markers)
+# The first check, whether any rule can match: the markers above, each shortened to a
+# prefix that covers several ("api" for apikey, api_key, api-key; "=" for key=, sig= ...).
+_GATE: Final = ("=", "sk-", "bearer", "basic", "api", "token", "secret", "password", "auth",
+                "cookie", "akia", "asia", "aiza", "gh", "xox")  # fmt: skip
 
 
 def redact_text(text: str) -> str:
@@ -117,7 +121,7 @@ def redact_text(text: str) -> str:
     if not text or len(text) < _SHORTEST_SECRET:
         return text
     lowered = text.lower()
-    for marker in _MARKERS:
+    for marker in _GATE:
         if marker in lowered:
             break
     else:
