@@ -169,6 +169,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Build the test's fault plan from its markers and switch it on."""
+    __tracebackhide__ = True
     session = item.config.stash[_SESSION]
     kit = session.kit or _load_kit(item.config, session)
     state = kit.TestState(

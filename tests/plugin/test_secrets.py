@@ -142,7 +142,7 @@ def keyed(suite, monkeypatch):
     return pytester, keys
 
 
-def _run(pytester, keys, *, subprocess: bool):
+def _run(pytester, keys, *, how: str):
     root = pytester.path
     options = [
         "-rA",
@@ -157,7 +157,9 @@ def _run(pytester, keys, *, subprocess: bool):
         f"--log-file={root / 'out' / 'log.txt'}",
         "--log-file-level=DEBUG",
     ]
-    run = pytester.runpytest_subprocess if subprocess else pytester.runpytest
+    if how == "xdist":  # workers render and ship the reports; the controller writes
+        options += ["-n", "2"]
+    run = pytester.runpytest if how == "in-process" else pytester.runpytest_subprocess
     result = run(*options)
     outcomes = result.parseoutcomes()
     # The suite passes and fails where it should: the faults really fired.
@@ -174,10 +176,10 @@ def _run(pytester, keys, *, subprocess: bool):
     return texts
 
 
-@pytest.mark.parametrize("subprocess", [False, True], ids=["in-process", "subprocess"])
-def test_no_key_reaches_any_output(keyed, subprocess):
+@pytest.mark.parametrize("how", ["in-process", "subprocess", "xdist"])
+def test_no_key_reaches_any_output(keyed, how):
     pytester, keys = keyed
-    texts = _run(pytester, keys, subprocess=subprocess)
+    texts = _run(pytester, keys, how=how)
     assert _leaks(texts, keys) == []
 
 

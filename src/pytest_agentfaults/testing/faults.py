@@ -174,6 +174,7 @@ class Fault:
 
     def check(self) -> None:
         """Raise `UsageError` when the fault is incomplete (a fluent chain left unfinished)."""
+        __tracebackhide__ = True
         if self.action is None and self.target == "http":
             raise UsageError(
                 f"{self.source or 'faults.http()'} says nothing to inject; finish it with "
