@@ -156,6 +156,8 @@ def redact_value(value: Any) -> Any:
         return redact_text(value)
     if isinstance(value, dict):
         return {key: redact_value(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(redact_value(item) for item in value)
+    if isinstance(value, list):
+        return [redact_value(item) for item in value]
+    if value.__class__ is tuple:
+        return tuple(redact_value(item) for item in value)
     return value
