@@ -32,6 +32,16 @@ def fetch(url: str) -> str:
     return "page"
 
 
+@af.tool
+def lookup(key: str) -> str:
+    """Look up."""
+    return "found"
+
+
+class Box:  # its default repr holds its address, different in every run
+    pass
+
+
 def dump(name, faults):
     fired = [[f.target, f.name, f.kind, f.occurrence, f.fault.describe()] for f in faults.fired]
     with open(os.path.join(os.environ["AF_OUT"], name + ".json"), "w") as out:
@@ -40,9 +50,11 @@ def dump(name, faults):
 
 @pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"), times=2)
 @pytest.mark.inject_fault(tool="fetch", delay=0.5, probability=0.5, times=3, strict=False)
+@pytest.mark.inject_fault(tool="lookup", returns=Box())
 def test_tool_faults_and_jitter(faults):
-    steps = [call_tool("fetch", url="u"), call_tool("fetch", url="v"), say("done")]
-    assert af.Agent("bot", model=ScriptedModel(steps), tools=[fetch]).run("go").output == "done"
+    steps = [call_tool("fetch", url="u"), call_tool("fetch", url="v"), call_tool("lookup", key="k")]
+    agent = af.Agent("bot", model=ScriptedModel([*steps, say("done")]), tools=[fetch, lookup])
+    assert agent.run("go").output == "done"
     dump("tool", faults)
 
 
@@ -94,7 +106,10 @@ def test_one_seed_gives_identical_fired_faults_and_trace_files(suite, monkeypatc
             assert first[name].decode().splitlines() == second[name].decode().splitlines(), name
     # The faults really fired, each kind of them, and jitter shaped the waits.
     fired = {name: json.loads(first[name]) for name in ("tool.json", "http.json")}
-    assert len(fired["tool.json"]) >= 2
+    assert len(fired["tool.json"]) >= 3
+    assert ["tool", "lookup", "returns", 1, "tool 'lookup' returns <test_suite.Box object>"] in (
+        fired["tool.json"]
+    )
     assert len(fired["http.json"]) == 2
     server = json.loads(first["llm_server.json"])
     assert [f[0] for f in server] == ["http", "http", "llm"]

@@ -20,6 +20,7 @@ several faults on one target apply one after another, in the order they were dec
 from __future__ import annotations
 
 import random
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -799,6 +800,14 @@ def _is_exception_class(value: object) -> bool:
     return isinstance(value, type) and issubclass(value, BaseException)
 
 
+_ADDRESS: Final = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+def without_addresses(text: str) -> str:
+    """``text`` with default reprs' addresses left out: ``<Box object>``, the same every run."""
+    return _ADDRESS.sub(">", text) if " at 0x" in text else text
+
+
 def _short(value: object) -> str:
     if isinstance(value, BaseException):
         return f"{type(value).__name__}({str(value)!r})"
@@ -806,7 +815,8 @@ def _short(value: object) -> str:
         return str(getattr(value, "__name__", value))
     if isinstance(value, ToolFailure):
         return f"ToolFailure({value.error!r})"
-    text = redact_text(repr(value))  # before it is cut: a key cut short loses its shape
+    # redacted before it is cut (a key cut short loses its shape); no per-run address
+    text = without_addresses(redact_text(repr(value)))
     return text if len(text) <= 60 else text[:57] + "..."
 
 

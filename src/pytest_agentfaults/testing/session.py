@@ -21,7 +21,7 @@ from pytest_agentfaults.runtime.backoff import seeded_jitter
 from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_default_clock
 from pytest_agentfaults.runtime.events import Recorder, Trace, collecting
 from pytest_agentfaults.runtime.redact import redact_text
-from pytest_agentfaults.testing.faults import Fault, FaultPlan
+from pytest_agentfaults.testing.faults import Fault, FaultPlan, without_addresses
 
 __all__ = ["Counts", "TestState", "test_seed", "trace_file_name", "write_html_report"]
 
@@ -199,13 +199,14 @@ class TestState:
 def _shown(value: Any, origins: dict[str, str]) -> Any:
     """``value`` as reports show it: redacted, the loopback server's port left out.
 
-    The port changes from run to run; with it out, one seed gives the same bytes.
+    The port and default reprs' addresses change from run to run; with them out, one seed
+    gives the same bytes.
     """
     if isinstance(value, str):
         for origin, stable in origins.items():
             if origin in value:
                 value = value.replace(origin, stable)
-        return redact_text(value)
+        return without_addresses(redact_text(value))
     if isinstance(value, dict):
         return {key: _shown(item, origins) for key, item in value.items()}
     if isinstance(value, list):
