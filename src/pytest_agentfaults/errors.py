@@ -90,7 +90,16 @@ class Severity(enum.Enum):
 
 
 class AgentFaultsError(Exception):
-    """Base class of every error this package raises on purpose."""
+    """Base class of every error this package raises on purpose.
+
+    Its message is redacted: the package builds messages from user data (tool arguments,
+    URLs, error texts), and a message reaches terminals, junit XML and logs.
+    """
+
+    def __init__(self, *args: object) -> None:
+        from pytest_agentfaults.runtime.redact import redact_text  # noqa: PLC0415 - a cycle
+
+        super().__init__(*[redact_text(a) if type(a) is str else a for a in args])
 
 
 class UsageError(AgentFaultsError, ValueError):

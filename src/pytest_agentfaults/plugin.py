@@ -169,6 +169,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Build the test's fault plan from its markers and switch it on."""
+    __tracebackhide__ = True
     session = item.config.stash[_SESSION]
     kit = session.kit or _load_kit(item.config, session)
     state = kit.TestState(
@@ -279,8 +280,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Attach the recovery trace, the counts and the trace file to the reports."""
+    """Redact the report; attach the recovery trace, the counts and the trace file to it."""
     report = yield
+    _scrub_report(report)  # what the terminal, -rA and junit XML show of the test
     state = item.stash.get(_STATE, None)
     if state is None:
         return report
@@ -313,6 +315,31 @@ def pytest_runtest_makereport(
 
 _FAILED = pytest.StashKey[bool]()
 _PASSED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Redact a collection error (an import that failed with a key in its message)."""
+    report = yield
+    _scrub_report(report)
+    return report
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Redact the log lines pytest writes straight out (live logging, ``--log-file``)."""
+    logging_plugin = session.config.pluginmanager.get_plugin("logging-plugin")
+    if logging_plugin is not None:
+        from pytest_agentfaults.testing._scrub import redact_log_output  # noqa: PLC0415
+
+        redact_log_output(logging_plugin)
+
+
+def _scrub_report(report: pytest.TestReport | pytest.CollectReport) -> None:
+    from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415 - lazy
+
+    scrub_report(report)
 
 
 class _Totals:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentfaults.runtime.redact import REDACTED, redact_headers, redact_text
+from pytest_agentfaults.runtime.redact import REDACTED, redact_headers, redact_text, redact_value
 
 
 @pytest.mark.parametrize(
@@ -64,3 +64,62 @@ def test_credential_headers_are_blanked():
 def test_rate_limit_headers_that_count_tokens_are_kept():
     headers = redact_headers({"x-ratelimit-remaining-tokens": "9000", "x-auth-token": "abc"})
     assert headers == {"x-ratelimit-remaining-tokens": "9000", "x-auth-token": REDACTED}
+
+
+def test_a_generic_key_query_parameter_is_redacted_whatever_its_shape():
+    hex40 = "0123456789abcdef0123456789abcdef01234567"
+    assert (
+        redact_text(f"GET https://x.test/v1?key={hex40}") == f"GET https://x.test/v1?key={REDACTED}"
+    )
+    assert redact_text("https://x.test/?a=1&key=short") == f"https://x.test/?a=1&key={REDACTED}"
+
+
+@pytest.mark.parametrize(
+    "name", ["key", "api_key", "apikey", "token", "access_token", "sig", "signature", "password"]
+)
+def test_credential_query_parameters_are_redacted(name):
+    url = f"https://x.test/a?page=2&{name}=s3cr3tValue&b=1"
+    assert redact_text(url) == f"https://x.test/a?page=2&{name}={REDACTED}&b=1"
+
+
+def test_long_hex_or_base64_tokens_in_any_query_parameter_are_redacted():
+    assert redact_text("https://x.test/?cursor=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b") == (
+        f"https://x.test/?cursor={REDACTED}"
+    )
+    assert redact_text("https://x.test/?s=aGVsbG8gd29ybGQgdGhpcyBpcyBsb25n0&q=1") == (
+        f"https://x.test/?s={REDACTED}&q=1"
+    )
+
+
+def test_ordinary_query_strings_are_untouched():
+    for text in ("https://x.test/?page=2&sort=name", "https://x/y?at=2026-11-23T14:42:18"):
+        assert redact_text(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x-api-key: abcdefgh12",
+        "{'x-goog-api-key': 'abcdefgh12'}",
+        '"cookie": "session=abc; id=3"',
+        "Set-Cookie: session=abcdef; Path=/",
+        "proxy-authorization: Basic-ish",
+    ],
+)
+def test_credential_headers_written_as_text_are_redacted(text):
+    assert REDACTED in redact_text(text)
+    assert "abcdef" not in redact_text(text)
+    assert "Basic-ish" not in redact_text(text)
+
+
+def test_redact_value_walks_dicts_and_lists():
+    value = {"a": ["sk-proj-abcdefghijklmnopqrstuv", 3], "b": ("Bearer abcdefghijk",)}
+    assert redact_value(value) == {"a": [REDACTED, 3], "b": (f"Bearer {REDACTED}",)}
+
+
+def test_the_quick_check_lets_every_rule_run():
+    # redact_text first checks a short list of markers; each rule's own markers must pass it
+    from pytest_agentfaults.runtime import redact
+
+    for marker in redact._MARKERS:
+        assert any(gate in marker for gate in redact._GATE), marker

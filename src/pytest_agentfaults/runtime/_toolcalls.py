@@ -39,6 +39,7 @@ from pytest_agentfaults.runtime.policy import (
     RespondWith,
     Retry,
 )
+from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.runtime.tools import Tool, ToolFailure, render_result
 
 if TYPE_CHECKING:
@@ -442,4 +443,8 @@ def _as_arguments(produced: Any) -> str | None:
 
 def _preview(text: str, limit: int = 120) -> str:
     text = text.replace("\n", " ")
+    if len(text) <= limit:
+        return text  # the recorder redacts it
+    # redacted before it is cut: a key cut short no longer looks like one
+    text = redact_text(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."

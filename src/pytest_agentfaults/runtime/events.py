@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pytest_agentfaults.errors import UsageError, kind_and_retryable
 from pytest_agentfaults.runtime.clock import Clock
-from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.runtime.redact import redact_text, redact_value
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.verdict import Verdict
@@ -81,6 +81,8 @@ EventType = Literal[
 ]
 EVENT_TYPES: Final[tuple[str, ...]] = EventType.__args__  # type: ignore[attr-defined]
 _RETRY_TYPES: Final = ("tool.retry", "llm.retry", "transport.retry")
+# Fields that hold a name, an id or a status word, never free text (see `Recorder.emit`).
+_NAME_FIELDS: Final = frozenset({"tool", "call_id", "status", "severity", "method", "fault"})
 
 
 _new_object = object.__new__
@@ -422,28 +424,40 @@ class collecting:
     """Also record every event of every run in this context into ``trace``.
 
     ``only=True``: into ``trace`` alone, the enclosing collectors sit out the context.
+    ``fresh_run_ids=True`` numbers the runs started in the block from ``run-1``.
     """
 
-    def __init__(self, trace: Trace, *, only: bool = False) -> None:
+    def __init__(self, trace: Trace, *, only: bool = False, fresh_run_ids: bool = False) -> None:
         self._trace = trace
         self._only = only
         self._token: object = None
+        self._fresh = fresh_run_ids
+        self._ids_token: object = None
 
     def __enter__(self) -> Trace:
+        if self._fresh:
+            # Runs started in the block are numbered from 1 (the plugin's per-test trace):
+            # no id depends on what ran before in the process (same seed, same bytes).
+            self._ids_token = _scoped_run_ids.set(itertools.count(1))
         outer = () if self._only else _collectors.get()
         self._token = _collectors.set((*outer, self._trace))
         return self._trace
 
     def __exit__(self, *exc_info: object) -> None:
         _collectors.reset(self._token)  # type: ignore[arg-type]
+        if self._ids_token is not None:
+            token, self._ids_token = self._ids_token, None
+            _scoped_run_ids.reset(token)  # type: ignore[arg-type]
 
 
 _run_ids = itertools.count(1)
+_scoped_run_ids: ContextVar[Iterator[int] | None] = ContextVar("agentfaults_run_ids", default=None)
 
 
 def new_run_id() -> str:
-    """A short id, unique in this process."""
-    return f"run-{next(_run_ids)}"
+    """A short id: unique in a ``collecting(fresh_run_ids=True)`` block, else in the process."""
+    scoped = _scoped_run_ids.get()
+    return f"run-{next(scoped if scoped is not None else _run_ids)}"
 
 
 class Recorder:
@@ -469,10 +483,11 @@ class Recorder:
         trace: Trace | None = None,
         observers: Sequence[Observer] = (),
         parent: Recorder | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.agent = agent
         self.clock = clock
-        self.run_id = new_run_id()
+        self.run_id = run_id if run_id is not None else new_run_id()
         self.trace: Trace
         self.start: float
         if parent is not None:
@@ -497,11 +512,18 @@ class Recorder:
         }
 
     def emit(self, type: str, /, **fields: Any) -> Event:
-        """Record one event now; returns it."""
-        if "detail" in fields:
-            fields["detail"] = redact_text(fields["detail"])
-        if "reason" in fields:
-            fields["reason"] = redact_text(fields["reason"])
+        """Record one event now; returns it.
+
+        Every text field is redacted here (``detail``, ``reason``, a ``url`` ...): this is
+        where events are made, so nothing recorded holds a key. Names and ids (``tool``,
+        ``call_id``, ``status`` ...) are not text and skip the scan: this is the hot path.
+        """
+        for key, value in fields.items():
+            if value.__class__ is str:  # `type` is the event's type here
+                if key not in _NAME_FIELDS:
+                    fields[key] = redact_text(value)
+            elif isinstance(value, dict | list):
+                fields[key] = redact_value(value)
         trace = self.trace
         events = trace.events
         values = self._stamp.copy()

@@ -1,16 +1,18 @@
 """Keep secrets out of traces, reports, files and logs.
 
 One place decides what a secret looks like: credential headers by name, and key-shaped
-strings anywhere in text.
+strings anywhere in text: ``sk-`` keys, ``Bearer`` tokens, ``name: value`` forms of the
+credential headers, URL query parameters named like a credential (``?key=``, ``&sig=``
+...), and long hex or base64 tokens in any query parameter.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["REDACTED", "redact_headers", "redact_text"]
+__all__ = ["REDACTED", "redact_headers", "redact_text", "redact_value"]
 
 REDACTED: Final = "[REDACTED]"
 
@@ -27,6 +29,20 @@ SECRET_HEADERS: Final = frozenset(
         "set-cookie",
     }
 )
+
+# Query parameters whose value is a credential, whatever it looks like.
+_QUERY_NAMES: Final = (
+    "key",
+    "api_key",
+    "apikey",
+    "api-key",
+    "token",
+    "access_token",
+    "sig",
+    "signature",
+    "password",
+)
+_HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADERS, key=len)[::-1])
 
 # (markers, pattern, keep-prefix group): a pattern runs only when one of its lower-cased
 # markers occurs in the text. Most text has none, and substring tests are far cheaper than
@@ -51,12 +67,41 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
         ),
         "prefix",
     ),
+    (
+        tuple(f"{name}=" for name in ("key", "token", "sig", "signature", "password")),
+        re.compile(
+            r"([?&;](?:" + "|".join(_QUERY_NAMES) + r")=)[^&#\s\"'<>]+",
+            re.IGNORECASE,
+        ),
+        "prefix",
+    ),
+    (
+        # a long hex or base64 token as the value of any query parameter
+        ("=",),
+        re.compile(
+            r"([?&;][^=&#\s\"'<>?]{1,64}=)"
+            r"(?=[A-Za-z0-9_%+/=-]{20,})(?=[^&#\s\"'<>]*?[0-9])(?=[^&#\s\"'<>]*?[A-Za-z])"
+            r"[A-Za-z0-9_%+/=-]+(?=$|[&#\s\"'<>),\]])"
+        ),
+        "prefix",
+    ),
+    (
+        # "x-api-key: ...", "'cookie': '...'": a credential header written out as text
+        ("authorization", "api-key", "cookie"),
+        re.compile(
+            r"(\b(?:" + _HEADER_NAMES + r")[\"']?\s*[:=]\s*[\"']?)"
+            r"(?!(?:(?:Bearer|Basic)\s+)?\[REDACTED\])"
+            r"[^\s\"'\r\n,}][^\"'\r\n,}]{3,}",
+            re.IGNORECASE,
+        ),
+        "prefix",
+    ),
 )
 
 
-# No rule above can match fewer characters ("token=" and six more is the shortest), so
+# No rule above can match fewer characters ("?sig=" and one more is the shortest), so
 # shorter text (most names and previews) skips the scan.
-_SHORTEST_SECRET: Final = 12
+_SHORTEST_SECRET: Final = 6
 
 
 def _keep_prefix(match: re.Match[str]) -> str:
@@ -65,6 +110,10 @@ def _keep_prefix(match: re.Match[str]) -> str:
 
 # Every marker in one flat tuple: the common case (no marker at all) is one plain loop.
 _MARKERS: Final = tuple(marker for markers, _, _ in _RULES for marker in markers)
+# The first check, whether any rule can match: the markers above, each shortened to a
+# prefix that covers several ("api" for apikey, api_key, api-key; "=" for key=, sig= ...).
+_GATE: Final = ("=", "sk-", "bearer", "basic", "api", "token", "secret", "password", "auth",
+                "cookie", "akia", "asia", "aiza", "gh", "xox")  # fmt: skip
 
 
 def redact_text(text: str) -> str:
@@ -72,7 +121,7 @@ def redact_text(text: str) -> str:
     if not text or len(text) < _SHORTEST_SECRET:
         return text
     lowered = text.lower()
-    for marker in _MARKERS:
+    for marker in _GATE:
         if marker in lowered:
             break
     else:
@@ -99,3 +148,16 @@ def redact_headers(
         else:
             clean[lowered] = redact_text(value)
     return clean
+
+
+def redact_value(value: Any) -> Any:
+    """``value`` with `redact_text` applied to every string in it (dicts and lists too)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {key: redact_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_value(item) for item in value]
+    if value.__class__ is tuple:
+        return tuple(redact_value(item) for item in value)
+    return value

@@ -24,6 +24,7 @@ from pydantic_core import PydanticUndefined, to_json
 
 from pytest_agentfaults.errors import InvalidArgsError, UsageError
 from pytest_agentfaults.runtime.models.base import ToolSpec
+from pytest_agentfaults.runtime.redact import redact_text
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.backoff import ResilienceConfig
@@ -324,5 +325,6 @@ def _describe_invalid(tool_name: str, errors: list[Any], raw: str) -> str:
             continue
         where = ".".join(str(part) for part in error["loc"]) or "arguments"
         problems.append(f"{where}: {error['msg']}")
+    raw = redact_text(raw)  # before it is cut: a key cut short no longer looks like one
     shown = raw if len(raw) <= 200 else raw[:200] + "..."
     return f"invalid arguments for tool {tool_name!r}: {'; '.join(problems)} (got {shown})"

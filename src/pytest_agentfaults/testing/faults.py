@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -40,6 +41,7 @@ from pytest_agentfaults.runtime._loop import (
     remove_interceptor,
 )
 from pytest_agentfaults.runtime.clock import RealClock
+from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.runtime.tools import ToolFailure
 from pytest_agentfaults.testing import _current
 from pytest_agentfaults.testing._current import current_plan
@@ -155,7 +157,13 @@ class Fault:
         return _url_matches(pattern, url)
 
     def describe(self) -> str:
-        """A short description for messages: ``tool 'fetch' raises ConnectionError``."""
+        """A short description for messages: ``tool 'fetch' raises ConnectionError``.
+
+        Redacted: every report, trace file and message shows a fault through this text.
+        """
+        return redact_text(self._describe())
+
+    def _describe(self) -> str:
         if self.target == "tool":
             what = {"raises": "raises", "returns": "returns", "delay": "delays"}.get(
                 self.action or "", "(no action)"
@@ -178,6 +186,7 @@ class Fault:
 
     def check(self) -> None:
         """Raise `UsageError` when the fault is incomplete (a fluent chain left unfinished)."""
+        __tracebackhide__ = True
         if self.action is None and self.target == "http":
             raise UsageError(
                 f"{self.source or 'faults.http()'} says nothing to inject; finish it with "
@@ -393,6 +402,10 @@ class FaultPlan:
         # the loopback server counts occurrences from its own threads
         self._http_lock = threading.Lock()
         self._checks: list[Callable[[], None]] = []
+        self._call_ids = 0
+        #: origins that reports show under a stable name (``http://127.0.0.1:<port>`` of a
+        #: bound `LLMServer` -> ``http://llm_server``): a port differs from run to run
+        self.shown_origins: dict[str, str] = {}
 
     # ------------------------------------------------------------------ declaring
 
@@ -459,7 +472,7 @@ class FaultPlan:
             except AssertionError as exc:
                 lines.append(str(exc))
         if lines:
-            raise AssertionError("\n".join(lines))
+            raise AssertionError(redact_text("\n".join(lines)))
 
     def of(self, target: Target) -> list[Fault]:
         """The faults on ``target`` ("tool", "http" or "llm")."""
@@ -599,9 +612,14 @@ class FaultPlan:
                     return hit
         return None
 
+    def next_call_id(self) -> str:
+        """An id for a tool call an llm fault makes up: numbered per plan, so per test."""
+        self._call_ids += 1
+        return f"fault_call_{self._call_ids}"
+
     def record(self, fault: Fault, name: str, kind: str, occurrence: int) -> FiredFault:
-        """Note that ``fault`` fired."""
-        item = FiredFault(fault.target, name, kind, occurrence, fault)
+        """Note that ``fault`` fired. ``name`` is redacted: it often holds a request's URL."""
+        item = FiredFault(fault.target, redact_text(name), kind, occurrence, fault)
         self.fired.append(item)
         return item
 
@@ -685,11 +703,13 @@ class _PlanInterceptor(Interceptor):
         self.plan.record(fault, model_name, kind, occurrence)
         call.request.emit("llm.fault", status=kind, detail=f"{fault.describe()} on {model_name}")
         step = _LLM_STEPS[kind](**_step_options(fault))
-        return _respond_instead(model, call, step, model_name, kind not in TRANSIENT_LLM_KINDS)
+        return _respond_instead(
+            model, call, step, model_name, self.plan, kind not in TRANSIENT_LLM_KINDS
+        )
 
 
 def _respond_instead(
-    model: Any, call: ModelCall, step: Step, model_name: str, uses_step: bool
+    model: Any, call: ModelCall, step: Step, model_name: str, plan: FaultPlan, uses_step: bool
 ) -> ModelResponse | Inject:
     """Answer ``call`` with ``step`` in place of the model.
 
@@ -700,7 +720,7 @@ def _respond_instead(
     try:
         if isinstance(model, ScriptedModel):
             return model.substitute(call.request, step, uses_step=uses_step)
-        return step.respond(call.request, model=model_name, next_call_id=_fault_call_ids)
+        return step.respond(call.request, model=model_name, next_call_id=plan.next_call_id)
     except Exception as exc:  # the injected failure itself
         return Inject(exc)
 
@@ -710,13 +730,6 @@ def _step_options(fault: Fault) -> dict[str, Any]:
     if fault.name == "rate_limit" and fault.retry_after is not None:
         options.setdefault("retry_after", fault.retry_after)
     return options
-
-
-_fault_ids = iter(range(1, 1 << 62))
-
-
-def _fault_call_ids() -> str:
-    return f"fault_call_{next(_fault_ids)}"
 
 
 # ----------------------------------------------------------------------------- the marker
@@ -883,6 +896,14 @@ def _is_exception_class(value: object) -> bool:
     return isinstance(value, type) and issubclass(value, BaseException)
 
 
+_ADDRESS: Final = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+def without_addresses(text: str) -> str:
+    """``text`` with default reprs' addresses left out: ``<Box object>``, the same every run."""
+    return _ADDRESS.sub(">", text) if " at 0x" in text else text
+
+
 def _short(value: object) -> str:
     if isinstance(value, BaseException):
         return f"{type(value).__name__}({str(value)!r})"
@@ -890,7 +911,8 @@ def _short(value: object) -> str:
         return str(getattr(value, "__name__", value))
     if isinstance(value, ToolFailure):
         return f"ToolFailure({value.error!r})"
-    text = repr(value)
+    # redacted before it is cut (a key cut short loses its shape); no per-run address
+    text = without_addresses(redact_text(repr(value)))
     return text if len(text) <= 60 else text[:57] + "..."
 
 

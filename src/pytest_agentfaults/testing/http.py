@@ -251,6 +251,7 @@ def _uninstall() -> None:
 
 def _sync_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
     def _send_single_request(client: Any, request: Any) -> Any:
+        __tracebackhide__ = True
         if not _stack:
             return original(client, request)
         return _stack[-1].handle(library, client, request, original)
@@ -260,6 +261,7 @@ def _sync_entry(library: _Library, original: Callable[..., Any]) -> Callable[...
 
 def _async_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
     async def _send_single_request(client: Any, request: Any) -> Any:
+        __tracebackhide__ = True
         if not _stack:
             return await original(client, request)
         return await _stack[-1].ahandle(library, client, request, original)
@@ -334,6 +336,7 @@ class HttpInjector:
 
     def handle(self, library: _Library, client: Any, request: Any, original: Any) -> Any:
         """Send one sync request: a fault, the client's transport, or the guard."""
+        __tracebackhide__ = True
         decision = self._decide(library, client, request)
         if decision is _SILENT:
             return original(client, request)
@@ -349,6 +352,7 @@ class HttpInjector:
 
     async def ahandle(self, library: _Library, client: Any, request: Any, original: Any) -> Any:
         """Send one async request, like `handle`."""
+        __tracebackhide__ = True
         decision = self._decide(library, client, request)
         if decision is _SILENT:
             return await original(client, request)
@@ -363,6 +367,7 @@ class HttpInjector:
         return response
 
     def _decide(self, library: _Library, client: Any, request: Any) -> Any:
+        __tracebackhide__ = True
         url = request.url
         host = url.host
         transport = client._transport_for_url(url)
@@ -390,18 +395,20 @@ class HttpInjector:
         return _Injected(error=error)
 
     def _inject(self, library: _Library, request: Any, fault: Fault, occurrence: int) -> _Injected:
+        __tracebackhide__ = True
         fault.check()
         method, url = request.method, str(request.url)
         kind = str(fault.value) if fault.action == "status" else str(fault.action)
-        self.plan.record(fault, f"{method} {redact_text(url)}", kind, occurrence)
+        # the plan and the recorder redact what they keep
+        self.plan.record(fault, f"{method} {url}", kind, occurrence)
         self._emit(
             "http.fault",
             method=method,
-            url=redact_text(url),
+            url=url,
             status=int(fault.value) if fault.action == "status" else kind,
             retry_after=fault.retry_after,
             occurrence=occurrence,
-            detail=f"{method} {redact_text(url)}: {fault.describe()}",
+            detail=f"{method} {url}: {fault.describe()}",
         )
         module = library.module
         provider = provider_for(request.url.path)
@@ -454,7 +461,7 @@ class HttpInjector:
         fault: Fault | None = None,
     ) -> None:
         method = request.method
-        url = redact_text(str(request.url))
+        url = str(request.url)  # redacted by the recorder
         fields: dict[str, Any] = {"method": method, "url": url}
         if response is not None:
             status = response.status_code
@@ -594,6 +601,7 @@ class HttpFaultRouter(respx.Router):
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         """Answer from the routes; an unrouted request is guarded (see the class docs)."""
+        __tracebackhide__ = True
         try:
             return super().handler(request)
         except AllMockedAssertionError:
@@ -601,6 +609,7 @@ class HttpFaultRouter(respx.Router):
 
     async def async_handler(self, request: httpx.Request) -> httpx.Response:
         """Answer from the routes, for async clients."""
+        __tracebackhide__ = True
         try:
             return await super().async_handler(request)
         except AllMockedAssertionError:

@@ -43,9 +43,13 @@ backoff stays virtual with ``virtual_clock.patch_sleep()``.
 
 Security: the server binds 127.0.0.1 only, on an ephemeral port; `requests` and the
 trace events keep no credential header (``Authorization``, ``x-api-key`` ... are
-redacted). No client can wedge it: idle and unfinished requests time out, heads and bodies
-have size limits, and a request breaking one gets a 4xx and a closed connection (see
-`LLMServer` and ``_httpd``).
+redacted), and no key in a URL's query. No client can wedge it: idle and unfinished
+requests time out, heads and bodies have size limits, and a request breaking one gets a
+4xx and a closed connection (see `LLMServer` and ``_httpd``).
+
+Same seed, same bytes: the port changes from run to run, so what the server records (the
+fired faults' names, the trace events' ``url`` and ``detail``) names it by the stable
+origin ``http://llm_server`` (`RECORDED_ORIGIN`): ``POST http://llm_server/v1/messages``.
 """
 
 from __future__ import annotations
@@ -122,6 +126,8 @@ Provider = Literal["openai", "anthropic", "ollama"]
 PROVIDERS: Final[tuple[str, ...]] = get_args(Provider)
 
 HOST: Final = "127.0.0.1"
+#: the origin that recorded URLs show in place of ``http://127.0.0.1:<port>``
+RECORDED_ORIGIN: Final = "http://llm_server"
 _CREATED: Final = 1734460799  # a fixed timestamp: the same bytes on every run
 _CREATED_AT: Final = "2024-12-17T18:39:58.001234Z"
 _FINGERPRINT: Final = "fp_agentfaults"
@@ -936,6 +942,8 @@ class LLMServer:
 
                 plan.http_recorder = Recorder(agent="http", clock=default_clock())
             binding.plan, binding.recorder = plan, plan.http_recorder
+            if self._server is not None:
+                plan.shown_origins[self.url] = RECORDED_ORIGIN
         with self._lock:
             self._binding = binding
 
@@ -955,7 +963,7 @@ class LLMServer:
                 "pass llm_server.script(..., strict=False) to allow leftovers."
             )
         if problems:
-            raise AssertionError("llm_server: " + "\n".join(problems))
+            raise AssertionError(redact_text("llm_server: " + "\n".join(problems)))
 
     def __repr__(self) -> str:
         where = self.url if self._server is not None else "not started"
@@ -969,21 +977,22 @@ class LLMServer:
         provider = provider_for(path)
         stream = provider is not None and wants_stream(provider, body)
         url = f"{self.url}{path}"
+        shown = f"{RECORDED_ORIGIN}{path}"  # no port: the same bytes on every run
         plan = binding.plan
         hit = plan.next_http_fault(method, url, any_host=True) if plan is not None else None
         if plan is not None and hit is not None:
             fault, occurrence = hit
             reply = self._fault_reply(fault, provider, stream, body)
-            plan.record(fault, f"{method} {url}", reply.fault or "", occurrence)
+            plan.record(fault, f"{method} {shown}", reply.fault or "", occurrence)
             self._emit(
                 binding,
                 "http.fault",
                 method=method,
-                url=url,
+                url=shown,
                 status=int(fault.value) if fault.action == "status" else reply.fault,
                 retry_after=fault.retry_after,
                 occurrence=occurrence,
-                detail=f"{method} {url}: {fault.describe()}",
+                detail=f"{method} {shown}: {fault.describe()}",
             )
         elif provider is None:
             message = f"agentfaults llm_server: no endpoint {method} {path}"
@@ -995,7 +1004,7 @@ class LLMServer:
         received = ReceivedRequest(
             method=method,
             path=path,
-            url=url,
+            url=redact_text(url),
             headers=redact_headers(handler.fields),
             body=body[: self.max_stored_body],
             provider=provider,
@@ -1019,7 +1028,7 @@ class LLMServer:
     def _record(
         self, binding: _Binding, received: ReceivedRequest, reply: _Reply, body: bytes
     ) -> None:
-        method, url = received.method, received.url
+        method, url = received.method, f"{RECORDED_ORIGIN}{received.path}"
         fields: dict[str, Any] = {"method": method, "url": url}
         if reply.kind in ("answer", "cut"):
             fields["status"] = reply.status
@@ -1045,8 +1054,7 @@ class LLMServer:
         self._binding.problems.append(f"the server crashed while answering:\n{detail}")
 
     def _emit(self, binding: _Binding, type: str, **fields: Any) -> None:
-        fields["url"] = redact_text(fields["url"])
-        if binding.recorder is not None:
+        if binding.recorder is not None:  # the recorder redacts what it records
             with self._lock:
                 binding.recorder.emit(type, **fields)
 

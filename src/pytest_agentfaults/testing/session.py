@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -20,7 +21,8 @@ from typing import Any
 from pytest_agentfaults.runtime.backoff import seeded_jitter
 from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_default_clock
 from pytest_agentfaults.runtime.events import Recorder, Trace, collecting
-from pytest_agentfaults.testing.faults import Fault, FaultPlan
+from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.testing.faults import Fault, FaultPlan, without_addresses
 from pytest_agentfaults.testing.snapshots import SnapshotSettings, use_snapshots
 
 __all__ = ["Counts", "TestState", "test_seed", "trace_file_name", "write_html_report"]
@@ -88,7 +90,10 @@ class TestState:
         # HTTP attempts outside any agent run (an SDK client called from the test, the
         # loopback server) are recorded here, on the test's clock.
         self.plan.http_recorder = Recorder(
-            agent="http", clock=RealClock() if real_time else self.clock, trace=self.trace
+            agent="http",
+            clock=RealClock() if real_time else self.clock,
+            trace=self.trace,
+            run_id="http",  # not a run: a fixed id, the same in every session
         )
         self._contexts: list[Any] = []
         self._plan_handle: object = None
@@ -105,7 +110,7 @@ class TestState:
         contexts = (
             use_default_clock(None if self.real_time else self.clock),
             seeded_jitter(self.seed),
-            collecting(self.trace),
+            collecting(self.trace, fresh_run_ids=True),
             use_snapshots(self.snapshots),
         )
         entered = []
@@ -157,7 +162,7 @@ class TestState:
         )
 
     def render(self) -> str:
-        """The "recovery trace" report section: faults fired, then the timeline."""
+        """The "recovery trace" report section: faults fired, then the timeline (redacted)."""
         lines = [f"seed {self.seed}"]
         if self.plan.faults:
             lines.append("faults:")
@@ -167,15 +172,19 @@ class TestState:
                 lines.append(f"  {fault.describe()}: fired {hits}x ({fault.source})")
         lines.append("timeline:")
         lines.extend(f"  {line}" for line in self.trace.render().splitlines() or ["(no events)"])
-        return "\n".join(lines)
+        text: str = _shown("\n".join(lines), self._origins())
+        return text
 
     def to_json(self, outcome: str) -> str:
         """The JSON file written per test with ``--agentfaults-trace-dir``."""
         return json.dumps(self.as_dict(outcome), indent=2)
 
     def as_dict(self, outcome: str) -> dict[str, Any]:
-        """What a trace file holds, as JSON-friendly data (xdist ships it to the controller)."""
-        return {
+        """What a trace file holds, as JSON-friendly data (xdist ships it to the controller).
+
+        Redacted: the trace file and the HTML report are written from it.
+        """
+        data = {
             "nodeid": self.nodeid,
             "outcome": outcome,
             "seed": self.seed,
@@ -192,6 +201,38 @@ class TestState:
             "counts": self.counts().as_dict(),
             "events": json.loads(self.trace.to_json())["events"],
         }
+        return _shown(data, self._origins())  # type: ignore[no-any-return]
+
+    def _origins(self) -> dict[str, str]:
+        """Each loopback `LLMServer`'s origin, and the stable one reports show instead.
+
+        The servers bound to this test's plan, and any still running (a server the test
+        started by hand).
+        """
+        origins = dict(self.plan.shown_origins)
+        server = sys.modules.get("pytest_agentfaults.testing.server")
+        if server is not None:  # never imported: no server runs
+            for host, port in server.running_addresses():
+                origins.setdefault(f"http://{host}:{port}", server.RECORDED_ORIGIN)
+        return origins
+
+
+def _shown(value: Any, origins: dict[str, str]) -> Any:
+    """``value`` as reports show it: redacted, the loopback server's port left out.
+
+    The port and default reprs' addresses change from run to run; with them out, one seed
+    gives the same bytes.
+    """
+    if isinstance(value, str):
+        for origin, stable in origins.items():
+            if origin in value:
+                value = value.replace(origin, stable)
+        return without_addresses(redact_text(value))
+    if isinstance(value, dict):
+        return {key: _shown(item, origins) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item, origins) for item in value]
+    return value
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -200,7 +241,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 def trace_file_name(nodeid: str) -> str:
     """A file name for ``nodeid``: readable, safe on every OS, unique per test id."""
     digest = hashlib.sha1(nodeid.encode(), usedforsecurity=False).hexdigest()[:10]
-    readable = _UNSAFE.sub("_", nodeid).strip("_")[-80:]
+    readable = _UNSAFE.sub("_", redact_text(nodeid)).strip("_")[-80:]
     return f"{readable}-{digest}.json"
 
 

@@ -1,0 +1,81 @@
+"""Redact what pytest shows of a test: its failure text and its captured output.
+
+A test report is where every terminal line, ``-rA`` summary and junit XML record about a
+test comes from: the traceback (with ``-l``, the locals of every frame), the chained
+causes, the captured stdout, stderr and log records. The plugin passes each report through
+`scrub_report` once, so a key in any of them (an SDK's log line with ``?key=``, a tool
+error that quotes its arguments) is redacted at that one boundary. Log records that
+bypass reports (live logging, ``--log-file``) are redacted by their handlers' formatter
+(`redact_log_output`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from pytest_agentfaults.runtime.redact import redact_text
+
+__all__ = ["redact_log_output", "scrub_report"]
+
+# pytest's logging plugin writes these handlers straight to the terminal or a file
+_DIRECT_HANDLERS = ("log_cli_handler", "log_file_handler")
+
+
+def scrub_report(report: Any) -> None:
+    """Redact ``report``'s ``longrepr`` and ``sections`` in place."""
+    longrepr = getattr(report, "longrepr", None)
+    if longrepr is not None:
+        report.longrepr = _scrub(longrepr, set())
+    sections = getattr(report, "sections", None)
+    if sections:
+        report.sections = [(title, redact_text(text)) for title, text in sections]
+
+
+def _scrub(value: Any, seen: set[int]) -> Any:
+    """``value`` with every string in it redacted; pytest's repr objects are edited in place.
+
+    pytest keeps a failure as dataclasses (``ExceptionChainRepr``, ``ReprEntry``,
+    ``ReprLocals``, ``ReprFileLocation`` ...) holding strings, lists and tuples.
+    """
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list):
+        return [_scrub(item, seen) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_scrub(item, seen) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if id(value) in seen:  # a chain shares its last traceback with the top level
+            return value
+        seen.add(id(value))
+        for field in dataclasses.fields(value):
+            current = getattr(value, field.name, None)
+            cleaned = _scrub(current, seen)
+            if cleaned is not current:
+                object.__setattr__(value, field.name, cleaned)
+    return value
+
+
+class _RedactingFormatter(logging.Formatter):
+    """Formats with pytest's own formatter, then redacts the line (the record is untouched)."""
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(self.inner.format(record))
+
+
+def redact_log_output(logging_plugin: object) -> None:
+    """Make pytest's live-log and log-file handlers redact what they write."""
+    for name in _DIRECT_HANDLERS:
+        handler = getattr(logging_plugin, name, None)
+        formatter = getattr(handler, "formatter", None)
+        if (
+            isinstance(handler, logging.Handler)
+            and isinstance(formatter, logging.Formatter)
+            and not isinstance(formatter, _RedactingFormatter)
+        ):
+            handler.setFormatter(_RedactingFormatter(formatter))

@@ -1,0 +1,190 @@
+"""No secret reaches any output: terminal, trace files, HTML report, junit XML, logs.
+
+Random keys (new every run) sit in the environment, in request headers and in query
+strings; a suite exercises tool, HTTP (in-process and over the loopback server) and LLM
+faults with every output switched on; then the terminal and every file written (names
+included) are searched for each key and for any 16-character slice of one.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("httpcore2")  # see test_http_plugin.py: loaded in the outer session
+pytest.importorskip("httpx2")
+
+SLICE = 16
+
+SUITE = '''
+import logging
+import os
+
+import httpx
+import pytest
+
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool, say
+
+E = os.environ
+API = "https://api.example.com/v1/things"
+NEVER = "https://api.example.com/v1/never?key=" + E["AF_HEX"]
+
+
+def headers():
+    return {"x-api-key": E["AF_XAPI"], "Authorization": "Bearer " + E["AF_BEARER"]}
+
+
+@af.tool
+def fetch(url: str, token: str) -> str:
+    """Fetch ``url`` with ``token``."""
+    raise ConnectionError(f"cannot reach {url} with token {token}")
+
+
+def agent(model, **kw):
+    return af.Agent("bot", model=model, tools=[fetch], **kw)
+
+
+def keyed_call():
+    return call_tool("fetch", url=API + "?key=" + E["AF_HEX"], token=E["AF_PROJ"])
+
+
+def test_tool_fault_recovers(faults):
+    faults.tool("fetch").raises(ConnectionError("refused " + API + "?key=" + E["AF_HEX"]))
+    faults.tool("fetch").returns("page " + E["AF_ANT"])
+    logging.getLogger("pytest_agentfaults").debug("calling with %s", E["AF_PROJ"])
+    result = agent(ScriptedModel([keyed_call(), say("done")])).run("go")
+    assert result.output == "done"
+
+
+def test_tool_exhaustion_raises(faults):
+    config = af.ResilienceConfig(max_retries=1, strategy="none", on_exhaustion="raise")
+    agent(ScriptedModel([keyed_call(), say("never")]), resilience=config).run("go")
+
+
+@pytest.mark.inject_fault(http=503, url=API, times=1)
+def test_http_fault_in_process(http_faults):
+    http_faults.get(API).respond(200, json={"ok": True})
+    url = API + "?key=" + E["AF_HEX"] + "&api_key=" + E["AF_ANT"]
+    with httpx.Client(headers=headers()) as client:
+        statuses = [client.get(url).status_code for _ in range(2)]
+    assert statuses == [503, 200]
+
+
+@pytest.mark.inject_fault(http=503, url="/api/chat", times=1)
+def test_llm_server_fault_then_failure(llm_server):
+    llm_server.script([say("hello")])
+    url = llm_server.base_url("ollama") + "/api/chat?key=" + E["AF_HEX"]
+    body = {"model": "m", "stream": False, "messages": [{"role": "user", "content": E["AF_PROJ"]}]}
+    with httpx.Client(headers=headers()) as client:
+        first = client.post(url, json=body)
+        second = client.post(url, json=body)
+    assert (first.status_code, second.status_code) == (503, 200)
+    assert second.json()["message"]["content"] == "a different answer"
+
+
+def test_llm_fault_over_the_wire(faults, llm_server):
+    faults.llm.rate_limit(retry_after=1)
+    llm_server.script([say("done")])
+    model = af.OpenAIModel("m", base_url=llm_server.base_url("openai"), api_key=E["AF_PROJ"])
+    with model, pytest.raises(af.RateLimitError):
+        agent(model).run("go " + E["AF_ANT"])
+
+
+@pytest.mark.inject_fault(http=503, url=NEVER)
+def test_strict_fault_never_fires():
+    logging.getLogger("app").info("the key is %s", E["OPENAI_API_KEY"])
+'''
+
+
+def _keys() -> dict[str, str]:
+    return {
+        "AF_PROJ": "sk-proj-" + secrets.token_urlsafe(32),
+        "AF_ANT": "sk-ant-api03-" + secrets.token_urlsafe(32),
+        "AF_HEX": secrets.token_hex(20),
+        "AF_BEARER": secrets.token_urlsafe(32),
+        "AF_XAPI": secrets.token_urlsafe(24),
+        "OPENAI_API_KEY": "sk-" + secrets.token_urlsafe(32),
+    }
+
+
+def _slices(key: str) -> set[str]:
+    return {key[i : i + SLICE] for i in range(len(key) - SLICE + 1)}
+
+
+def _leaks(texts: dict[str, str], keys: dict[str, str]) -> list[str]:
+    found = []
+    for where, text in texts.items():
+        for name, key in keys.items():
+            hits = [piece for piece in _slices(key) if piece in text]
+            if hits:
+                found.append(f"{name} in {where}: ...{hits[0]}...")
+    return found
+
+
+def _written(root: Path, skip: set[Path]) -> dict[str, str]:
+    texts = {}
+    for path in sorted(root.rglob("*")):
+        texts[f"name {path}"] = str(path.relative_to(root))
+        if path.is_file() and path not in skip:
+            texts[str(path)] = path.read_bytes().decode("utf-8", "replace")
+    return texts
+
+
+@pytest.fixture
+def keyed(suite, monkeypatch):
+    keys = _keys()
+    for name, value in keys.items():
+        monkeypatch.setenv(name, value)
+    pytester = suite(SUITE)
+    return pytester, keys
+
+
+def _run(pytester, keys, *, how: str):
+    root = pytester.path
+    options = [
+        "-rA",
+        "-l",
+        "--log-level=DEBUG",
+        "--agentfaults-trace=always",
+        f"--agentfaults-trace-dir={root / 'traces'}",
+        f"--agentfaults-html={root / 'out' / 'report.html'}",
+        f"--junitxml={root / 'out' / 'junit.xml'}",
+        # live logging and a log file: users turn them on too
+        "--log-cli-level=DEBUG",
+        f"--log-file={root / 'out' / 'log.txt'}",
+        "--log-file-level=DEBUG",
+    ]
+    if how == "xdist":  # workers render and ship the reports; the controller writes
+        options += ["-n", "2"]
+    run = pytester.runpytest if how == "in-process" else pytester.runpytest_subprocess
+    result = run(*options)
+    outcomes = result.parseoutcomes()
+    # The suite passes and fails where it should: the faults really fired.
+    assert outcomes.get("passed") == 4, outcomes
+    assert outcomes.get("failed") == 2
+    assert outcomes.get("errors") == 1  # the strict fault that never fired, at teardown
+    out = result.stdout.str()
+    assert "ToolExecutionError" in out
+    assert "never fired" in out
+    assert "[REDACTED]" in out
+    assert len(list((root / "traces").glob("*.json"))) == 6
+    texts = {"stdout": out, "stderr": result.stderr.str()}
+    texts.update(_written(root, skip={root / "test_suite.py"}))
+    return texts
+
+
+@pytest.mark.parametrize("how", ["in-process", "subprocess", "xdist"])
+def test_no_key_reaches_any_output(keyed, how):
+    pytester, keys = keyed
+    texts = _run(pytester, keys, how=how)
+    assert _leaks(texts, keys) == []
+
+
+def test_the_search_finds_a_key_when_there_is_one():
+    # The grep above must be able to fail: a key cut to any 16 characters is found.
+    keys = _keys()
+    text = f"x {keys['AF_HEX'][3:19]} y"
+    assert _leaks({"t": text}, keys) == [f"AF_HEX in t: ...{keys['AF_HEX'][3:19]}..."]

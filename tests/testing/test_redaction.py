@@ -1,0 +1,131 @@
+"""Each boundary where text leaves the package redacts it (issue 14, item 1).
+
+The boundaries: the recorder that makes events, a fault's description, the fault plan's
+record of what fired and its "never fired" message, the errors this package raises, its
+log records, and the per-test report writers (terminal section, trace JSON, HTML).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+import pytest
+
+import pytest_agentfaults as af
+from pytest_agentfaults import call_tool, say
+from pytest_agentfaults.runtime.clock import VirtualClock
+from pytest_agentfaults.runtime.events import Recorder
+from pytest_agentfaults.testing.faults import FaultPlan
+from pytest_agentfaults.testing.session import TestState, write_html_report
+
+
+@pytest.fixture
+def key() -> str:
+    return secrets.token_hex(20)
+
+
+@pytest.fixture
+def sk() -> str:
+    return "sk-proj-" + secrets.token_urlsafe(24)
+
+
+def test_the_recorder_redacts_every_text_field_extra_ones_included(key, sk):
+    recorder = Recorder(agent="a", clock=VirtualClock())
+    event = recorder.emit(
+        "http.request", url=f"https://x.test/v1?key={key}", detail=sk, extra={"k": [sk]}
+    )
+    dumped = event.model_dump_json()
+    assert key not in dumped
+    assert sk[8:24] not in dumped
+    assert event.field("url") == "https://x.test/v1?key=[REDACTED]"
+
+
+def test_a_fault_description_is_redacted(key, sk):
+    plan = FaultPlan()
+    plan.tool("fetch").raises(ConnectionError(f"refused https://x.test/?key={key} {sk}"))
+    plan.http(url=f"https://x.test/v1?key={key}").status(503)
+    for fault in plan.faults:
+        assert key not in fault.describe()
+        assert key not in repr(fault)
+        assert sk[8:24] not in fault.describe()
+
+
+def test_a_fired_fault_keeps_no_key_in_its_name(key):
+    plan = FaultPlan()
+    plan.http().status(503)
+    fired = plan.record(plan.faults[0], f"GET https://x.test/v1?key={key}", "503", 1)
+    assert fired.name == "GET https://x.test/v1?key=[REDACTED]"
+    assert plan.fired[0].name == fired.name
+
+
+def test_the_never_fired_message_is_redacted(key):
+    plan = FaultPlan()
+    plan.http(url=f"https://x.test/v1?key={key}").status(503)
+    with pytest.raises(AssertionError, match="never fired") as caught:
+        plan.check()
+    assert key not in str(caught.value)
+
+
+def test_tool_execution_error_keeps_no_key_in_its_message(key, sk):
+    @af.tool
+    def fetch(url: str) -> str:
+        """Fetch."""
+        raise ConnectionError(f"cannot reach {url}")
+
+    agent = af.Agent(
+        "bot",
+        model=af.ScriptedModel([call_tool("fetch", url=f"https://x.test/?key={key}&t={sk}")]),
+        tools=[fetch],
+        clock=VirtualClock(),
+        resilience=af.ResilienceConfig(max_retries=1, strategy="none", on_exhaustion="raise"),
+    )
+    with pytest.raises(af.ToolExecutionError, match="failed after 2 attempt") as caught:
+        agent.run("go")
+    assert key not in str(caught.value)
+    assert sk[8:24] not in str(caught.value)
+    assert isinstance(caught.value.__cause__, ConnectionError)  # the cause is kept
+
+
+def test_invalid_arguments_are_redacted_before_they_are_cut(sk):
+    @af.tool
+    def count(n: int) -> str:
+        """Count."""
+        return str(n)
+
+    # the key straddles the 200-character cut of the message: 18 of its characters are in
+    raw = '{"n": "' + "x" * 174 + " " + sk + '"}'
+    with pytest.raises(af.InvalidArgsError) as caught:
+        count.validate(raw)
+    assert sk[:16] not in str(caught.value)
+    assert caught.value.raw_arguments == raw  # the attribute keeps what the model sent
+
+
+def test_the_package_log_redacts_query_keys(caplog, key):
+    with caplog.at_level(logging.DEBUG, logger="pytest_agentfaults"):
+        logging.getLogger("pytest_agentfaults").debug("GET %s", f"https://x.test/?key={key}")
+    assert key not in caplog.text
+    assert "GET https://x.test/?key=[REDACTED]" in caplog.text
+
+
+@af.tool
+def fetch(url: str) -> str:
+    """Fetch."""
+    return "page"
+
+
+def test_the_report_writers_show_no_key(tmp_path, key, sk):
+    state = TestState("t.py::test_it", seed=1, real_time=False)
+    state.plan.tool("fetch").raises(ConnectionError(f"refused https://x.test/?key={key} {sk}"))
+    model = af.ScriptedModel([call_tool("fetch", url="u"), say("done")])
+    state.start()
+    try:
+        af.Agent("bot", model=model, tools=[fetch]).run("go")
+    finally:
+        state.stop()
+    assert len(state.plan.fired) == 1
+    written = write_html_report(tmp_path / "r.html", [state.as_dict("passed")])
+    for text in (state.render(), state.to_json("passed"), written.read_text()):
+        assert "[REDACTED]" in text
+        assert key not in text
+        assert sk[8:24] not in text
