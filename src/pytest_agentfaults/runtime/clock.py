@@ -82,7 +82,7 @@ class VirtualClock:
     it would in real time, only instantly.
     """
 
-    __slots__ = ("_now", "_patches", "sleeps")
+    __slots__ = ("_autojump", "_now", "_patches", "sleeps")
 
     def __init__(self, start: float = 0.0) -> None:
         if start < 0:
@@ -90,6 +90,8 @@ class VirtualClock:
         self._now = float(start)
         self.sleeps: list[float] = []
         self._patches: list[tuple[object, str, object]] = []
+        # Deadlines of async tool attempts waiting for the loop to go idle (`_deadlines`).
+        self._autojump: list[float] = []
 
     def patch_sleep(self) -> VirtualClock:
         """Make `time.sleep`, `asyncio.sleep` and `anyio.sleep` wait on this clock.
@@ -175,6 +177,10 @@ class VirtualClock:
             self._now = max(self._now, active[1])
             raise AttemptDeadlineExceeded(active[1])
         self._now += seconds
+
+    def _jump_to(self, deadline: float) -> None:
+        """Move to ``deadline`` (never back): an idle loop has nothing to do before it."""
+        self._now = max(self._now, deadline)
 
     async def asleep(self, seconds: float) -> None:
         """Like `sleep`, but yields to the event loop once so other tasks may run."""
