@@ -114,7 +114,7 @@ def test_scripted(faults):
     [
         (
             'tool="fetch", raises=ValueError, bogus=1',
-            "unknown key 'bogus' for a tool fault; valid keys: tool, raises, returns, delay, times, at, probability, strict",
+            "unknown key 'bogus' for a tool fault; valid keys: tool, raises, returns, delay, idempotent, times, at, probability, strict",
         ),
         ('tool="fetch", http=503', "has 2 targets"),
         ("times=2", "has no target"),
@@ -264,3 +264,68 @@ def anyio_backend():
     return "asyncio"
 """).runpytest("-p", "anyio")
     result.assert_outcomes(passed=2)
+
+
+PAYMENT = '''
+CHARGES = []
+
+@af.tool
+def charge(amount: int) -> str:
+    """Charge the card (the tool itself says nothing about idempotency)."""
+    CHARGES.append(amount)
+    return "charged"
+
+def shop(**kw):
+    CHARGES.clear()
+    steps = [call_tool("charge", amount=30), say("done")]
+    kw.setdefault("resilience", af.ResilienceConfig(strategy="fixed", base_delay=1))
+    return af.Agent("shop", model=ScriptedModel(steps), tools=[charge], **kw)
+'''
+
+
+def test_marker_idempotent_false_stops_the_rerun_and_the_verdict_checks_it(suite):
+    result = suite(
+        PAYMENT
+        + """
+@pytest.mark.inject_fault(tool="charge", raises=TimeoutError("gateway"), idempotent=False)
+def test_default_policy(trace):
+    result = shop().run("pay")
+    assert CHARGES == []                      # the faulted attempt, and no second one
+    assert trace.count("tool.call", tool="charge") == 1
+    assert trace.of("tool.fault")[0].field("idempotent") is False
+    assert "check the state first" in result.messages[2].content
+    trace.assert_resilient()
+
+@pytest.mark.inject_fault(tool="charge", raises=TimeoutError("gateway"), idempotent=False)
+def test_opt_in(trace):
+    # the tool's own TimeoutError is an execution failure (ToolTimeoutError is a timeout)
+    opt_in = af.OnError(execution=af.retry(2, strategy="fixed", allow_non_idempotent=True))
+    shop(on_tool_error={"charge": opt_in}).run("pay")
+    assert CHARGES == [30]
+    assert trace.verdict().codes == ["retried_non_idempotent"]
+
+def test_fluent(faults, trace):
+    faults.tool("charge").raises(ConnectionResetError("reset")).idempotent(False)
+    shop().run("pay")
+    assert CHARGES == []
+    assert trace.of("tool.error")[0].field("ambiguous") is True
+
+@pytest.mark.inject_fault(tool="charge", raises=TimeoutError("gateway"))
+def test_without_the_declaration_it_is_retried(trace):
+    shop().run("pay")
+    assert CHARGES == [30]
+"""
+    ).runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+
+
+def test_marker_idempotent_must_be_a_bool(suite):
+    result = suite("""
+@pytest.mark.inject_fault(tool="fetch", raises=TimeoutError(), idempotent="no")
+def test_it():
+    pass
+""").runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*inject_fault(*idempotent='no'*idempotent= must be True or False*"]
+    )

@@ -115,6 +115,10 @@ class Interceptor:
         """Called before each model call: `PROCEED`, a response, or `Inject(error)`."""
         return PROCEED
 
+    def declares_non_idempotent(self, tool: str) -> bool:
+        """Whether the test declares ``tool`` must not run twice (``idempotent=False``)."""
+        return False
+
 
 # The interceptors in force in this context: per test (the plugin sets them at setup and
 # resets them at teardown), never process-wide, so a leaked plan cannot reach other tests.
@@ -153,6 +157,12 @@ def remove_interceptor(interceptor: Interceptor) -> None:
 def active_interceptors() -> tuple[Interceptor, ...]:
     """The interceptors in force in this context, oldest first."""
     return _interceptors.get()
+
+
+def declared_non_idempotent(tool: str) -> bool:
+    """Whether an interceptor in force declares ``tool`` non-idempotent for this test."""
+    interceptors = _interceptors.get()
+    return bool(interceptors) and any(i.declares_non_idempotent(tool) for i in interceptors)
 
 
 class Inject:
