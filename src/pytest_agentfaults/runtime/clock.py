@@ -79,7 +79,9 @@ class VirtualClock:
 
     Every wait is recorded in `sleeps`, in order. A wait inside a tool attempt that would
     cross the attempt's timeout stops at the deadline and the attempt times out, exactly as
-    it would in real time, only instantly.
+    it would in real time, only instantly. An async tool attempt that awaits something
+    that never comes is cut too: once the event loop stays idle (50 ms of real time with
+    nothing ready and no real timer due before the deadline), time jumps to the deadline.
     """
 
     __slots__ = ("_autojump", "_now", "_patches", "sleeps")
