@@ -336,6 +336,7 @@ def test_real_time_sync_tool_is_cut_and_the_tests_faults_follow_it_to_its_thread
 import threading
 
 RELEASE = threading.Event()
+ENDED = threading.Semaphore(0)
 THREADS = []
 
 @af.tool
@@ -343,12 +344,15 @@ def charge(amount: int) -> str:
     """Charge; blocks until the test releases it."""
     THREADS.append(threading.current_thread())
     RELEASE.wait(10)
+    ENDED.release()
     return "charged"
 
 @pytest.mark.real_time
 @pytest.mark.inject_fault(tool="charge", raises=ConnectionRefusedError("down"))
 def test_it(trace, faults):
-    config = af.ResilienceConfig(timeout_seconds=0.05, max_retries=2, strategy="fixed",
+    # 0.25 s: the fault of attempt 1 must reach the worker thread before its deadline,
+    # even on a loaded machine
+    config = af.ResilienceConfig(timeout_seconds=0.25, max_retries=2, strategy="fixed",
                                  base_delay=0)
     steps = [call_tool("charge", amount=3), say("done")]
     agent = af.Agent("shop", model=ScriptedModel(steps), tools=[charge], resilience=config)
@@ -357,11 +361,12 @@ def test_it(trace, faults):
     finally:
         RELEASE.set()
     # attempt 1: the fault, injected on the worker thread, recorded in this test's trace;
-    # attempts 2 and 3: the tool blocks and is cut at 0.05 s of real time
+    # attempts 2 and 3: the tool blocks and is cut at 0.25 s of real time
     assert [f.kind for f in faults.fired] == ["raises"]
     assert trace.count("tool.fault", tool="charge") == 1
     errors = [e.error.type for e in trace.of("tool.error", tool="charge")]
     assert errors == ["ConnectionRefusedError", "ToolTimeoutError", "ToolTimeoutError"]
+    assert ENDED.acquire(timeout=10) and ENDED.acquire(timeout=10)
     assert len(THREADS) == 2 and threading.current_thread() not in THREADS
 ''').runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=1)

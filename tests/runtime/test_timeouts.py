@@ -49,8 +49,6 @@ def real_time_agent(tool, **config):
 def assert_cut_twice(result, charge, threads, finished, release):
     # The run is over while both attempts still block: each was abandoned at its deadline.
     assert finished == []
-    assert len(threads) == 2
-    assert all(t is not threading.current_thread() for t in threads)
     errors = result.trace.of("tool.error", tool="charge")
     assert [e.error.type for e in errors] == ["ToolTimeoutError", "ToolTimeoutError"]
     assert [e.attempt for e in errors] == [1, 2]
@@ -64,6 +62,8 @@ def assert_cut_twice(result, charge, threads, finished, release):
     assert charge.ended.acquire(timeout=RELEASE_WAIT)
     assert charge.ended.acquire(timeout=RELEASE_WAIT)
     assert finished == [7, 7]
+    assert len(threads) == 2
+    assert all(t is not threading.current_thread() for t in threads)
 
 
 def test_blocking_sync_tool_is_cut_at_its_deadline_in_real_time_run():
