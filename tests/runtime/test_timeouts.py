@@ -250,6 +250,62 @@ def test_async_tool_reading_a_slow_loopback_stream_completes():
     assert [m.content for m in result.messages if m.role == "tool"] == ["abc"]
 
 
+def test_async_tool_reading_a_server_on_another_thread_completes():
+    # The server's waits are on its own loop: the tool's loop has no timer to go by, only
+    # the tool's progress (each chunk wakes it and it awaits anew) keeps time from jumping.
+    clock = af.VirtualClock()
+    server_loop = asyncio.new_event_loop()
+    servers: list[asyncio.Server] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(8):
+            await asyncio.sleep(0.02)  # 160 ms in all: three times the idle grace
+            writer.write(b"x")
+            await writer.drain()
+        writer.write(b"\n")
+        writer.close()
+
+    async def start() -> None:
+        servers.append(await asyncio.start_server(serve, "127.0.0.1", 0))
+
+    async def stop() -> None:
+        servers[0].close()
+        await servers[0].wait_closed()
+
+    server_loop.run_until_complete(start())
+    thread = threading.Thread(target=server_loop.run_forever, daemon=True)
+    thread.start()
+
+    @af.tool
+    async def fetch() -> str:
+        """Read one line, chunk by chunk."""
+        port = servers[0].sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        line = b""
+        while not line.endswith(b"\n"):
+            line += await reader.read(1)
+        writer.close()
+        await writer.wait_closed()
+        return line.decode().strip()
+
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([call_tool("fetch"), say("ok")]),
+        tools=[fetch],
+        clock=clock,
+        resilience=af.ResilienceConfig(timeout_seconds=5, max_retries=0),
+    )
+    try:
+        result = asyncio.run(agent.arun("read"))
+    finally:
+        asyncio.run_coroutine_threadsafe(stop(), server_loop).result(RELEASE_WAIT)
+        server_loop.call_soon_threadsafe(server_loop.stop)
+        thread.join(RELEASE_WAIT)
+        server_loop.close()
+    assert [m.content for m in result.messages if m.role == "tool"] == ["xxxxxxxx"]
+    assert clock.now() == 0.0
+
+
 def test_async_tool_of_run_sees_the_deadline_of_its_own_attempt():
     # run() drives async tools on one event loop runner: each attempt must see its own
     # virtual deadline, not the first attempt's.

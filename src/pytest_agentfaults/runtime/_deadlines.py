@@ -181,7 +181,7 @@ async def await_virtual_deadline(
                 handle.cancel()
             if task.done():
                 break
-            state = _idle_state(loop, task, clock, deadline)
+            state = _idle_state(loop, clock, deadline)
             quiet = quiet + 1 if state is not None and state == last else 0
             last = state
             if quiet >= QUIET_TICKS and deadline <= min(waiting):
@@ -211,11 +211,13 @@ def _pending_deadlines(clock: VirtualClock) -> list[float]:
 
 
 def _idle_state(
-    loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], clock: VirtualClock, deadline: float
+    loop: asyncio.AbstractEventLoop, clock: VirtualClock, deadline: float
 ) -> tuple[Any, ...] | None:
-    """What the loop is waiting on, or None when it is busy (something may happen soon).
+    """What the loop's tasks await, or None when something may happen before the deadline.
 
-    Equal states on successive ticks mean no task moved in between.
+    Equal states on successive ticks mean no task moved in between: a task that moved
+    awaits another future. The state holds the futures themselves, compared by identity,
+    so a new future cannot pass for an old one that was freed at the same address.
     """
     if loop._ready:  # type: ignore[attr-defined]
         return None
@@ -226,13 +228,8 @@ def _idle_state(
     if _executor_busy(loop):
         return None
     current = asyncio.current_task(loop)
-    return tuple(
-        sorted(
-            (id(each), id(getattr(each, "_fut_waiter", None)))
-            for each in asyncio.all_tasks(loop)
-            if each is not current
-        )
-    )
+    tasks = sorted((t for t in asyncio.all_tasks(loop) if t is not current), key=id)
+    return tuple((each, getattr(each, "_fut_waiter", None)) for each in tasks)
 
 
 def _executor_busy(loop: asyncio.AbstractEventLoop) -> bool:
