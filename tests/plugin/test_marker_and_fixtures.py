@@ -115,7 +115,7 @@ def test_scripted(faults):
     [
         (
             'tool="fetch", raises=ValueError, bogus=1',
-            "unknown key 'bogus' for a tool fault; valid keys: tool, raises, returns, delay, times, at, probability, strict",
+            "unknown key 'bogus' for a tool fault; valid keys: tool, raises, returns, delay, idempotent, times, at, probability, strict",
         ),
         ('tool="fetch", http=503', "has 2 targets"),
         ("times=2", "has no target"),
@@ -288,3 +288,109 @@ def anyio_backend():
     return "asyncio"
 """).runpytest("-p", "anyio")
     result.assert_outcomes(passed=2)
+
+
+PAYMENT = '''
+CHARGES = []
+
+@af.tool
+def charge(amount: int) -> str:
+    """Charge the card (the tool itself says nothing about idempotency)."""
+    CHARGES.append(amount)
+    return "charged"
+
+def shop(**kw):
+    CHARGES.clear()
+    steps = [call_tool("charge", amount=30), say("done")]
+    kw.setdefault("resilience", af.ResilienceConfig(strategy="fixed", base_delay=1))
+    return af.Agent("shop", model=ScriptedModel(steps), tools=[charge], **kw)
+'''
+
+
+def test_marker_idempotent_false_stops_the_rerun_and_the_verdict_checks_it(suite):
+    result = suite(
+        PAYMENT
+        + """
+@pytest.mark.inject_fault(tool="charge", raises=TimeoutError("gateway"), idempotent=False)
+def test_default_policy(trace):
+    result = shop().run("pay")
+    assert CHARGES == []                      # the faulted attempt, and no second one
+    assert trace.count("tool.call", tool="charge") == 1
+    assert trace.of("tool.fault")[0].field("idempotent") is False
+    assert "check the state first" in result.messages[2].content
+    trace.assert_resilient()
+
+@pytest.mark.inject_fault(tool="charge", raises=TimeoutError("gateway"), idempotent=False)
+def test_opt_in(trace):
+    # the tool's own TimeoutError is an execution failure (ToolTimeoutError is a timeout)
+    opt_in = af.OnError(execution=af.retry(2, strategy="fixed", allow_non_idempotent=True))
+    shop(on_tool_error={"charge": opt_in}).run("pay")
+    assert CHARGES == [30]
+    assert trace.verdict().codes == ["retried_non_idempotent"]
+
+def test_fluent(faults, trace):
+    faults.tool("charge").raises(ConnectionResetError("reset")).idempotent(False)
+    shop().run("pay")
+    assert CHARGES == []
+    assert trace.of("tool.error")[0].field("ambiguous") is True
+
+@pytest.mark.inject_fault(tool="charge", raises=TimeoutError("gateway"))
+def test_without_the_declaration_it_is_retried(trace):
+    shop().run("pay")
+    assert CHARGES == [30]
+"""
+    ).runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+
+
+def test_marker_idempotent_must_be_a_bool(suite):
+    result = suite("""
+@pytest.mark.inject_fault(tool="fetch", raises=TimeoutError(), idempotent="no")
+def test_it():
+    pass
+""").runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*inject_fault(*idempotent='no'*idempotent= must be True or False*"]
+    )
+
+
+def test_real_time_sync_tool_is_cut_and_the_tests_faults_follow_it_to_its_thread(suite):
+    result = suite('''
+import threading
+
+RELEASE = threading.Event()
+ENDED = threading.Semaphore(0)
+THREADS = []
+
+@af.tool
+def charge(amount: int) -> str:
+    """Charge; blocks until the test releases it."""
+    THREADS.append(threading.current_thread())
+    RELEASE.wait(10)
+    ENDED.release()
+    return "charged"
+
+@pytest.mark.real_time
+@pytest.mark.inject_fault(tool="charge", raises=ConnectionRefusedError("down"))
+def test_it(trace, faults):
+    # 0.25 s: the fault of attempt 1 must reach the worker thread before its deadline,
+    # even on a loaded machine
+    config = af.ResilienceConfig(timeout_seconds=0.25, max_retries=2, strategy="fixed",
+                                 base_delay=0)
+    steps = [call_tool("charge", amount=3), say("done")]
+    agent = af.Agent("shop", model=ScriptedModel(steps), tools=[charge], resilience=config)
+    try:
+        agent.run("pay")
+    finally:
+        RELEASE.set()
+    # attempt 1: the fault, injected on the worker thread, recorded in this test's trace;
+    # attempts 2 and 3: the tool blocks and is cut at 0.25 s of real time
+    assert [f.kind for f in faults.fired] == ["raises"]
+    assert trace.count("tool.fault", tool="charge") == 1
+    errors = [e.error.type for e in trace.of("tool.error", tool="charge")]
+    assert errors == ["ConnectionRefusedError", "ToolTimeoutError", "ToolTimeoutError"]
+    assert ENDED.acquire(timeout=10) and ENDED.acquire(timeout=10)
+    assert len(THREADS) == 2 and threading.current_thread() not in THREADS
+''').runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1)

@@ -267,3 +267,57 @@ def test_our_transport_retry_honours_retry_after(http_faults, trace):
     with af.OpenAIModel("m", base_url="https://api.example.com/v1", api_key="k") as model:
         assert af.Agent("bot", model=model).run("hi").output == "ok"
     trace.assert_resilient()
+
+
+# ---------------------------------------------------------------------- retried_non_idempotent
+
+
+def tool_event(type: str, at: float, **fields: object) -> Event:
+    fields.setdefault("run_id", "run-1")
+    fields.setdefault("tool", "pay")
+    return Event(type=type, at=at, **fields)
+
+
+def test_a_declared_non_idempotent_tool_rerun_after_a_timeout_is_flagged():
+    # A framework the runtime does not own: the marker's fault event declares the tool.
+    result = judge(
+        tool_event("tool.fault", 0, call_id="c1", idempotent=False, status="raises"),
+        tool_event("tool.call", 0, call_id="c1", attempt=1),
+        tool_event("tool.error", 0, call_id="c1", attempt=1, error=failure("ReadTimeout")),
+        tool_event("tool.call", 1, call_id="c1", attempt=2),
+        tool_event("tool.result", 1, call_id="c1", attempt=2),
+    )
+    assert result.codes == ["retried_non_idempotent"]
+    found = result.of("retried_non_idempotent")[0]
+    assert "'pay' must not run twice, failed with ReadTimeout" in found.message
+    assert [e.type for e in found.events] == ["tool.error", "tool.call"]
+
+
+def test_non_idempotent_reruns_that_are_safe_are_not_flagged():
+    declared = tool_event("tool.call", 0, call_id="c1", attempt=1, idempotent=False)
+    refused = failure("ConnectionRefusedError")
+    assert judge(
+        declared,
+        tool_event("tool.error", 0, call_id="c1", attempt=1, error=refused),
+        tool_event("tool.call", 1, call_id="c1", attempt=2),
+    ).passed
+    # the model called it again (a new call), after checking: its choice, not a rerun
+    assert judge(
+        declared,
+        tool_event("tool.error", 0, call_id="c1", attempt=1, error=failure("TimeoutError")),
+        tool_event("tool.call", 1, call_id="c2", attempt=1),
+    ).passed
+    # an idempotent tool may be retried after a timeout
+    assert judge(
+        tool_event("tool.call", 0, call_id="c1", attempt=1),
+        tool_event("tool.error", 0, call_id="c1", attempt=1, error=failure("TimeoutError")),
+        tool_event("tool.call", 1, call_id="c1", attempt=2),
+    ).passed
+    # the event's own ambiguous field wins over the error type
+    assert judge(
+        declared,
+        tool_event(
+            "tool.error", 0, call_id="c1", attempt=1, error=failure("Oops"), ambiguous=False
+        ),
+        tool_event("tool.call", 1, call_id="c1", attempt=2),
+    ).passed

@@ -9,11 +9,18 @@ the effects; everything else (policies, events, budgets) is shared, so ``run()``
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable, Generator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agentfaults.errors import ToolTimeoutError, UsageError
+from pytest_agentfaults.runtime._deadlines import (
+    DeadlineExpired,
+    acall_in_worker,
+    await_virtual_deadline,
+    call_in_worker,
+)
 from pytest_agentfaults.runtime.clock import (
     AttemptDeadlineExceeded,
     Clock,
@@ -108,6 +115,10 @@ class Interceptor:
         """Called before each model call: `PROCEED`, a response, or `Inject(error)`."""
         return PROCEED
 
+    def declares_non_idempotent(self, tool: str) -> bool:
+        """Whether the test declares ``tool`` must not run twice (``idempotent=False``)."""
+        return False
+
 
 # The interceptors in force in this context: per test (the plugin sets them at setup and
 # resets them at teardown), never process-wide, so a leaked plan cannot reach other tests.
@@ -146,6 +157,12 @@ def remove_interceptor(interceptor: Interceptor) -> None:
 def active_interceptors() -> tuple[Interceptor, ...]:
     """The interceptors in force in this context, oldest first."""
     return _interceptors.get()
+
+
+def declared_non_idempotent(tool: str) -> bool:
+    """Whether an interceptor in force declares ``tool`` non-idempotent for this test."""
+    interceptors = _interceptors.get()
+    return bool(interceptors) and any(i.declares_non_idempotent(tool) for i in interceptors)
 
 
 class Inject:
@@ -256,13 +273,19 @@ def _close_attempt(deadline: object, emitting: object) -> None:
 def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     start, deadline, emitting = _open_attempt(effect)
     try:
-        result = _intercept_tool(effect) if _interceptors.get() else PROCEED
-        if result is PROCEED:
-            result = effect.tool.function(**effect.kwargs)
-            if effect.tool.is_async:
-                assert runner is not None
-                result = runner.run(result)
-    except AttemptDeadlineExceeded:
+        if _in_worker(effect):
+            # Real time: wait at most the timeout, then abandon the call in its thread.
+            result = call_in_worker(lambda: _run_sync_tool(effect), effect.timeout)  # type: ignore[arg-type]
+        else:
+            result = _intercept_tool(effect) if _interceptors.get() else PROCEED
+            if result is PROCEED:
+                result = effect.tool.function(**effect.kwargs)
+                if effect.tool.is_async:
+                    assert runner is not None
+                    # This attempt's context (deadline, recorder), not the runner's first one.
+                    bounded = _bounded(effect, result, start)
+                    result = runner.run(bounded, context=contextvars.copy_context())
+    except (AttemptDeadlineExceeded, DeadlineExpired):
         raise _timed_out(effect) from None
     finally:
         if deadline is not None or emitting is not None:
@@ -317,24 +340,21 @@ async def adrive(steps: Steps[T]) -> T:
 
 
 async def _attempt_async(effect: Attempt) -> Any:
-    clock, timeout, tool = effect.clock, effect.timeout, effect.tool
+    timeout, tool = effect.timeout, effect.tool
     start, deadline, emitting = _open_attempt(effect)
     try:
-        result = _intercept_tool(effect) if _interceptors.get() else PROCEED
-        if result is PROCEED:
-            if not tool.is_async:
-                result = tool.function(**effect.kwargs)
-            elif timeout is not None and type(clock) is RealClock:
-                try:
-                    async with asyncio.timeout(timeout) as scope:
-                        result = await tool.function(**effect.kwargs)
-                except TimeoutError:
-                    if scope.expired():
-                        raise _timed_out(effect) from None
-                    raise
-            else:
-                result = await tool.function(**effect.kwargs)
-    except AttemptDeadlineExceeded:
+        if _in_worker(effect):
+            result = await acall_in_worker(lambda: _run_sync_tool(effect), timeout)  # type: ignore[arg-type]
+        else:
+            result = _intercept_tool(effect) if _interceptors.get() else PROCEED
+            if result is PROCEED:
+                if not tool.is_async:
+                    result = tool.function(**effect.kwargs)
+                elif timeout is None:
+                    result = await tool.function(**effect.kwargs)
+                else:
+                    result = await _bounded(effect, tool.function(**effect.kwargs), start)
+    except (AttemptDeadlineExceeded, DeadlineExpired):
         raise _timed_out(effect) from None
     finally:
         if deadline is not None or emitting is not None:
@@ -360,6 +380,42 @@ async def _model_call_async(effect: ModelCall) -> ModelResponse:
         return await arequest(effect.request)  # type: ignore[no-any-return]
     finally:
         _current_emit.reset(token)
+
+
+def _in_worker(effect: Attempt) -> bool:
+    """A sync tool with a timeout in real time runs on a worker thread, so it can be cut."""
+    real = type(effect.clock) is RealClock
+    return real and effect.timeout is not None and not effect.tool.is_async
+
+
+def _run_sync_tool(effect: Attempt) -> Any:
+    """The body of a sync attempt on a worker thread: fault injection, then the tool."""
+    result = _intercept_tool(effect) if _interceptors.get() else PROCEED
+    if result is PROCEED:
+        result = effect.tool.function(**effect.kwargs)
+    return result
+
+
+async def _bounded(effect: Attempt, awaitable: Any, start: float) -> Any:
+    """Await an async tool's coroutine within the attempt's timeout, on its clock.
+
+    Real time: `asyncio.timeout`. Virtual time: the clock jumps to the deadline once the
+    loop is idle (see `_deadlines`). Another clock: only the check after the attempt.
+    """
+    clock, timeout = effect.clock, effect.timeout
+    if timeout is None:
+        return await awaitable
+    if type(clock) is RealClock:
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                return await awaitable
+        except TimeoutError:
+            if scope.expired():
+                raise _timed_out(effect) from None
+            raise
+    if type(clock) is VirtualClock:
+        return await await_virtual_deadline(awaitable, clock, start + timeout)
+    return await awaitable
 
 
 def _timed_out(effect: Attempt) -> ToolTimeoutError:

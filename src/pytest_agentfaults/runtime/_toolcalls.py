@@ -24,7 +24,9 @@ from pytest_agentfaults.errors import (
     UnknownToolError,
     UsageError,
     classify,
+    is_ambiguous,
 )
+from pytest_agentfaults.runtime._idempotency import must_not_rerun, non_idempotent, with_recheck
 from pytest_agentfaults.runtime._loop import Attempt, Sleep, Steps
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
 from pytest_agentfaults.runtime.events import ErrorRecord
@@ -70,6 +72,9 @@ BUILTIN_TOOLS: Final[dict[str, Tool[Any, Any]]] = {
 # Never handled by a recovery policy: budget caps, and mistakes of the developer or the test
 # (a UsageError, an exhausted script or unmatched mock raising AssertionError).
 _PASS_THROUGH = (BudgetExceededError, UsageError, AssertionError)
+
+
+_NON_IDEMPOTENT: Final[dict[str, Any]] = {"idempotent": False}
 
 
 class _Cancelled(Exception):
@@ -130,6 +135,8 @@ class ToolCalls:
             return _Outcome(self.payload(name, error, 0), error=error)
 
         config = agent.resilience.for_tool(name)
+        # A tool that must not run twice says so on its events, for the verdict.
+        marks: dict[str, Any] = _NON_IDEMPOTENT if non_idempotent(tool) else {}
         sources: PolicySources | None = None  # built on the first failure only
         raw = call.arguments
         attempts = 0
@@ -144,7 +151,12 @@ class ToolCalls:
             else:
                 attempts += 1
                 rec.emit(
-                    "tool.call", tool=name, call_id=call.id, attempt=attempts, detail=_preview(raw)
+                    "tool.call",
+                    tool=name,
+                    call_id=call.id,
+                    attempt=attempts,
+                    detail=_preview(raw),
+                    **marks,
                 )
                 try:
                     result = yield Attempt(
@@ -161,7 +173,10 @@ class ToolCalls:
                 except Exception as exc:
                     if isinstance(exc, ToolExecutionError | EscalationError):
                         exc.tool = exc.tool or name
-                    self.tool_error(call, attempts, exc)
+                    if marks:
+                        self.tool_error(call, attempts, exc, **marks, ambiguous=is_ambiguous(exc))
+                    else:
+                        self.tool_error(call, attempts, exc)
                     if isinstance(exc, ToolExecutionError):
                         raise  # a hard failure: no retry, no further model call
                     if isinstance(exc, EscalationError):
@@ -227,6 +242,11 @@ class ToolCalls:
             runs = used.get(key, 0) + 1
             used[key] = runs
             if runs < action.max_attempts and action.should_retry(error):
+                if must_not_rerun(tool, error, action):
+                    # It may have taken effect: the model checks before calling it again.
+                    if config.on_exhaustion == "raise":
+                        return self.exhausted(name, error, attempts, config)
+                    return self.fed_back(tool, error, attempts)
                 delay = action.delay(runs, config, self.uniform())
                 rec.emit(
                     "tool.retry",
@@ -269,7 +289,17 @@ class ToolCalls:
         if isinstance(action, RaiseError):
             raise error
         assert isinstance(action, FeedBack)
-        return _Outcome(self.payload(name, error, attempts), error=error, attempts=attempts)
+        return self.fed_back(tool, error, attempts)
+
+    def fed_back(self, tool: Tool[Any, Any], error: Exception, attempts: int) -> _Outcome:
+        """The failure as the model gets it.
+
+        A non-idempotent tool's ambiguous failure comes with the advice to check first.
+        """
+        content = self.payload(tool.name, error, attempts)
+        if is_ambiguous(error) and non_idempotent(tool):
+            content = with_recheck(content, tool.name)
+        return _Outcome(content, error=error, attempts=attempts)
 
     def run_fixer(
         self,
@@ -398,7 +428,11 @@ class ToolCalls:
         )
 
     def tool_error(
-        self, call: ToolCall, attempt: int | None, error: BaseException | ToolFailure
+        self,
+        call: ToolCall,
+        attempt: int | None,
+        error: BaseException | ToolFailure,
+        **marks: Any,
     ) -> None:
         self.rec.emit(
             "tool.error",
@@ -406,6 +440,7 @@ class ToolCalls:
             call_id=call.id,
             attempt=attempt,
             error=self.record(error),
+            **marks,
         )
 
     def escalated(self, name: str, call: ToolCall, exc: EscalationError, attempts: int) -> _Outcome:

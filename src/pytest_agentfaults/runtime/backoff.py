@@ -124,7 +124,18 @@ class ResilienceConfig(BaseModel):
     jitter_factor: float = Field(default=0.25, ge=0, le=1)
     on_exhaustion: Literal["return", "raise"] = "return"
     fallback_model: Any = None
-    timeout_seconds: float | None = Field(default=60.0, gt=0)
+    timeout_seconds: float | None = Field(
+        default=60.0,
+        gt=0,
+        description=(
+            "Per-attempt timeout (None: none). An attempt past it is abandoned at the "
+            "deadline and fails with ToolTimeoutError. In real time a sync tool then runs on "
+            "a worker thread, and an abandoned call keeps running there until it returns: "
+            "make such a tool idempotent, or mark it @af.tool(idempotent=False). Under the "
+            "virtual clock waits on the clock are cut, and an async tool is cut when the "
+            "event loop goes idle. See docs/howto/retries.md."
+        ),
+    )
     tool_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def __init__(self, **data: Any) -> None:

@@ -79,10 +79,12 @@ class VirtualClock:
 
     Every wait is recorded in `sleeps`, in order. A wait inside a tool attempt that would
     cross the attempt's timeout stops at the deadline and the attempt times out, exactly as
-    it would in real time, only instantly.
+    it would in real time, only instantly. An async tool attempt that awaits something
+    that never comes is cut too: once the event loop stays idle (50 ms of real time with
+    nothing ready and no real timer due before the deadline), time jumps to the deadline.
     """
 
-    __slots__ = ("_now", "_patches", "sleeps")
+    __slots__ = ("_autojump", "_now", "_patches", "sleeps")
 
     def __init__(self, start: float = 0.0) -> None:
         if start < 0:
@@ -90,6 +92,8 @@ class VirtualClock:
         self._now = float(start)
         self.sleeps: list[float] = []
         self._patches: list[tuple[object, str, object]] = []
+        # Deadlines of async tool attempts waiting for the loop to go idle (`_deadlines`).
+        self._autojump: list[float] = []
 
     def patch_sleep(self) -> VirtualClock:
         """Make `time.sleep`, `asyncio.sleep` and `anyio.sleep` wait on this clock.
@@ -175,6 +179,10 @@ class VirtualClock:
             self._now = max(self._now, active[1])
             raise AttemptDeadlineExceeded(active[1])
         self._now += seconds
+
+    def _jump_to(self, deadline: float) -> None:
+        """Move to ``deadline`` (never back): an idle loop has nothing to do before it."""
+        self._now = max(self._now, deadline)
 
     async def asleep(self, seconds: float) -> None:
         """Like `sleep`, but yields to the event loop once so other tasks may run."""

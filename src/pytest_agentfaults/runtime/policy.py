@@ -51,6 +51,10 @@ class Retry:
 
     Fields left ``None`` come from the `ResilienceConfig` in force. ``retry_on`` narrows what
     is retried (exception types or a predicate); by default `classify` decides.
+
+    A tool marked ``idempotent=False`` is not retried after an ambiguous failure (a timeout,
+    a connection broken after sending: `pytest_agentfaults.errors.is_ambiguous`), whatever
+    ``retry_on`` says; ``allow_non_idempotent=True`` opts in to re-running it anyway.
     """
 
     max_attempts: int = 3
@@ -59,6 +63,7 @@ class Retry:
     max_delay: float | None = None
     jitter_factor: float | None = None
     retry_on: tuple[type[BaseException], ...] | Callable[[BaseException], bool] | None = None
+    allow_non_idempotent: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
@@ -80,6 +85,10 @@ class Retry:
             value = getattr(self, name)
             if value is not None and (not math.isfinite(value) or value < 0):
                 raise UsageError(f"retry({name}={value!r}): must be a finite number >= 0")
+        if not isinstance(self.allow_non_idempotent, bool):
+            raise UsageError(
+                f"retry(allow_non_idempotent={self.allow_non_idempotent!r}): give True or False"
+            )
         if self.jitter_factor is not None and self.jitter_factor > 1:
             raise UsageError(f"retry(jitter_factor={self.jitter_factor!r}): must be <= 1")
         if (
@@ -171,11 +180,19 @@ def retry(
     | type[BaseException]
     | Callable[[BaseException], bool]
     | None = None,
+    allow_non_idempotent: bool = False,
 ) -> Retry:
-    """Rerun the tool, up to ``max_attempts`` runs in all (the original call included)."""
+    """Rerun the tool, up to ``max_attempts`` runs in all (the original call included).
+
+    ``allow_non_idempotent=True`` also re-runs a tool marked ``idempotent=False`` after an
+    ambiguous failure (a timeout...), which the default refuses: say so only when running
+    it twice is safe, for example when it sends an idempotency key.
+    """
     if isinstance(retry_on, type):
         retry_on = (retry_on,)
-    return Retry(max_attempts, strategy, base_delay, max_delay, jitter_factor, retry_on)
+    return Retry(
+        max_attempts, strategy, base_delay, max_delay, jitter_factor, retry_on, allow_non_idempotent
+    )
 
 
 def fix(agent: Agent, retries: int = 1) -> Fix:

@@ -67,6 +67,12 @@ class Tool(Generic[P, R]):
     Calling a `Tool` calls the plain function. `invoke` / `ainvoke` take the arguments as a
     model would send them (a dict or a JSON string), validate them, and run the tool through
     its recovery policy.
+
+    ``idempotent=False`` says that running the tool twice may do its work twice (a payment,
+    an email). After an ambiguous failure (a timeout, a connection broken after the request
+    went out: see `pytest_agentfaults.errors.is_ambiguous`) such a tool is not re-run; the
+    failure goes back to the model with the advice to check the state first, unless its
+    policy opts in with ``af.retry(..., allow_non_idempotent=True)``.
     """
 
     def __init__(
@@ -77,9 +83,13 @@ class Tool(Generic[P, R]):
         description: str | None = None,
         on_error: OnError | None = None,
         namespace: Mapping[str, Any] | None = None,
+        idempotent: bool = True,
     ) -> None:
         if not callable(function):
             raise UsageError(f"@tool needs a function, got {function!r}")
+        if not isinstance(idempotent, bool):
+            raise UsageError(f"@tool(idempotent={idempotent!r}): give True or False")
+        self.idempotent = idempotent
         self.function = function
         self.name: str = name or str(getattr(function, "__name__", ""))
         if not self.name or not self.name.replace("_", "a").replace("-", "a").isalnum():
@@ -197,6 +207,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     on_error: OnError | None = None,
+    idempotent: bool = True,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -207,21 +218,35 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     on_error: OnError | None = None,
+    idempotent: bool = True,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Make a function a tool; usable as ``@tool`` or ``@tool(name=..., on_error=...)``.
 
     The argument schema comes from the type hints (pydantic validates), the description
-    from the docstring.
+    from the docstring. ``idempotent=False`` marks a tool that must not run twice: see
+    `Tool`.
     """
     # The caller's local names, so hints naming a class defined inside a function resolve.
     caller = sys._getframe(1).f_locals
     if function is not None:
         return Tool(
-            function, name=name, description=description, on_error=on_error, namespace=caller
+            function,
+            name=name,
+            description=description,
+            on_error=on_error,
+            namespace=caller,
+            idempotent=idempotent,
         )
 
     def decorate(fn: Callable[P, R]) -> Tool[P, R]:
-        return Tool(fn, name=name, description=description, on_error=on_error, namespace=caller)
+        return Tool(
+            fn,
+            name=name,
+            description=description,
+            on_error=on_error,
+            namespace=caller,
+            idempotent=idempotent,
+        )
 
     return decorate
 

@@ -272,6 +272,21 @@ class ToolFaultBuilder(_Builder):
         self.fault.action, self.fault.value = "delay", value
         return self
 
+    def idempotent(self, value: bool = False) -> ToolFaultBuilder:
+        """Declare whether the tool may run twice; ``False`` (the point) says it must not.
+
+        For this test the runtime treats the tool as ``@af.tool(idempotent=False)`` (no
+        re-run after an ambiguous failure), its events say ``idempotent=False``, and the
+        verdict flags a re-run (``retried_non_idempotent``), also for tools of other
+        frameworks that the runtime does not own.
+        """
+        if not isinstance(value, bool):
+            raise UsageError(
+                f"{self.fault.source}: idempotent= must be True or False, got {value!r}"
+            )
+        self.fault.options["idempotent"] = value
+        return self
+
 
 class HttpFaultBuilder(_Builder):
     """``faults.http(url=..., method=...)``: then a status or a transport failure."""
@@ -671,6 +686,7 @@ class _PlanInterceptor(Interceptor):
             attempt=attempt.number,
             status=fault.action,
             detail=fault.describe(),
+            **({"idempotent": False} if self.declares_non_idempotent(name) else {}),
         )
         if fault.action == "raises":
             exc = fault.value
@@ -688,6 +704,12 @@ class _PlanInterceptor(Interceptor):
             else:
                 clock.sleep(fault.value)
         return PROCEED
+
+    def declares_non_idempotent(self, tool: str) -> bool:
+        return any(
+            f.target == "tool" and f.name == tool and f.options.get("idempotent") is False
+            for f in self.plan.faults
+        )
 
     def model_call(self, call: ModelCall) -> Any:
         candidates = self.plan.of("llm")
@@ -736,7 +758,7 @@ def _step_options(fault: Fault) -> dict[str, Any]:
 
 _COMMON: Final = ("times", "at", "probability", "strict")
 _VALID_KEYS: Final[dict[str, tuple[str, ...]]] = {
-    "tool": ("tool", "raises", "returns", "delay", *_COMMON),
+    "tool": ("tool", "raises", "returns", "delay", "idempotent", *_COMMON),
     "http": ("http", "url", "method", "retry_after", *_COMMON),
     "llm": ("llm", "retry_after", "status", "finish_reason", "name", "text", *_COMMON),
 }
@@ -803,6 +825,8 @@ def _parse_tool(fault: Fault, kwargs: Mapping[str, Any], shown: str) -> None:
     builder = ToolFaultBuilder(fault)
     builder.fault.source = shown
     getattr(builder, actions[0])(kwargs[actions[0]])
+    if "idempotent" in kwargs:
+        builder.idempotent(kwargs["idempotent"])
 
 
 def _parse_http(fault: Fault, kwargs: Mapping[str, Any], shown: str) -> None:

@@ -39,6 +39,12 @@ got a status >= 400, raised, or its stream was cut; it failed *retryably* with 4
 ``truncated_stream_accepted``
     a stream cut mid-way (a ``truncated_stream`` fault) that was never requested again,
     followed by a run that ended ``ok``: a partial answer was used.
+``retried_non_idempotent``
+    a tool that must not run twice (``@af.tool(idempotent=False)``, or the marker's
+    ``idempotent=False``: any event of that tool with ``idempotent=False``) failed
+    ambiguously (a timeout, a connection broken after sending: the ``tool.error``'s
+    ``ambiguous`` field, else its error type, see `pytest_agentfaults.errors.is_ambiguous`)
+    and the same call was attempted again.
 
 Every `Finding` has a ``code``, a ``message`` saying what happened, ``advice`` saying what
 to change, and the ``events`` involved.
@@ -51,6 +57,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pytest_agentfaults.errors import AMBIGUOUS_ERROR_NAMES, UNSENT_ERROR_NAMES
 from pytest_agentfaults.runtime.events import Event, Trace
 
 __all__ = ["CODES", "Finding", "NotResilientError", "Verdict", "verdict"]
@@ -62,6 +69,7 @@ CODES: Final = (
     "retry_storm",
     "gave_up_early",
     "truncated_stream_accepted",
+    "retried_non_idempotent",
 )
 
 ADVICE: Final[dict[str, str]] = {
@@ -90,6 +98,13 @@ ADVICE: Final[dict[str, str]] = {
     "truncated_stream_accepted": (
         "treat a stream that ends without its terminal event ([DONE], message_stop, "
         '"done": true) or with a read error as a failure, and request the answer again'
+    ),
+    "retried_non_idempotent": (
+        "do not re-run a tool that must not run twice after a timeout or a broken "
+        "connection: its effect may have happened. Give the failure back to the model so it "
+        "checks the state first (the default policy does), or make the call safe to repeat "
+        "(an idempotency key) and only then opt in with af.retry(..., "
+        "allow_non_idempotent=True)"
     ),
 }
 
@@ -234,6 +249,7 @@ def verdict(
     findings.extend(_gave_up(requests, events))
     findings.extend(_truncated(requests, events))
     findings.extend(_judge_retries(retry_events, max_attempts, min_backoff))
+    findings.extend(_non_idempotent_reruns(events))
     kept = tuple(f for f in findings if f.code not in ignored)
     return Verdict(
         findings=kept,
@@ -453,3 +469,49 @@ def _judge_retries(events: list[Event], max_attempts: int, min_backoff: float) -
 
 def _finding(code: str, message: str, *events: Event) -> Finding:
     return Finding(code=code, message=message, advice=ADVICE[code], events=events)
+
+
+def _ambiguous(event: Event) -> bool:
+    flag = event.field("ambiguous")
+    if isinstance(flag, bool):
+        return flag
+    error = event.error
+    if error is None:
+        return False
+    return error.type in AMBIGUOUS_ERROR_NAMES and error.type not in UNSENT_ERROR_NAMES
+
+
+def _non_idempotent_reruns(events: Sequence[Event]) -> list[Finding]:
+    """A call of a tool that must not run twice, attempted again after it failed ambiguously.
+
+    Attempts of one call share run, tool and call id; without a call id (a framework that
+    gives none) only an attempt numbered above 1 counts, not a new call the model made.
+    """
+    declared = {e.tool for e in events if e.tool and e.field("idempotent") is False}
+    if not declared:
+        return []
+    failed: dict[tuple[Any, ...], Event] = {}
+    found = []
+    for event in events:
+        if event.tool not in declared:
+            continue
+        key = (event.run_id, event.tool, event.call_id)
+        if event.type == "tool.error" and _ambiguous(event):
+            failed[key] = event
+        elif event.type == "tool.result":
+            failed.pop(key, None)
+        elif event.type == "tool.call" and key in failed:
+            if event.call_id is None and (event.attempt or 1) <= 1:
+                continue
+            before = failed.pop(key)
+            what = before.error.type if before.error is not None else "an ambiguous failure"
+            found.append(
+                _finding(
+                    "retried_non_idempotent",
+                    f"tool {event.tool!r} must not run twice, failed with {what} (it may have "
+                    f"taken effect) and was run again (attempt {event.attempt})",
+                    before,
+                    event,
+                )
+            )
+    return found
