@@ -116,6 +116,41 @@ def test_no_timeout_means_no_thread():
     assert seen == [threading.current_thread()]
 
 
+def test_the_default_timeout_keeps_a_sync_tool_on_the_callers_thread():
+    # The default 60 s is a backstop checked on return: tools using thread-bound objects
+    # (a sqlite3 connection, thread-locals) keep working, and pay no thread hand-off.
+    seen: list[threading.Thread] = []
+
+    @af.tool
+    def charge(amount: int) -> str:
+        """Charge."""
+        seen.append(threading.current_thread())
+        return "charged"
+
+    model = ScriptedModel([call_tool("charge", amount=7), say("ok")])
+    agent = af.Agent("bot", model=model, tools=[charge], clock=af.RealClock())
+    assert agent.resilience.timeout_seconds == 60.0
+    assert agent.run("pay").output == "ok"
+    assert seen == [threading.current_thread()]
+
+
+def test_a_timeout_set_for_one_tool_cuts_it_on_a_worker_thread():
+    seen: list[threading.Thread] = []
+
+    @af.tool
+    def charge(amount: int) -> str:
+        """Charge."""
+        seen.append(threading.current_thread())
+        return "charged"
+
+    config = af.ResilienceConfig(tool_overrides={"charge": {"timeout_seconds": 30}})
+    model = ScriptedModel([call_tool("charge", amount=7), say("ok")])
+    agent = af.Agent("bot", model=model, tools=[charge], clock=af.RealClock(), resilience=config)
+    assert agent.run("pay").output == "ok"
+    assert len(seen) == 1
+    assert seen[0] is not threading.current_thread()
+
+
 # ----------------------------------------------------------------- virtual time, async
 
 

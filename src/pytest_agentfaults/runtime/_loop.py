@@ -58,7 +58,7 @@ class Attempt:
     call and which attempt of it this is.
     """
 
-    __slots__ = ("call_id", "clock", "emit", "kwargs", "number", "timeout", "tool")
+    __slots__ = ("call_id", "clock", "cut", "emit", "kwargs", "number", "timeout", "tool")
 
     def __init__(
         self,
@@ -69,6 +69,7 @@ class Attempt:
         emit: Callable[..., object] = _no_event,
         call_id: str | None = None,
         number: int = 1,
+        cut: bool = True,
     ) -> None:
         self.tool = tool
         self.kwargs = kwargs
@@ -77,6 +78,9 @@ class Attempt:
         self.emit = emit
         self.call_id = call_id
         self.number = number
+        # False for the default timeout: a sync tool then runs on the caller's thread, and
+        # the timeout is checked when it returns (see ResilienceConfig.timeout_seconds)
+        self.cut = cut
 
 
 class ModelCall:
@@ -383,9 +387,9 @@ async def _model_call_async(effect: ModelCall) -> ModelResponse:
 
 
 def _in_worker(effect: Attempt) -> bool:
-    """A sync tool with a timeout in real time runs on a worker thread, so it can be cut."""
+    """A sync tool with a timeout you set, in real time, runs on a worker thread to be cut."""
     real = type(effect.clock) is RealClock
-    return real and effect.timeout is not None and not effect.tool.is_async
+    return real and effect.cut and effect.timeout is not None and not effect.tool.is_async
 
 
 def _run_sync_tool(effect: Attempt) -> Any:

@@ -167,6 +167,7 @@ class ToolCalls:
                         rec.emit,
                         call.id,
                         attempts,
+                        "timeout_seconds" in config.model_fields_set,
                     )
                 except _PASS_THROUGH:
                     raise

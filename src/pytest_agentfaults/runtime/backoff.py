@@ -128,12 +128,15 @@ class ResilienceConfig(BaseModel):
         default=60.0,
         gt=0,
         description=(
-            "Per-attempt timeout (None: none). An attempt past it is abandoned at the "
-            "deadline and fails with ToolTimeoutError. In real time a sync tool then runs on "
-            "a worker thread, and an abandoned call keeps running there until it returns: "
-            "make such a tool idempotent, or mark it @af.tool(idempotent=False). Under the "
-            "virtual clock waits on the clock are cut, and an async tool is cut when the "
-            "event loop goes idle. See docs/howto/retries.md."
+            "Per-attempt timeout (None: none). An attempt past it fails with "
+            "ToolTimeoutError. A timeout you set (here or in tool_overrides) is cut at the "
+            "deadline: in real time a sync tool then runs on a worker thread, and an "
+            "abandoned call keeps running there until it returns, so make such a tool "
+            "idempotent, or mark it @af.tool(idempotent=False). The default 60 s is a "
+            "backstop checked when a sync tool returns, so by default tools run on your "
+            "thread. Async tools are cut at any timeout; under the virtual clock waits on "
+            "the clock are cut, and an async tool is cut when the event loop goes idle. See "
+            "docs/howto/retries.md."
         ),
     )
     tool_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -181,7 +184,9 @@ class ResilienceConfig(BaseModel):
         fields = self.tool_overrides.get(tool)
         if not fields:
             return self
-        merged = self.model_dump(exclude={"tool_overrides", "fallback_model"})
+        # Only what was set, so the merged config knows which fields were given on purpose
+        # (a timeout set by the user cuts a sync tool; the default one does not).
+        merged = self.model_dump(exclude={"tool_overrides", "fallback_model"}, exclude_unset=True)
         merged.update(fields)
         return ResilienceConfig(**merged, fallback_model=self.fallback_model)
 
