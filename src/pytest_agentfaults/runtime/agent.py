@@ -555,6 +555,9 @@ class _Run(ToolCalls):
         if config.fallback_model is not None and not self.fell_back:
             self.fell_back = True
             self.check_budget("max_llm_calls", self.usage.llm_calls)
+            # The fallback is told why: its request ends with the failure and the schema
+            # expected, never with the bad answer (Anthropic would continue it as a prefill).
+            self.messages.append(Message.user(spec.correction(failure)))
             fallback = yield from self.call_fallback(config.fallback_model, failure)
             self.messages.append(fallback.message)
             try:
