@@ -605,8 +605,8 @@ class _Run(ToolCalls):
                 raise
             except Exception as exc:
                 decision = self.decide(exc, attempt)
-                if decision.action == "retry" and attempt < decision.max_attempts:
-                    delay = decision.backoff(attempt)
+                delay = decision.delay(attempt, exc) if decision.action == "retry" else None
+                if delay is not None and attempt < decision.max_attempts:
                     rec.emit(
                         "llm.retry",
                         attempt=attempt + 1,
@@ -620,6 +620,7 @@ class _Run(ToolCalls):
                     attempt += 1
                     continue
                 if decision.action == "respond_with":
+                    _check_substitute(agent, decision.output, exc)
                     response = ModelResponse(
                         message=Message.assistant(render_result(decision.output)),
                         finish_reason="stop",
@@ -703,6 +704,22 @@ class _Run(ToolCalls):
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+def _check_substitute(agent: Agent, output: Any, error: Exception) -> None:
+    """Fail fast when ``on_llm_error`` substitutes an answer ``output_type`` refuses."""
+    spec = agent._output
+    if spec is None:
+        return
+    try:
+        spec.check(output)
+    except MalformedResponseError as exc:
+        raise UsageError(
+            f"agent {agent.name!r}: on_llm_error answered {type(error).__name__} with "
+            f"LlmErrorDecision.respond_with({_preview(repr(output))}), which is not a valid "
+            f"{spec.type_name}: {exc}; return an instance of it (or a dict / JSON text "
+            "that validates), or rethrow()"
+        ) from exc
 
 
 def _check_soft_failure(response: ModelResponse, model: str) -> None:

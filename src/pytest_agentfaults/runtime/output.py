@@ -41,14 +41,25 @@ class OutputSpec:
         try:
             return self._adapter.validate_json(body)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
-                for e in exc.errors(include_url=False)
-            )
+            problems = _problems(exc)
             raise MalformedResponseError(
                 f"the answer does not match output_type {_type_name(self.output_type)}: {problems}",
                 body=text,
             ) from exc
+
+    @property
+    def type_name(self) -> str:
+        """The output type's name, as messages show it."""
+        return _type_name(self.output_type)
+
+    def check(self, value: Any) -> Any:
+        """``value`` validated: JSON text is parsed like an answer, anything else as Python."""
+        if isinstance(value, str):
+            return self.parse(value)
+        try:
+            return self._adapter.validate_python(value)
+        except ValidationError as exc:
+            raise MalformedResponseError(_problems(exc)) from exc
 
     def correction(self, failure: MalformedResponseError) -> str:
         """The user message that asks the model to correct its answer."""
@@ -89,6 +100,13 @@ def unfence(text: str) -> str:
         if body[:4].lower() == "json":
             body = body[4:]
     return body.strip()
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
+        for e in exc.errors(include_url=False)
+    )
 
 
 def _type_name(output_type: Any) -> str:
