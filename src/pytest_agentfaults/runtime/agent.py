@@ -24,6 +24,7 @@ from pytest_agentfaults.errors import (
     UsageError,
 )
 from pytest_agentfaults.runtime import _loop
+from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
 from pytest_agentfaults.runtime._loop import ModelCall, Sleep, Steps
 from pytest_agentfaults.runtime._toolcalls import (
     _PASS_THROUGH,
@@ -61,16 +62,25 @@ __all__ = [
     "Usage",
 ]
 
-RunStatus = Literal["ok", "max_iterations", "cancelled"]
+RunStatus = Literal["ok", "max_iterations", "cancelled", "budget_exceeded"]
 LlmErrorHandler = Callable[[Exception, int], LlmErrorDecision]
 
 
 class Budget(BaseModel):
-    """Caps on one run. Reaching one ends the run with status ``"max_iterations"``.
+    """Caps on one run; reaching one ends the run softly (no exception).
+
+    The run records a ``budget.exceeded`` event and ends with status ``"max_iterations"``
+    for the turn and call caps, ``"budget_exceeded"`` for the token caps.
 
     ``max_turns`` counts model turns (answers used by the loop); ``max_llm_calls`` every
     model call, retries and fallbacks included; ``max_tool_calls`` the tool calls the model
-    asks for.
+    asks for. ``max_input_tokens``, ``max_output_tokens`` and ``max_total_tokens`` count the
+    tokens the model clients report (LLM fixers included); the run ends after the answer
+    that crosses one, or before a call when one is already reached.
+
+    ```python
+    budget = af.Budget(max_turns=10, max_total_tokens=20_000)
+    ```
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -78,6 +88,9 @@ class Budget(BaseModel):
     max_turns: int | None = 10
     max_llm_calls: int | None = None
     max_tool_calls: int | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_total_tokens: int | None = None
 
     def __init__(self, **data: Any) -> None:
         for key, value in data.items():
@@ -498,9 +511,8 @@ class _Run(ToolCalls):
                     )
         except BudgetExceededError as exc:
             rec.emit("budget.exceeded", reason=str(exc), status=exc.limit, detail=str(exc.value))
-            return self.finish(
-                "max_iterations", self.last_text() if agent._output is None else None
-            )
+            status: RunStatus = "budget_exceeded" if exc.limit in TOKEN_LIMITS else "max_iterations"
+            return self.finish(status, self.last_text() if agent._output is None else None)
         except _Cancelled:
             return self.cancelled()
         except GeneratorExit:
@@ -650,6 +662,7 @@ class _Run(ToolCalls):
             agent=agent.name,
         )
         name = _loop._model_name(model)
+        check_tokens(agent.budget, self.usage, before_call=True)
         rec.emit("llm.request", attempt=attempt, detail=name)
         self.usage.llm_calls += 1
         try:
@@ -667,6 +680,7 @@ class _Run(ToolCalls):
             status=response.finish_reason,
             detail=_describe_response(response),
         )
+        check_tokens(agent.budget, self.usage, before_call=False)
         return response
 
     def call_fallback(self, fallback: Any, primary_error: Exception) -> Steps[ModelResponse]:
