@@ -26,6 +26,7 @@ from pytest_agentfaults.errors import (
 from pytest_agentfaults.runtime import _loop
 from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
 from pytest_agentfaults.runtime._loop import ModelCall, Sleep, Steps
+from pytest_agentfaults.runtime._override import Override, effective
 from pytest_agentfaults.runtime._toolcalls import (
     _PASS_THROUGH,
     BUILTIN_TOOLS,
@@ -235,9 +236,33 @@ class Agent:
         self.observers = _observers(observer)
         self.stream = stream
         self._function: Callable[[str], Any] | None = None
+        self._refresh_specs()
+
+    def _refresh_specs(self) -> None:
         self._specs = [t.spec for t in self.tools.values()] + [
             BUILTIN_TOOLS[n].spec for n in self.builtin_tools
         ]
+
+    def override(
+        self,
+        model: Model | str | None = None,
+        tools: Iterable[Tool[Any, Any] | Callable[..., Any]] | None = None,
+        instructions: str | None = None,
+    ) -> Override:
+        """Swap this agent's model, tools or instructions within a ``with`` block.
+
+        ```python
+        with app.agent.override(model=af.ScriptedModel([af.say("hi")])):
+            assert app.answer("hello") == "hi"      # the app's own agent, scripted
+        ```
+
+        ``None`` keeps a part as it is; ``tools`` replaces the whole list. Works as ``with``
+        and ``async with``; nested blocks restore in order. Only code in the same context
+        sees it (the thread or task that entered the block, and tasks it starts), so
+        concurrent tests and tasks never see each other's overrides. A run reads the
+        overrides when it starts.
+        """
+        return Override(self, model, tools, instructions)
 
     @classmethod
     def from_function(cls, name: str, function: Callable[[str], Any]) -> Agent:
@@ -272,7 +297,7 @@ class Agent:
         cancel: CancelToken | None = None,
     ) -> RunResult:
         """Run the agent to its answer (blocking)."""
-        return _loop.drive(self._steps(prompt, messages, cancel, None))
+        return _loop.drive(effective(self)._steps(prompt, messages, cancel, None))
 
     async def arun(
         self,
@@ -282,7 +307,7 @@ class Agent:
         cancel: CancelToken | None = None,
     ) -> RunResult:
         """Run the agent to its answer without blocking the event loop."""
-        return await _loop.adrive(self._steps(prompt, messages, cancel, None))
+        return await _loop.adrive(effective(self)._steps(prompt, messages, cancel, None))
 
     def __call__(self, prompt: str) -> Any:
         """Shorthand for ``agent.run(prompt).output``."""
@@ -328,7 +353,8 @@ class Agent:
 
         A function fixer never comes here: `ToolCalls.run_function_fixer` calls it directly.
         """
-        if self.model is None:
+        agent = effective(self)
+        if agent.model is None:
             raise UsageError(f"fixer agent {self.name!r} has no model and no function")
         prompt = (
             f"The tool {tool.name!r} failed.\n"
@@ -341,7 +367,7 @@ class Agent:
         recorder = Recorder(
             agent=self.name, clock=clock, observers=self.observers, parent=parent.rec
         )
-        run = _Run(self, _initial_messages(self, prompt, None), recorder, parent.cancel)
+        run = _Run(agent, _initial_messages(agent, prompt, None), recorder, parent.cancel)
         result = yield from run.main()
         parent.absorb(run)
         return result.output
@@ -387,7 +413,8 @@ class Loop:
         result: RunResult | None = None
         for iteration in range(1, self.max_iterations + 1):
             text = prompt if iteration == 1 else self.feedback
-            result = yield from self.agent._steps(text, messages, cancel, None, trace)
+            agent = effective(self.agent)
+            result = yield from agent._steps(text, messages, cancel, None, trace)
             usage.add(result.usage)
             result.usage = usage
             if result.status != "ok" or self._satisfied(result):
