@@ -14,6 +14,8 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agentfaults.errors import ToolTimeoutError, UsageError
+from pytest_agentfaults.runtime import _parallel
+from pytest_agentfaults.runtime._parallel import Parallel
 from pytest_agentfaults.runtime.clock import (
     AttemptDeadlineExceeded,
     Clock,
@@ -82,7 +84,7 @@ class ModelCall:
         self.request = request
 
 
-Effect = Sleep | Attempt | ModelCall
+Effect = Sleep | Attempt | ModelCall | Parallel
 Steps = Generator[Effect, Any, T]
 
 
@@ -214,6 +216,8 @@ def drive(steps: Steps[T]) -> T:
                     value = _attempt_sync(effect, runner)
                 elif type(effect) is ModelCall:
                     value = _model_call_sync(effect)
+                elif type(effect) is Parallel:
+                    value = _parallel.run_sync(effect, drive)
                 else:
                     value = None
                     effect.clock.sleep(effect.seconds)  # type: ignore[union-attr]
@@ -308,6 +312,8 @@ async def adrive(steps: Steps[T]) -> T:
                 value = await _attempt_async(effect)
             elif type(effect) is ModelCall:
                 value = await _model_call_async(effect)
+            elif type(effect) is Parallel:
+                value = await _parallel.run_async(effect, adrive)
             else:
                 value = None
                 await effect.clock.asleep(effect.seconds)  # type: ignore[union-attr]

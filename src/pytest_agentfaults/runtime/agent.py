@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal
@@ -27,6 +28,7 @@ from pytest_agentfaults.runtime import _loop
 from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
 from pytest_agentfaults.runtime._loop import ModelCall, Sleep, Steps
 from pytest_agentfaults.runtime._override import Override, effective
+from pytest_agentfaults.runtime._parallel import Parallel, branch_jitter, with_jitter
 from pytest_agentfaults.runtime._toolcalls import (
     _PASS_THROUGH,
     BUILTIN_TOOLS,
@@ -499,6 +501,9 @@ class _Run(ToolCalls):
         mine.output_tokens += theirs.output_tokens
 
     def uniform(self) -> float:
+        stream = branch_jitter(self)
+        if stream is not None:
+            return stream.random()
         if self._rng is None:
             self._rng = jitter_rng()
         return float(self._rng.random())
@@ -527,15 +532,7 @@ class _Run(ToolCalls):
                     if isinstance(checked, RunResult):
                         return checked
                     continue
-                for call in calls:
-                    if self.stopping():
-                        return self.cancelled()
-                    self.check_budget("max_tool_calls", self.usage.tool_calls)
-                    self.usage.tool_calls += 1
-                    outcome = yield from self.tool_call(call)
-                    self.messages.append(
-                        Message.tool_result(outcome.content, tool_call_id=call.id, name=call.name)
-                    )
+                yield from self.tool_turn(calls)
         except BudgetExceededError as exc:
             rec.emit("budget.exceeded", reason=str(exc), status=exc.limit, detail=str(exc.value))
             status: RunStatus = "budget_exceeded" if exc.limit in TOKEN_LIMITS else "max_iterations"
@@ -553,6 +550,33 @@ class _Run(ToolCalls):
         except BaseException as exc:
             rec.emit("run.end", status="error", error=ErrorRecord.from_exception(exc))
             raise
+
+    def tool_turn(self, calls: list[ToolCall]) -> Steps[None]:
+        """Run the tool calls of one turn (together in ``arun``); results in the model's order."""
+        if len(calls) == 1:
+            outcomes: list[tuple[bool, Any]] = [(True, (yield from self.counted_call(calls[0])))]
+        else:
+            if self._rng is None:
+                self._rng = jitter_rng()
+            seeds = [self._rng.getrandbits(64) for _ in calls]
+            branches = [
+                with_jitter(self, random.Random(seed), self.counted_call(call))
+                for call, seed in zip(calls, seeds, strict=True)
+            ]
+            outcomes = yield Parallel(branches, self.clock, self.rec.trace)
+        for call, (ok, outcome) in zip(calls, outcomes, strict=False):
+            if not ok:
+                raise outcome
+            self.messages.append(
+                Message.tool_result(outcome.content, tool_call_id=call.id, name=call.name)
+            )
+
+    def counted_call(self, call: ToolCall) -> Steps[Any]:
+        if self.stopping():
+            raise _Cancelled
+        self.check_budget("max_tool_calls", self.usage.tool_calls)
+        self.usage.tool_calls += 1
+        return (yield from self.tool_call(call))
 
     def finish(self, status: RunStatus, output: Any) -> RunResult:
         shown = None if output is None else _preview(render_result(output))

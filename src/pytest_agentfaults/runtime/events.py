@@ -431,6 +431,19 @@ class collecting:
 
 _run_ids = itertools.count(1)
 
+# While the parallel tool calls of one turn run, each keeps its events here, per context:
+# (the trace they belong to, [(event, recorder)]). `_parallel` merges them in order.
+_buffer: ContextVar[tuple[Trace, list[tuple[Event, Recorder]]] | None] = ContextVar(
+    "agentfaults_event_buffer", default=None
+)
+
+
+def buffer_events(trace: Trace) -> list[tuple[Event, Recorder]]:
+    """Keep the events this context records into ``trace`` in a list, returned."""
+    kept: list[tuple[Event, Recorder]] = []
+    _buffer.set((trace, kept))
+    return kept
+
 
 def new_run_id() -> str:
     """A short id, unique in this process."""
@@ -506,7 +519,25 @@ class Recorder:
                 if key not in _EVENT_DEFAULTS:
                     extra[key] = values.pop(key)
         event = _assemble(values, {*_ALWAYS_SET, *fields}, extra)
+        buffer = _buffer.get()
+        if buffer is not None and buffer[0] is trace:
+            buffer[1].append((event, self))  # a parallel call: merged in order later
+            return event
         events.append(event)
+        self._publish(event)
+        return event
+
+    def deliver(self, event: Event) -> None:
+        """Record an ``event`` this recorder made earlier (a buffered parallel call's)."""
+        trace = self.trace
+        buffer = _buffer.get()
+        if buffer is not None and buffer[0] is trace:
+            buffer[1].append((event, self))
+            return
+        self._publish(trace.add(event))
+
+    def _publish(self, event: Event) -> None:
+        trace = self.trace
         for collector in self._collectors:
             if collector is not trace:
                 collector.add(event)
@@ -515,5 +546,4 @@ class Recorder:
                 observer(event)
             except Exception:
                 # An observer must never break a run; the failure is logged, not hidden.
-                logger.exception("observer %r raised on %s; the run goes on", observer, type)
-        return event
+                logger.exception("observer %r raised on %s; the run goes on", observer, event.type)
