@@ -133,3 +133,15 @@ def test_respond_with_of_the_right_type_is_the_output(value):
     result = agent.run("x")
     assert result.output == Answer(count=2)
     assert len(model.requests) == 1
+
+
+def test_respond_with_a_non_text_value_for_a_text_agent_is_a_usage_error():
+    model = ScriptedModel([fail.http(503)])
+    agent = af.Agent(
+        "bot",
+        model=model,
+        on_llm_error=lambda exc, n: af.LlmErrorDecision.respond_with({"sorry": True}),
+        clock=af.VirtualClock(),
+    )
+    with pytest.raises(af.UsageError, match="output_type str"):
+        agent.run("x")

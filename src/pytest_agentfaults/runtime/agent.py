@@ -775,6 +775,12 @@ def _check_substitute(agent: Agent, output: Any, error: Exception) -> None:
     """Fail fast when ``on_llm_error`` substitutes an answer ``output_type`` refuses."""
     spec = agent._output
     if spec is None:
+        if not isinstance(output, str):
+            raise UsageError(
+                f"agent {agent.name!r}: on_llm_error answered {type(error).__name__} with "
+                f"LlmErrorDecision.respond_with({_preview(repr(output))}), but the agent's "
+                "output_type str needs a str; return text, or rethrow()"
+            )
         return
     try:
         spec.check(output)

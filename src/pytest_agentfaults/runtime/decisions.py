@@ -72,8 +72,9 @@ class LlmErrorDecision:
     def respond_with(cls, output: Any) -> LlmErrorDecision:
         """Use ``output`` as the model's answer for this turn.
 
-        With an ``output_type``, ``output`` must validate against it (an instance, a dict,
-        or its JSON text); anything else is a `UsageError` at once.
+        It must fit the agent's ``output_type``: a str for the default, else a value that
+        validates (an instance, a dict, or its JSON text); anything else is a `UsageError`
+        at once, not another model call.
         """
         return cls("respond_with", output=output)
 
