@@ -18,6 +18,11 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "howto" / "llm-errors.md"
 BASE = "https://api.example.com/v1"
 URL = f"{BASE}/chat/completions"
 ANSWER = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}]}
+STREAM = (
+    'data: {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"}}]}\n\n'
+    'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
+    "data: [DONE]\n\n"
+)
 
 
 def recommended_handler():
@@ -42,12 +47,19 @@ SCENARIOS = [
     ("503-once", lambda f: f.status(503), 1, True),
     ("503-persistent", lambda f: f.status(503), 10, False),
     ("500-then-502", lambda f: f.status(500), 1, True),
+    ("400", lambda f: f.status(400), 1, False),
     ("401", lambda f: f.status(401), 1, False),
+    ("403", lambda f: f.status(403), 1, False),
+    ("404", lambda f: f.status(404), 1, False),
+    ("422", lambda f: f.status(422), 1, False),
     ("timeout-once", lambda f: f.timeout(), 1, True),
     ("timeout-persistent", lambda f: f.timeout(), 10, False),
     ("connection-reset", lambda f: f.reset(), 2, True),
     ("connect-error-persistent", lambda f: f.connect_error(), 10, False),
     ("malformed-body", lambda f: f.malformed_body(), 1, True),
+    ("read-error", lambda f: f.read_error(), 1, True),
+    ("truncated-stream", lambda f: f.truncated_stream(), 1, True),
+    ("truncated-stream-persistent", lambda f: f.truncated_stream(), 10, False),
 ]
 
 
@@ -57,15 +69,21 @@ SCENARIOS = [
     ids=[s[0] for s in SCENARIOS],
 )
 def test_the_recommended_handler_passes_the_verdict(
-    faults, http_faults, trace, virtual_clock, break_wire, times, recovers
+    request, faults, http_faults, trace, virtual_clock, break_wire, times, recovers
 ):
     break_wire(faults.http(url=URL)).times(times)
-    http_faults.post(URL).respond(200, json=ANSWER)
+    stream = "stream" in request.node.callspec.id
+    if stream:
+        headers = {"content-type": "text/event-stream"}
+        http_faults.post(URL).respond(200, text=STREAM, headers=headers)
+    else:
+        http_faults.post(URL).respond(200, json=ANSWER)
     with af.OpenAIModel("m", base_url=BASE, api_key="k") as model:
-        agent = af.Agent("bot", model=model, on_llm_error=recommended_handler())
+        agent = af.Agent("bot", model=model, on_llm_error=recommended_handler(), stream=stream)
         try:
             output = agent.run("hi").output
         except af.ModelError:
             output = None
+    assert faults.fired, "the scenario broke nothing"
     assert (output == "ok") is recovers, trace.render()
     trace.assert_resilient()
