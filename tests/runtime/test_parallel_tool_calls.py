@@ -263,3 +263,18 @@ async def test_jitter_does_not_depend_on_which_call_gets_there_first():
         assert delays(await scenario(0.0).arun("x")) == reference
         assert delays(await scenario(5.0).arun("x")) == reference
     assert len({tuple(d) for d in reference.values()}) == 3  # each call its own stream
+
+
+def test_run_keeps_one_event_loop_for_every_async_tool_call():
+    loops = []
+
+    @af.tool
+    async def lookup(city: str) -> str:
+        """The weather in ``city``."""
+        loops.append(asyncio.get_running_loop())  # e.g. an async client kept between calls
+        return city
+
+    steps = [call_tools([("lookup", {"city": "Nice"})]), three_calls(), say("done")]
+    assert make_agent(af.VirtualClock(), [lookup], steps).run("x").output == "done"
+    assert len(loops) == 4
+    assert len(set(map(id, loops))) == 1

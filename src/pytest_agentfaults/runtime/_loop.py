@@ -197,9 +197,11 @@ def _intercept_model(effect: ModelCall) -> Any:
 # ------------------------------------------------------------------------ sync driver
 
 
-def drive(steps: Steps[T]) -> T:
+def drive(steps: Steps[T], _runners: list[asyncio.Runner] | None = None) -> T:
     """Run ``steps`` to completion, performing each effect synchronously."""
-    runner: asyncio.Runner | None = None
+    # One event loop for every async tool of the run, parallel turns included (a client
+    # an async tool keeps must not outlive its loop); made on first use, closed at the end.
+    runners = _runners if _runners is not None else []
     value: Any = None
     error: BaseException | None = None
     try:
@@ -211,13 +213,13 @@ def drive(steps: Steps[T]) -> T:
             error = None
             try:
                 if type(effect) is Attempt:
-                    if effect.tool.is_async and runner is None:
-                        runner = _new_runner()
-                    value = _attempt_sync(effect, runner)
+                    if effect.tool.is_async and not runners:
+                        runners.append(_new_runner())
+                    value = _attempt_sync(effect, runners[0] if runners else None)
                 elif type(effect) is ModelCall:
                     value = _model_call_sync(effect)
                 elif type(effect) is Parallel:
-                    value = _parallel.run_sync(effect, drive)
+                    value = _parallel.run_sync(effect, lambda branch: drive(branch, runners))
                 else:
                     value = None
                     effect.clock.sleep(effect.seconds)  # type: ignore[union-attr]
@@ -225,8 +227,8 @@ def drive(steps: Steps[T]) -> T:
                 value = None
                 error = exc
     finally:
-        if runner is not None:
-            runner.close()
+        if _runners is None and runners:
+            runners[0].close()
 
 
 def _new_runner() -> asyncio.Runner:
