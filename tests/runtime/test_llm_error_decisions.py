@@ -145,3 +145,10 @@ def test_respond_with_a_non_text_value_for_a_text_agent_is_a_usage_error():
     )
     with pytest.raises(af.UsageError, match="output_type str"):
         agent.run("x")
+
+
+def test_a_retry_after_header_on_a_5xx_is_honoured_too():
+    clock = af.VirtualClock()
+    handler = lambda exc, n: af.LlmErrorDecision.retry()  # noqa: E731
+    agent_with([fail.http(503, retry_after=30), say("ok")], clock, handler).run("x")
+    assert clock.sleeps == [30.0]

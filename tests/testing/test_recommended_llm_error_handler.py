@@ -45,6 +45,7 @@ SCENARIOS = [
     ("429-without-retry-after", lambda f: f.status(429), 2, True),
     ("429-persistent", lambda f: f.status(429, retry_after=2), 10, False),
     ("503-once", lambda f: f.status(503), 1, True),
+    ("503-retry-after-120", lambda f: f.status(503, retry_after=120), 1, False),
     ("503-persistent", lambda f: f.status(503), 10, False),
     ("500-then-502", lambda f: f.status(500), 1, True),
     ("400", lambda f: f.status(400), 1, False),

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_agentfaults.errors import RateLimitError, UsageError
+from pytest_agentfaults.errors import ModelHTTPError, RateLimitError, UsageError
 
 __all__ = ["LlmErrorDecision"]
 
@@ -46,7 +46,8 @@ class LlmErrorDecision:
         ``max_attempts`` counts the original call; the wait before attempt k+1 is
         ``initial_backoff * 2 ** (k - 1)``, capped at ``max_backoff`` (60 s). After a
         `RateLimitError` with a ``retry_after``, the wait is at least that long (the server
-        refuses an earlier retry), unless ``respect_retry_after=False``. A server asking for
+        refuses an earlier retry), unless ``respect_retry_after=False``; so is a
+        ``Retry-After`` header on any other error status (a 503, say). A server asking for
         more than ``max_retry_after`` seconds (300; None: no limit) is not waited out: the
         error propagates as with `rethrow` (to the fallback model, if there is one).
         """
@@ -94,12 +95,26 @@ class LlmErrorDecision:
         None when the server asks for a longer wait than ``max_retry_after``: no retry.
         """
         wait = self.backoff(attempt)
-        retry_after = error.retry_after if isinstance(error, RateLimitError) else None
-        if not self.respect_retry_after or retry_after is None:
+        if not self.respect_retry_after:
+            return wait
+        retry_after = _retry_after(error)
+        if retry_after is None:
             return wait
         if self.max_retry_after is not None and retry_after > self.max_retry_after:
             return None
         return max(wait, retry_after)
+
+
+def _retry_after(error: BaseException) -> float | None:
+    """The wait the server asked for: a 429's ``retry_after``, or any error status's header."""
+    if isinstance(error, RateLimitError) and error.retry_after is not None:
+        return error.retry_after
+    if isinstance(error, ModelHTTPError) and error.headers:
+        # Only HTTP errors get here, so the HTTP layer is loaded (or cheap to load) by now.
+        from pytest_agentfaults.runtime.models._http import parse_retry_after  # noqa: PLC0415
+
+        return parse_retry_after(error.headers)
+    return None
 
 
 def _check_seconds(name: str, value: object) -> None:
