@@ -278,3 +278,22 @@ def test_run_keeps_one_event_loop_for_every_async_tool_call():
     assert make_agent(af.VirtualClock(), [lookup], steps).run("x").output == "done"
     assert len(loops) == 4
     assert len(set(map(id, loops))) == 1
+
+
+@pytest.mark.asyncio
+async def test_observers_and_the_tests_trace_see_the_merged_order(trace):
+    clock = af.VirtualClock()
+    service = Service(clock, {"Paris": 0.3, "Rome": 0.1, "Oslo": 0.2})
+    seen: list[af.Event] = []
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([three_calls(), say("done")]),
+        tools=[service.tool],
+        clock=clock,
+        observer=seen.append,
+    )
+    result = await agent.arun("x")
+    assert [(e.seq, e.type, e.call_id) for e in seen] == [
+        (e.seq, e.type, e.call_id) for e in result.trace
+    ]
+    assert [(e.type, e.call_id) for e in trace] == [(e.type, e.call_id) for e in result.trace]

@@ -47,7 +47,7 @@ from pytest_agentfaults.runtime.models.base import (
     ModelResponse,
     ToolCall,
 )
-from pytest_agentfaults.runtime.output import OutputSpec, soft_failure
+from pytest_agentfaults.runtime.output import OutputSpec, check_substitute, soft_failure
 from pytest_agentfaults.runtime.policy import (
     OnError,
     check_on_tool_error,
@@ -683,7 +683,7 @@ class _Run(ToolCalls):
                     attempt += 1
                     continue
                 if decision.action == "respond_with":
-                    _check_substitute(agent, decision.output, exc)
+                    check_substitute(agent.name, agent._output, decision.output, exc)
                     response = ModelResponse(
                         message=Message.assistant(render_result(decision.output)),
                         finish_reason="stop",
@@ -769,28 +769,6 @@ class _Run(ToolCalls):
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def _check_substitute(agent: Agent, output: Any, error: Exception) -> None:
-    """Fail fast when ``on_llm_error`` substitutes an answer ``output_type`` refuses."""
-    spec = agent._output
-    if spec is None:
-        if not isinstance(output, str):
-            raise UsageError(
-                f"agent {agent.name!r}: on_llm_error answered {type(error).__name__} with "
-                f"LlmErrorDecision.respond_with({_preview(repr(output))}), but the agent's "
-                "output_type str needs a str; return text, or rethrow()"
-            )
-        return
-    try:
-        spec.check(output)
-    except MalformedResponseError as exc:
-        raise UsageError(
-            f"agent {agent.name!r}: on_llm_error answered {type(error).__name__} with "
-            f"LlmErrorDecision.respond_with({_preview(repr(output))}), which is not a valid "
-            f"{spec.type_name}: {exc}; return an instance of it (or a dict / JSON text "
-            "that validates), or rethrow()"
-        ) from exc
 
 
 def _check_soft_failure(response: ModelResponse, model: str) -> None:
