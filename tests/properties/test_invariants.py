@@ -365,31 +365,43 @@ def check_clock_never_goes_backwards(outcome: Outcome) -> None:
 
 def check_delays_follow_the_schedule(outcome: Outcome) -> None:
     trace, config = outcome.trace, outcome.config
-    # Tool retries draw their jitter, in trace order, from one generator seeded by the run;
-    # the calls of a parallel turn (several calls in one answer) each draw from their own
-    # stream, seeded from the run's generator in call order when the turn starts.
+    # Tool retries draw their jitter, in trace order, from one generator seeded by the run.
+    # The calls of a parallel turn (several calls in one answer) draw from their own
+    # streams: the first retry of the turn draws one seed from the run's generator, and
+    # call i of the turn then draws from random.Random(seed + i).
     draws = random.Random(outcome.seed)
+    turn_calls: list[str] = []  # the current parallel turn's call ids, in call order
+    turn_size = 0
+    turn_seed: list[int] = []
     streams: dict[str, random.Random] = {}
-    pending: list[random.Random] = []
     parallel = False
     per_call: dict[str, list[float]] = defaultdict(list)
     for happened in trace:
         detail = happened.detail or ""
         if happened.type == "llm.response" and detail.startswith("tool calls: "):
             assert not detail.endswith("..."), "a turn too long to read its calls"
-            names = detail.removeprefix("tool calls: ").split(", ")
-            many = len(names) > 1
-            parallel = parallel or many
-            pending = [random.Random(draws.getrandbits(64)) for _ in names] if many else []
+            turn_size = len(detail.removeprefix("tool calls: ").split(", "))
+            parallel = parallel or turn_size > 1
+            turn_calls, turn_seed = [], []
             continue
         call_id = happened.call_id
-        if happened.type.startswith("tool.") and call_id and call_id not in streams and pending:
-            streams[call_id] = pending.pop(0)
+        if (
+            turn_size > 1
+            and happened.type.startswith("tool.")
+            and call_id
+            and call_id not in turn_calls
+            and len(turn_calls) < turn_size
+        ):
+            turn_calls.append(call_id)
         if happened.type != "tool.retry":
             continue
         assert happened.tool is not None
         assert happened.attempt is not None
         assert call_id is not None
+        if call_id in turn_calls and call_id not in streams:
+            if not turn_seed:
+                turn_seed.append(draws.getrandbits(64))
+            streams[call_id] = random.Random(turn_seed[0] + turn_calls.index(call_id))
         stream = streams.get(call_id, draws)
         expected = config.for_tool(happened.tool).delay(happened.attempt - 1, stream.random())
         assert happened.delay == expected, (happened.seq, happened.delay, expected)

@@ -11,9 +11,9 @@ events in its own buffer; when all are done the buffers are merged, ordered by t
 from the turn's start; the turn ends when the slowest call does, so three 0.2 s calls take
 0.2 s of virtual time.
 
-Backoff jitter does not depend on which call gets there first: at the start of the turn,
-each call gets its own random stream, seeded in call order from the run's stream (in
-``run`` too, so ``run`` and ``arun`` wait the same).
+Backoff jitter does not depend on which call gets there first: each call of the turn draws
+from its own random stream (see `JitterTurn`), in ``run`` too, so ``run`` and ``arun`` wait
+the same.
 """
 
 from __future__ import annotations
@@ -31,22 +31,51 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.events import Trace
 
-__all__ = ["Outcome", "Parallel", "branch_jitter", "run_async", "run_sync", "with_jitter"]
+__all__ = [
+    "JitterTurn",
+    "Outcome",
+    "Parallel",
+    "branch_jitter",
+    "run_async",
+    "run_sync",
+    "with_jitter",
+]
 
 Branch = Generator[Any, Any, Any]
 # One branch's end: (True, its value) or (False, the exception it raised).
 Outcome = tuple[bool, Any]
 
 
-# The jitter stream of the parallel call running in this context: (its run, the stream).
-_jitter: ContextVar[tuple[object, random.Random] | None] = ContextVar(
-    "agentfaults_branch_jitter", default=None
-)
+class JitterTurn:
+    """The jitter streams of one parallel turn, seeded once one of its calls needs one.
+
+    The turn draws one seed from the run's stream (``main()``), the first time any of its
+    calls retries; call ``index`` then draws from a stream seeded with ``seed + index``.
+    No other draw from the run's stream happens during the turn, so the seed is the same
+    whichever call gets there first, in ``run`` and ``arun`` alike.
+    """
+
+    __slots__ = ("_main", "_seed")
+
+    def __init__(self, main: Callable[[], random.Random]) -> None:
+        self._main = main
+        self._seed: int | None = None
+
+    def stream(self, index: int) -> random.Random:
+        """The stream of call ``index`` (0-based) of this turn."""
+        if self._seed is None:
+            self._seed = self._main().getrandbits(64)
+        return random.Random(self._seed + index)
 
 
-def with_jitter(owner: object, stream: random.Random, branch: Branch) -> Branch:
-    """``branch``, drawing ``owner``'s jitter from ``stream`` while it runs."""
-    token = _jitter.set((owner, stream))
+# The jitter of the parallel call running in this context:
+# [its run, its turn, its index, its stream once a retry needs it].
+_jitter: ContextVar[list[Any] | None] = ContextVar("agentfaults_branch_jitter", default=None)
+
+
+def with_jitter(owner: object, turn: JitterTurn, index: int, branch: Branch) -> Branch:
+    """``branch``, drawing ``owner``'s jitter from call ``index``'s stream of ``turn``."""
+    token = _jitter.set([owner, turn, index, None])
     try:
         return (yield from branch)
     finally:
@@ -56,7 +85,12 @@ def with_jitter(owner: object, stream: random.Random, branch: Branch) -> Branch:
 def branch_jitter(owner: object) -> random.Random | None:
     """The jitter stream of ``owner``'s parallel call running here, if any."""
     current = _jitter.get()
-    return current[1] if current is not None and current[0] is owner else None
+    if current is None or current[0] is not owner:
+        return None
+    stream: random.Random | None = current[3]
+    if stream is None:
+        stream = current[3] = current[1].stream(current[2])
+    return stream
 
 
 class Parallel:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal
@@ -28,7 +27,12 @@ from pytest_agentfaults.runtime import _loop
 from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
 from pytest_agentfaults.runtime._loop import ModelCall, Sleep, Steps
 from pytest_agentfaults.runtime._override import Override, effective
-from pytest_agentfaults.runtime._parallel import Parallel, branch_jitter, with_jitter
+from pytest_agentfaults.runtime._parallel import (
+    JitterTurn,
+    Parallel,
+    branch_jitter,
+    with_jitter,
+)
 from pytest_agentfaults.runtime._toolcalls import (
     _PASS_THROUGH,
     BUILTIN_TOOLS,
@@ -490,6 +494,12 @@ class _Run(ToolCalls):
         self.turns = 0
         self.corrections = 0
         self.fell_back = False
+        budget = agent.budget
+        self.token_caps = (
+            budget.max_input_tokens is not None
+            or budget.max_output_tokens is not None
+            or budget.max_total_tokens is not None
+        )
         self._rng: Any = None
         self._record: tuple[object, ErrorRecord] | None = None
 
@@ -501,12 +511,14 @@ class _Run(ToolCalls):
         mine.output_tokens += theirs.output_tokens
 
     def uniform(self) -> float:
-        stream = branch_jitter(self)
-        if stream is not None:
-            return stream.random()
+        stream = branch_jitter(self) or self.jitter()
+        return float(stream.random())
+
+    def jitter(self) -> Any:
+        """The run's random stream for jitter, made on first use."""
         if self._rng is None:
             self._rng = jitter_rng()
-        return float(self._rng.random())
+        return self._rng
 
     # ------------------------------------------------------------------ the loop
 
@@ -532,7 +544,19 @@ class _Run(ToolCalls):
                     if isinstance(checked, RunResult):
                         return checked
                     continue
-                yield from self.tool_turn(calls)
+                if len(calls) > 1:
+                    yield from self.tool_turn(calls)
+                    continue
+                # One call (the usual turn): run inline, without the parallel machinery.
+                call = calls[0]
+                if self.stopping():
+                    return self.cancelled()
+                self.check_budget("max_tool_calls", self.usage.tool_calls)
+                self.usage.tool_calls += 1
+                outcome = yield from self.tool_call(call)
+                self.messages.append(
+                    Message.tool_result(outcome.content, tool_call_id=call.id, name=call.name)
+                )
         except BudgetExceededError as exc:
             rec.emit("budget.exceeded", reason=str(exc), status=exc.limit, detail=str(exc.value))
             status: RunStatus = "budget_exceeded" if exc.limit in TOKEN_LIMITS else "max_iterations"
@@ -552,18 +576,13 @@ class _Run(ToolCalls):
             raise
 
     def tool_turn(self, calls: list[ToolCall]) -> Steps[None]:
-        """Run the tool calls of one turn (together in ``arun``); results in the model's order."""
-        if len(calls) == 1:
-            outcomes: list[tuple[bool, Any]] = [(True, (yield from self.counted_call(calls[0])))]
-        else:
-            if self._rng is None:
-                self._rng = jitter_rng()
-            seeds = [self._rng.getrandbits(64) for _ in calls]
-            branches = [
-                with_jitter(self, random.Random(seed), self.counted_call(call))
-                for call, seed in zip(calls, seeds, strict=True)
-            ]
-            outcomes = yield Parallel(branches, self.clock, self.rec.trace)
+        """Run several tool calls of one turn (together in ``arun``), in the model's order."""
+        turn = JitterTurn(self.jitter)
+        branches = [
+            with_jitter(self, turn, index, self.counted_call(call))
+            for index, call in enumerate(calls)
+        ]
+        outcomes: list[tuple[bool, Any]] = yield Parallel(branches, self.clock, self.rec.trace)
         for call, (ok, outcome) in zip(calls, outcomes, strict=False):
             if not ok:
                 raise outcome
@@ -713,7 +732,8 @@ class _Run(ToolCalls):
             agent=agent.name,
         )
         name = _loop._model_name(model)
-        check_tokens(agent.budget, self.usage, before_call=True)
+        if self.token_caps:
+            check_tokens(agent.budget, self.usage, before_call=True)
         rec.emit("llm.request", attempt=attempt, detail=name)
         self.usage.llm_calls += 1
         try:
@@ -731,7 +751,8 @@ class _Run(ToolCalls):
             status=response.finish_reason,
             detail=_describe_response(response),
         )
-        check_tokens(agent.budget, self.usage, before_call=False)
+        if self.token_caps:
+            check_tokens(agent.budget, self.usage, before_call=False)
         return response
 
     def call_fallback(self, fallback: Any, primary_error: Exception) -> Steps[ModelResponse]:

@@ -524,7 +524,8 @@ class Recorder:
             buffer[1].append((event, self))  # a parallel call: merged in order later
             return event
         events.append(event)
-        self._publish(event)
+        if self._collectors or self._observers:
+            self._publish(event)
         return event
 
     def deliver(self, event: Event) -> None:
