@@ -47,7 +47,7 @@ SCENARIOS = [
     ("503-once", lambda f: f.status(503), 1, True),
     ("503-retry-after-120", lambda f: f.status(503, retry_after=120), 1, False),
     ("503-persistent", lambda f: f.status(503), 10, False),
-    ("500-then-502", lambda f: f.status(500), 1, True),
+    ("500-once", lambda f: f.status(500), 1, True),
     ("400", lambda f: f.status(400), 1, False),
     ("401", lambda f: f.status(401), 1, False),
     ("403", lambda f: f.status(403), 1, False),
@@ -73,7 +73,7 @@ def test_the_recommended_handler_passes_the_verdict(
     request, faults, http_faults, trace, virtual_clock, break_wire, times, recovers
 ):
     break_wire(faults.http(url=URL)).times(times)
-    stream = "stream" in request.node.callspec.id
+    stream = request.node.callspec.id.startswith("truncated-stream")  # needs a streamed answer
     if stream:
         headers = {"content-type": "text/event-stream"}
         http_faults.post(URL).respond(200, text=STREAM, headers=headers)
