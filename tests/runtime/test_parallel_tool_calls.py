@@ -297,3 +297,20 @@ async def test_observers_and_the_tests_trace_see_the_merged_order(trace):
         (e.seq, e.type, e.call_id) for e in result.trace
     ]
     assert [(e.type, e.call_id) for e in trace] == [(e.type, e.call_id) for e in result.trace]
+
+
+def test_run_stops_the_turn_at_a_cancel_like_before():
+    token = af.CancelToken()
+    ran = []
+
+    @af.tool
+    def lookup(city: str) -> str:
+        """The weather in ``city``."""
+        ran.append(city)
+        token.cancel("enough")
+        return city
+
+    agent = make_agent(af.VirtualClock(), [lookup], [three_calls(), say("never")])
+    result = agent.run("x", cancel=token)
+    assert result.status == "cancelled"
+    assert ran == ["Paris"]  # sequential: the next calls never start
