@@ -281,7 +281,11 @@ class ModelStreamError(ModelError):
 
 
 class BudgetExceededError(AgentFaultsError):
-    """A `Budget` cap was reached. Ends the run with status ``"max_iterations"``."""
+    """A `Budget` cap was reached.
+
+    It ends the run softly: status ``"max_iterations"``, or ``"budget_exceeded"`` for a
+    token cap.
+    """
 
     def __init__(self, message: str, *, limit: str, value: int) -> None:
         super().__init__(message)

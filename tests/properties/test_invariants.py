@@ -279,10 +279,24 @@ def describe(outcome: Outcome, focus: str) -> None:
 # ------------------------------------------------------------------------- the invariants
 
 
+def had_parallel_turn(trace: af.Trace) -> bool:
+    """Whether the model asked for several tool calls in one answer."""
+    return any(
+        e.type == "llm.response"
+        and (e.detail or "").startswith("tool calls: ")
+        and ", " in e.detail
+        for e in trace
+    )
+
+
 def check_faults_appear_once(outcome: Outcome) -> None:
     fired = outcome.plan.fired
     tool_fired = [(f.name, f.kind) for f in fired if f.target == "tool"]
     tool_events = [(e.tool, e.status) for e in outcome.trace.of("tool.fault")]
+    if had_parallel_turn(outcome.trace):
+        # Concurrent calls (arun) fire in the order they get there; the trace is ordered
+        # by time, then call index: the same faults, maybe not in the same order.
+        tool_events, tool_fired = sorted(tool_events), sorted(tool_fired)  # type: ignore[type-var]
     assert tool_events == tool_fired, "each fired tool fault is one tool.fault event, in order"
     llm_fired = [f.kind for f in fired if f.target == "llm"]
     llm_events = [e.status for e in outcome.trace.of("llm.fault")]
@@ -351,22 +365,56 @@ def check_clock_never_goes_backwards(outcome: Outcome) -> None:
 
 def check_delays_follow_the_schedule(outcome: Outcome) -> None:
     trace, config = outcome.trace, outcome.config
-    assert outcome.clock.sleeps == trace.delays(), "the clock slept exactly the retry delays"
-    # Tool retries draw their jitter, in order, from one generator seeded by the run.
+    # Tool retries draw their jitter, in trace order, from one generator seeded by the run.
+    # The calls of a parallel turn (several calls in one answer) draw from their own
+    # streams: the first retry of the turn draws one seed from the run's generator, and
+    # call i of the turn then draws from random.Random(seed + i).
     draws = random.Random(outcome.seed)
+    turn_calls: list[str] = []  # the current parallel turn's call ids, in call order
+    turn_size = 0
+    turn_seed: list[int] = []
+    streams: dict[str, random.Random] = {}
+    parallel = False
     per_call: dict[str, list[float]] = defaultdict(list)
-    for retry in trace.of("tool.retry"):
-        assert retry.tool is not None
-        assert retry.attempt is not None
-        assert retry.call_id is not None
-        expected = config.for_tool(retry.tool).delay(retry.attempt - 1, draws.random())
-        assert retry.delay == expected, (retry.seq, retry.delay, expected)
-        per_call[retry.call_id].append(expected)
+    for happened in trace:
+        detail = happened.detail or ""
+        if happened.type == "llm.response" and detail.startswith("tool calls: "):
+            assert not detail.endswith("..."), "a turn too long to read its calls"
+            turn_size = len(detail.removeprefix("tool calls: ").split(", "))
+            parallel = parallel or turn_size > 1
+            turn_calls, turn_seed = [], []
+            continue
+        call_id = happened.call_id
+        if (
+            turn_size > 1
+            and happened.type.startswith("tool.")
+            and call_id
+            and call_id not in turn_calls
+            and len(turn_calls) < turn_size
+        ):
+            turn_calls.append(call_id)
+        if happened.type != "tool.retry":
+            continue
+        assert happened.tool is not None
+        assert happened.attempt is not None
+        assert call_id is not None
+        if call_id in turn_calls and call_id not in streams:
+            if not turn_seed:
+                turn_seed.append(draws.getrandbits(64))
+            streams[call_id] = random.Random(turn_seed[0] + turn_calls.index(call_id))
+        stream = streams.get(call_id, draws)
+        expected = config.for_tool(happened.tool).delay(happened.attempt - 1, stream.random())
+        assert happened.delay == expected, (happened.seq, happened.delay, expected)
+        per_call[call_id].append(expected)
+    if parallel:  # concurrent calls (arun) sleep in the order they get there
+        assert sorted(outcome.clock.sleeps) == sorted(trace.delays())
+    else:
+        assert outcome.clock.sleeps == trace.delays(), "the clock slept exactly the retry delays"
     for call_id, delays in per_call.items():
         tool = trace.of("tool.retry", call_id=call_id)[0].tool
         assert tool is not None
         check_schedule(config.for_tool(tool), delays, partial=True)
-    if per_call:
+    if per_call and not parallel:
         # The first call that retried drew the first jitter values: its waits are the start
         # of exactly the schedule that config.schedule(seed) computes.
         first_call, delays = next(iter(per_call.items()))
@@ -376,7 +424,14 @@ def check_delays_follow_the_schedule(outcome: Outcome) -> None:
         assert delays == schedule[: len(delays)]
     for retry in trace.of("llm.retry"):
         assert retry.attempt is not None
-        assert retry.delay == outcome.llm_backoff * 2.0 ** (retry.attempt - 2)
+        backoff = min(60.0, outcome.llm_backoff * 2.0 ** (retry.attempt - 2))
+        assert retry.error is not None
+        if retry.error.type == "RateLimitError":
+            # the server's Retry-After may lengthen the wait, never shorten it
+            assert retry.delay is not None
+            assert retry.delay >= backoff
+        else:
+            assert retry.delay == backoff
 
 
 _FIXER_STATUSES = {
@@ -431,7 +486,8 @@ def test_a_hand_written_run_passes_the_same_checks() -> None:
     outcome = run_once(config, af.Budget(), plan, steps, seed=7, llm_backoff=0.5, runner=None)
     assert outcome.result is not None
     assert outcome.result.output == "done"
-    assert outcome.clock.sleeps == [1.0, 2.0, 0.5]
+    # the model retry waits the rate limit's Retry-After (1 s), not the shorter backoff
+    assert outcome.clock.sleeps == [1.0, 2.0, 1.0]
     for check in (
         check_faults_appear_once,
         check_seq_is_contiguous,

@@ -228,8 +228,11 @@ def test_max_retries_correction_rounds_then_fallback_then_exhaustion():
     result = agent_with(model, output_type=Answer, resilience=config).run("x")
     assert len(model.requests) == 3  # max_retries + 1 primary calls
     assert len(fallback.requests) == 1
-    # the fallback sees the whole correction history
-    assert sum(m.role == "user" for m in fallback.requests[0].messages) == 3
+    # the fallback sees the whole correction history, and is told why the last answer failed
+    sent = fallback.requests[0].messages
+    assert sum(m.role == "user" for m in sent) == 4
+    assert sent[-1].role == "user"
+    assert "does not match output_type Answer" in sent[-1].content
     assert result.status == "max_iterations"
     assert result.output is None
 

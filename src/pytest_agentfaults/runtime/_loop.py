@@ -15,12 +15,14 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agentfaults.errors import ToolTimeoutError, UsageError
+from pytest_agentfaults.runtime import _parallel
 from pytest_agentfaults.runtime._deadlines import (
     DeadlineExpired,
     acall_in_worker,
     await_virtual_deadline,
     call_in_worker,
 )
+from pytest_agentfaults.runtime._parallel import Parallel
 from pytest_agentfaults.runtime.clock import (
     AttemptDeadlineExceeded,
     Clock,
@@ -93,7 +95,7 @@ class ModelCall:
         self.request = request
 
 
-Effect = Sleep | Attempt | ModelCall
+Effect = Sleep | Attempt | ModelCall | Parallel
 Steps = Generator[Effect, Any, T]
 
 
@@ -216,9 +218,11 @@ def _intercept_model(effect: ModelCall) -> Any:
 # ------------------------------------------------------------------------ sync driver
 
 
-def drive(steps: Steps[T]) -> T:
+def drive(steps: Steps[T], _runners: list[asyncio.Runner] | None = None) -> T:
     """Run ``steps`` to completion, performing each effect synchronously."""
-    runner: asyncio.Runner | None = None
+    # One event loop for every async tool of the run, parallel turns included (a client
+    # an async tool keeps must not outlive its loop); made on first use, closed at the end.
+    runners = _runners if _runners is not None else []
     value: Any = None
     error: BaseException | None = None
     try:
@@ -230,11 +234,13 @@ def drive(steps: Steps[T]) -> T:
             error = None
             try:
                 if type(effect) is Attempt:
-                    if effect.tool.is_async and runner is None:
-                        runner = _new_runner()
-                    value = _attempt_sync(effect, runner)
+                    if effect.tool.is_async and not runners:
+                        runners.append(_new_runner())
+                    value = _attempt_sync(effect, runners[0] if runners else None)
                 elif type(effect) is ModelCall:
                     value = _model_call_sync(effect)
+                elif type(effect) is Parallel:
+                    value = _parallel.run_sync(effect, lambda branch: drive(branch, runners))
                 else:
                     value = None
                     effect.clock.sleep(effect.seconds)  # type: ignore[union-attr]
@@ -242,8 +248,8 @@ def drive(steps: Steps[T]) -> T:
                 value = None
                 error = exc
     finally:
-        if runner is not None:
-            runner.close()
+        if _runners is None and runners:
+            runners[0].close()
 
 
 def _new_runner() -> asyncio.Runner:
@@ -335,6 +341,8 @@ async def adrive(steps: Steps[T]) -> T:
                 value = await _attempt_async(effect)
             elif type(effect) is ModelCall:
                 value = await _model_call_async(effect)
+            elif type(effect) is Parallel:
+                value = await _parallel.run_async(effect, adrive)
             else:
                 value = None
                 await effect.clock.asleep(effect.seconds)  # type: ignore[union-attr]

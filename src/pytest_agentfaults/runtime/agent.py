@@ -24,7 +24,15 @@ from pytest_agentfaults.errors import (
     UsageError,
 )
 from pytest_agentfaults.runtime import _loop
+from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
 from pytest_agentfaults.runtime._loop import ModelCall, Sleep, Steps
+from pytest_agentfaults.runtime._override import Override, effective
+from pytest_agentfaults.runtime._parallel import (
+    JitterTurn,
+    Parallel,
+    branch_jitter,
+    with_jitter,
+)
 from pytest_agentfaults.runtime._toolcalls import (
     _PASS_THROUGH,
     BUILTIN_TOOLS,
@@ -43,7 +51,7 @@ from pytest_agentfaults.runtime.models.base import (
     ModelResponse,
     ToolCall,
 )
-from pytest_agentfaults.runtime.output import OutputSpec, soft_failure
+from pytest_agentfaults.runtime.output import OutputSpec, check_substitute, soft_failure
 from pytest_agentfaults.runtime.policy import (
     OnError,
     check_on_tool_error,
@@ -61,16 +69,25 @@ __all__ = [
     "Usage",
 ]
 
-RunStatus = Literal["ok", "max_iterations", "cancelled"]
+RunStatus = Literal["ok", "max_iterations", "cancelled", "budget_exceeded"]
 LlmErrorHandler = Callable[[Exception, int], LlmErrorDecision]
 
 
 class Budget(BaseModel):
-    """Caps on one run. Reaching one ends the run with status ``"max_iterations"``.
+    """Caps on one run; reaching one ends the run softly (no exception).
+
+    The run records a ``budget.exceeded`` event and ends with status ``"max_iterations"``
+    for the turn and call caps, ``"budget_exceeded"`` for the token caps.
 
     ``max_turns`` counts model turns (answers used by the loop); ``max_llm_calls`` every
     model call, retries and fallbacks included; ``max_tool_calls`` the tool calls the model
-    asks for.
+    asks for. ``max_input_tokens``, ``max_output_tokens`` and ``max_total_tokens`` count the
+    tokens the model clients report (LLM fixers included); the run ends after the answer
+    that crosses one, or before a call when one is already reached.
+
+    ```python
+    budget = af.Budget(max_turns=10, max_total_tokens=20_000)
+    ```
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -78,6 +95,9 @@ class Budget(BaseModel):
     max_turns: int | None = 10
     max_llm_calls: int | None = None
     max_tool_calls: int | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_total_tokens: int | None = None
 
     def __init__(self, **data: Any) -> None:
         for key, value in data.items():
@@ -222,9 +242,33 @@ class Agent:
         self.observers = _observers(observer)
         self.stream = stream
         self._function: Callable[[str], Any] | None = None
+        self._refresh_specs()
+
+    def _refresh_specs(self) -> None:
         self._specs = [t.spec for t in self.tools.values()] + [
             BUILTIN_TOOLS[n].spec for n in self.builtin_tools
         ]
+
+    def override(
+        self,
+        model: Model | str | None = None,
+        tools: Iterable[Tool[Any, Any] | Callable[..., Any]] | None = None,
+        instructions: str | None = None,
+    ) -> Override:
+        """Swap this agent's model, tools or instructions within a ``with`` block.
+
+        ```python
+        with app.agent.override(model=af.ScriptedModel([af.say("hi")])):
+            assert app.answer("hello") == "hi"      # the app's own agent, scripted
+        ```
+
+        ``None`` keeps a part as it is; ``tools`` replaces the whole list. Works as ``with``
+        and ``async with``; nested blocks restore in order. Only code in the same context
+        sees it (the thread or task that entered the block, and tasks it starts), so
+        concurrent tests and tasks never see each other's overrides. A run reads the
+        overrides when it starts.
+        """
+        return Override(self, model, tools, instructions)
 
     @classmethod
     def from_function(cls, name: str, function: Callable[[str], Any]) -> Agent:
@@ -259,7 +303,7 @@ class Agent:
         cancel: CancelToken | None = None,
     ) -> RunResult:
         """Run the agent to its answer (blocking)."""
-        return _loop.drive(self._steps(prompt, messages, cancel, None))
+        return _loop.drive(effective(self)._steps(prompt, messages, cancel, None))
 
     async def arun(
         self,
@@ -269,7 +313,7 @@ class Agent:
         cancel: CancelToken | None = None,
     ) -> RunResult:
         """Run the agent to its answer without blocking the event loop."""
-        return await _loop.adrive(self._steps(prompt, messages, cancel, None))
+        return await _loop.adrive(effective(self)._steps(prompt, messages, cancel, None))
 
     def __call__(self, prompt: str) -> Any:
         """Shorthand for ``agent.run(prompt).output``."""
@@ -315,7 +359,8 @@ class Agent:
 
         A function fixer never comes here: `ToolCalls.run_function_fixer` calls it directly.
         """
-        if self.model is None:
+        agent = effective(self)
+        if agent.model is None:
             raise UsageError(f"fixer agent {self.name!r} has no model and no function")
         prompt = (
             f"The tool {tool.name!r} failed.\n"
@@ -328,7 +373,7 @@ class Agent:
         recorder = Recorder(
             agent=self.name, clock=clock, observers=self.observers, parent=parent.rec
         )
-        run = _Run(self, _initial_messages(self, prompt, None), recorder, parent.cancel)
+        run = _Run(agent, _initial_messages(agent, prompt, None), recorder, parent.cancel)
         result = yield from run.main()
         parent.absorb(run)
         return result.output
@@ -374,7 +419,8 @@ class Loop:
         result: RunResult | None = None
         for iteration in range(1, self.max_iterations + 1):
             text = prompt if iteration == 1 else self.feedback
-            result = yield from self.agent._steps(text, messages, cancel, None, trace)
+            agent = effective(self.agent)
+            result = yield from agent._steps(text, messages, cancel, None, trace)
             usage.add(result.usage)
             result.usage = usage
             if result.status != "ok" or self._satisfied(result):
@@ -448,6 +494,12 @@ class _Run(ToolCalls):
         self.turns = 0
         self.corrections = 0
         self.fell_back = False
+        budget = agent.budget
+        self.token_caps = (
+            budget.max_input_tokens is not None
+            or budget.max_output_tokens is not None
+            or budget.max_total_tokens is not None
+        )
         self._rng: Any = None
         self._record: tuple[object, ErrorRecord] | None = None
 
@@ -459,9 +511,14 @@ class _Run(ToolCalls):
         mine.output_tokens += theirs.output_tokens
 
     def uniform(self) -> float:
+        stream = branch_jitter(self) or self.jitter()
+        return float(stream.random())
+
+    def jitter(self) -> Any:
+        """The run's random stream for jitter, made on first use."""
         if self._rng is None:
             self._rng = jitter_rng()
-        return float(self._rng.random())
+        return self._rng
 
     # ------------------------------------------------------------------ the loop
 
@@ -487,20 +544,23 @@ class _Run(ToolCalls):
                     if isinstance(checked, RunResult):
                         return checked
                     continue
-                for call in calls:
-                    if self.stopping():
-                        return self.cancelled()
-                    self.check_budget("max_tool_calls", self.usage.tool_calls)
-                    self.usage.tool_calls += 1
-                    outcome = yield from self.tool_call(call)
-                    self.messages.append(
-                        Message.tool_result(outcome.content, tool_call_id=call.id, name=call.name)
-                    )
+                if len(calls) > 1:
+                    yield from self.tool_turn(calls)
+                    continue
+                # One call (the usual turn): run inline, without the parallel machinery.
+                call = calls[0]
+                if self.stopping():
+                    return self.cancelled()
+                self.check_budget("max_tool_calls", self.usage.tool_calls)
+                self.usage.tool_calls += 1
+                outcome = yield from self.tool_call(call)
+                self.messages.append(
+                    Message.tool_result(outcome.content, tool_call_id=call.id, name=call.name)
+                )
         except BudgetExceededError as exc:
             rec.emit("budget.exceeded", reason=str(exc), status=exc.limit, detail=str(exc.value))
-            return self.finish(
-                "max_iterations", self.last_text() if agent._output is None else None
-            )
+            status: RunStatus = "budget_exceeded" if exc.limit in TOKEN_LIMITS else "max_iterations"
+            return self.finish(status, self.last_text() if agent._output is None else None)
         except _Cancelled:
             return self.cancelled()
         except GeneratorExit:
@@ -514,6 +574,28 @@ class _Run(ToolCalls):
         except BaseException as exc:
             rec.emit("run.end", status="error", error=ErrorRecord.from_exception(exc))
             raise
+
+    def tool_turn(self, calls: list[ToolCall]) -> Steps[None]:
+        """Run several tool calls of one turn (together in ``arun``), in the model's order."""
+        turn = JitterTurn(self.jitter)
+        branches = [
+            with_jitter(self, turn, index, self.counted_call(call))
+            for index, call in enumerate(calls)
+        ]
+        outcomes: list[tuple[bool, Any]] = yield Parallel(branches, self.clock, self.rec.trace)
+        for call, (ok, outcome) in zip(calls, outcomes, strict=False):
+            if not ok:
+                raise outcome
+            self.messages.append(
+                Message.tool_result(outcome.content, tool_call_id=call.id, name=call.name)
+            )
+
+    def counted_call(self, call: ToolCall) -> Steps[Any]:
+        if self.stopping():
+            raise _Cancelled
+        self.check_budget("max_tool_calls", self.usage.tool_calls)
+        self.usage.tool_calls += 1
+        return (yield from self.tool_call(call))
 
     def finish(self, status: RunStatus, output: Any) -> RunResult:
         shown = None if output is None else _preview(render_result(output))
@@ -555,6 +637,9 @@ class _Run(ToolCalls):
         if config.fallback_model is not None and not self.fell_back:
             self.fell_back = True
             self.check_budget("max_llm_calls", self.usage.llm_calls)
+            # The fallback is told why: its request ends with the failure and the schema
+            # expected, never with the bad answer (Anthropic would continue it as a prefill).
+            self.messages.append(Message.user(spec.correction(failure)))
             fallback = yield from self.call_fallback(config.fallback_model, failure)
             self.messages.append(fallback.message)
             try:
@@ -602,8 +687,8 @@ class _Run(ToolCalls):
                 raise
             except Exception as exc:
                 decision = self.decide(exc, attempt)
-                if decision.action == "retry" and attempt < decision.max_attempts:
-                    delay = decision.backoff(attempt)
+                delay = decision.delay(attempt, exc) if decision.action == "retry" else None
+                if delay is not None and attempt < decision.max_attempts:
                     rec.emit(
                         "llm.retry",
                         attempt=attempt + 1,
@@ -617,6 +702,7 @@ class _Run(ToolCalls):
                     attempt += 1
                     continue
                 if decision.action == "respond_with":
+                    check_substitute(agent.name, agent._output, decision.output, exc)
                     response = ModelResponse(
                         message=Message.assistant(render_result(decision.output)),
                         finish_reason="stop",
@@ -646,6 +732,8 @@ class _Run(ToolCalls):
             agent=agent.name,
         )
         name = _loop._model_name(model)
+        if self.token_caps:
+            check_tokens(agent.budget, self.usage, before_call=True)
         rec.emit("llm.request", attempt=attempt, detail=name)
         self.usage.llm_calls += 1
         try:
@@ -663,6 +751,8 @@ class _Run(ToolCalls):
             status=response.finish_reason,
             detail=_describe_response(response),
         )
+        if self.token_caps:
+            check_tokens(agent.budget, self.usage, before_call=False)
         return response
 
     def call_fallback(self, fallback: Any, primary_error: Exception) -> Steps[ModelResponse]:

@@ -74,6 +74,31 @@ _deadline: ContextVar[tuple[VirtualClock, float] | None] = ContextVar(
 )
 
 
+# A branch of concurrent work (the parallel tool calls of one turn) keeps its own virtual
+# time in this context: [clock, its now]. The branches of one turn all start at the same
+# time, and the turn ends when the slowest one does (see `_parallel`).
+_branch: ContextVar[tuple[VirtualClock, list[float]] | None] = ContextVar(
+    "agentfaults_virtual_branch", default=None
+)
+
+
+def fork_virtual_time(clock: VirtualClock) -> list[float]:
+    """Give the code running in this context its own timeline on ``clock``, from now.
+
+    Returns the cell holding that timeline's now (read it when the branch is done).
+    """
+    cell = [clock.now()]
+    _branch.set((clock, cell))
+    return cell
+
+
+def join_virtual_time(clock: VirtualClock, end: float) -> None:
+    """Move ``clock`` (in this context) to ``end``, when the branches forked here are done."""
+    now = clock.now()
+    if end > now:
+        clock._store(end)
+
+
 class VirtualClock:
     """Time that advances only when something waits, and at once.
 
@@ -154,7 +179,17 @@ class VirtualClock:
 
     def now(self) -> float:
         """The virtual time in seconds (starts at ``start``, 0.0 by default)."""
+        branch = _branch.get()
+        if branch is not None and branch[0] is self:
+            return branch[1][0]
         return self._now
+
+    def _store(self, now: float) -> None:
+        branch = _branch.get()
+        if branch is not None and branch[0] is self:
+            branch[1][0] = now
+        else:
+            self._now = now
 
     def advance(self, seconds: float) -> None:
         """Move time forward without recording a sleep (latency, not a wait).
@@ -174,11 +209,12 @@ class VirtualClock:
         self._move(seconds)
 
     def _move(self, seconds: float) -> None:
+        now = self.now()
         active = _deadline.get()
-        if active is not None and active[0] is self and self._now + seconds > active[1]:
-            self._now = max(self._now, active[1])
+        if active is not None and active[0] is self and now + seconds > active[1]:
+            self._store(max(now, active[1]))
             raise AttemptDeadlineExceeded(active[1])
-        self._now += seconds
+        self._store(now + seconds)
 
     def _jump_to(self, deadline: float) -> None:
         """Move to ``deadline`` (never back): an idle loop has nothing to do before it."""
@@ -195,7 +231,7 @@ class VirtualClock:
         return sum(self.sleeps)
 
     def __repr__(self) -> str:
-        return f"VirtualClock(now={self._now:g}, sleeps={len(self.sleeps)})"
+        return f"VirtualClock(now={self.now():g}, sleeps={len(self.sleeps)})"
 
 
 def set_attempt_deadline(clock: Clock, deadline: float | None) -> object:

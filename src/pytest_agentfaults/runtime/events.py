@@ -453,6 +453,19 @@ class collecting:
 _run_ids = itertools.count(1)
 _scoped_run_ids: ContextVar[Iterator[int] | None] = ContextVar("agentfaults_run_ids", default=None)
 
+# While the parallel tool calls of one turn run, each keeps its events here, per context:
+# (the trace they belong to, [(event, recorder)]). `_parallel` merges them in order.
+_buffer: ContextVar[tuple[Trace, list[tuple[Event, Recorder]]] | None] = ContextVar(
+    "agentfaults_event_buffer", default=None
+)
+
+
+def buffer_events(trace: Trace) -> list[tuple[Event, Recorder]]:
+    """Keep the events this context records into ``trace`` in a list, returned."""
+    kept: list[tuple[Event, Recorder]] = []
+    _buffer.set((trace, kept))
+    return kept
+
 
 def new_run_id() -> str:
     """A short id: unique in a ``collecting(fresh_run_ids=True)`` block, else in the process."""
@@ -537,7 +550,26 @@ class Recorder:
                 if key not in _EVENT_DEFAULTS:
                     extra[key] = values.pop(key)
         event = _assemble(values, {*_ALWAYS_SET, *fields}, extra)
+        buffer = _buffer.get()
+        if buffer is not None and buffer[0] is trace:
+            buffer[1].append((event, self))  # a parallel call: merged in order later
+            return event
         events.append(event)
+        if self._collectors or self._observers:
+            self._publish(event)
+        return event
+
+    def deliver(self, event: Event) -> None:
+        """Record an ``event`` this recorder made earlier (a buffered parallel call's)."""
+        trace = self.trace
+        buffer = _buffer.get()
+        if buffer is not None and buffer[0] is trace:
+            buffer[1].append((event, self))
+            return
+        self._publish(trace.add(event))
+
+    def _publish(self, event: Event) -> None:
+        trace = self.trace
         for collector in self._collectors:
             if collector is not trace:
                 collector.add(event)
@@ -546,5 +578,4 @@ class Recorder:
                 observer(event)
             except Exception:
                 # An observer must never break a run; the failure is logged, not hidden.
-                logger.exception("observer %r raised on %s; the run goes on", observer, type)
-        return event
+                logger.exception("observer %r raised on %s; the run goes on", observer, event.type)

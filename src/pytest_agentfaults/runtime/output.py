@@ -12,7 +12,7 @@ from pytest_agentfaults.errors import MalformedResponseError, UsageError
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.models.base import ModelResponse
 
-__all__ = ["BLOCKED_REASONS", "OutputSpec", "soft_failure", "unfence"]
+__all__ = ["BLOCKED_REASONS", "OutputSpec", "check_substitute", "soft_failure", "unfence"]
 
 BLOCKED_REASONS = frozenset(
     {"content_filter", "safety", "blocked", "refusal", "recitation", "prohibited_content"}
@@ -41,14 +41,25 @@ class OutputSpec:
         try:
             return self._adapter.validate_json(body)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
-                for e in exc.errors(include_url=False)
-            )
+            problems = _problems(exc)
             raise MalformedResponseError(
                 f"the answer does not match output_type {_type_name(self.output_type)}: {problems}",
                 body=text,
             ) from exc
+
+    @property
+    def type_name(self) -> str:
+        """The output type's name, as messages show it."""
+        return _type_name(self.output_type)
+
+    def check(self, value: Any) -> Any:
+        """``value`` validated: JSON text is parsed like an answer, anything else as Python."""
+        if isinstance(value, str):
+            return self.parse(value)
+        try:
+            return self._adapter.validate_python(value)
+        except ValidationError as exc:
+            raise MalformedResponseError(_problems(exc)) from exc
 
     def correction(self, failure: MalformedResponseError) -> str:
         """The user message that asks the model to correct its answer."""
@@ -57,6 +68,34 @@ class OutputSpec:
             "Reply with only a JSON value that matches this JSON schema:\n"
             f"{json.dumps(self.schema)}"
         )
+
+
+def check_substitute(
+    agent: str, spec: OutputSpec | None, output: Any, error: BaseException
+) -> None:
+    """Fail fast when ``on_llm_error`` substitutes an answer the ``output_type`` refuses.
+
+    ``spec`` None is the default ``output_type=str``: the answer must be a str.
+    """
+    shown = repr(output)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    said = (
+        f"agent {agent!r}: on_llm_error answered {type(error).__name__} with "
+        f"LlmErrorDecision.respond_with({shown})"
+    )
+    if spec is None:
+        if not isinstance(output, str):
+            raise UsageError(
+                f"{said}, but the agent's output_type str needs a str; return text, or rethrow()"
+            )
+        return
+    try:
+        spec.check(output)
+    except MalformedResponseError as exc:
+        raise UsageError(
+            f"{said}, which is not a valid {spec.type_name}: {exc}; return an instance of it "
+            "(or a dict / JSON text that validates), or rethrow()"
+        ) from exc
 
 
 def soft_failure(response: ModelResponse, model: str) -> MalformedResponseError | None:
@@ -89,6 +128,13 @@ def unfence(text: str) -> str:
         if body[:4].lower() == "json":
             body = body[4:]
     return body.strip()
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
+        for e in exc.errors(include_url=False)
+    )
 
 
 def _type_name(output_type: Any) -> str:

@@ -51,6 +51,7 @@ from pytest_agentfaults.runtime.models.base import (
     Message,
     ModelRequest,
     ModelResponse,
+    TokenUsage,
     ToolCall,
 )
 from pytest_agentfaults.testing import _current
@@ -77,6 +78,7 @@ __all__ = [
     "ToolCallStep",
     "TruncatedStream",
     "UnknownToolCall",
+    "WithUsage",
     "call_tool",
     "call_tools",
     "fail",
@@ -202,6 +204,69 @@ class Step(abc.ABC):
         ``next_call_id`` hands out tool-call ids; a `ScriptedModel` passes its own counter,
         and without one the ids start at ``call_1``.
         """
+
+    def with_usage(
+        self, input_tokens: int | None = None, output_tokens: int | None = None
+    ) -> WithUsage:
+        """This step, reporting the token usage given instead of its word counts.
+
+        ```python
+        call_tool("fetch", url="a").with_usage(input_tokens=1200, output_tokens=40)
+        ```
+
+        A field left out keeps the counted value. Token budgets (`af.Budget`) count it.
+        """
+        return WithUsage(
+            self,
+            _declared_usage({"input_tokens": input_tokens, "output_tokens": output_tokens}, self),
+        )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class WithUsage(Step):
+    """``step``, with the token usage of its answer declared (see `Step.with_usage`)."""
+
+    step: Step
+    usage: Mapping[str, int]
+
+    def respond(
+        self,
+        request: ModelRequest,
+        *,
+        model: str = "scripted",
+        next_call_id: Callable[[], str] | None = None,
+    ) -> ModelResponse:
+        """The step's answer, with the declared usage."""
+        response = self.step.respond(request, model=model, next_call_id=next_call_id)
+        counted = response.usage.model_dump()
+        usage = TokenUsage(**{**counted, **self.usage})
+        return response.model_copy(update={"usage": usage})
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v}" for k, v in self.usage.items())
+        return f"{self.step!r}.with_usage({shown})"
+
+
+def _declared_usage(usage: object, step: object) -> dict[str, int]:
+    if isinstance(usage, TokenUsage):
+        usage = usage.model_dump()
+    if not isinstance(usage, Mapping):
+        raise UsageError(
+            f"{step!r}: usage must be af.TokenUsage(...) or a dict with input_tokens / "
+            f"output_tokens, got {usage!r}"
+        )
+    declared: dict[str, int] = {}
+    for key, value in usage.items():
+        if key not in ("input_tokens", "output_tokens"):
+            raise UsageError(
+                f"{step!r}: usage has an unknown field {key!r}; use input_tokens, output_tokens"
+            )
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise UsageError(f"{step!r}: usage {key}={value!r}; give an int >= 0")
+        declared[key] = value
+    return declared
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -560,16 +625,23 @@ class TruncatedStream(Step):
 # --------------------------------------------------------------------------- constructors
 
 
-def say(text: str) -> Say:
+def say(text: str, *, usage: TokenUsage | Mapping[str, int] | None = None) -> Say | WithUsage:
     """The model answers ``text`` (a final answer: no tool call).
 
     ```python
     ScriptedModel([say("Paris")])
+    say("Paris", usage={"input_tokens": 1200, "output_tokens": 3})   # declared token usage
     ```
+
+    Without ``usage`` the answer reports its word counts as tokens. Any step takes
+    ``.with_usage(input_tokens=..., output_tokens=...)`` (``call_tool``'s keywords are the
+    tool's arguments, so use that there).
     """
     if not isinstance(text, str):
         raise UsageError(f"say() takes a str, got {type(text).__name__}: {text!r}")
-    return Say(text)
+    if usage is None:
+        return Say(text)
+    return WithUsage(Say(text), _declared_usage(usage, f"say({text!r})"))
 
 
 def call_tool(name: str, /, raw_args: str | None = None, **args: Any) -> CallTool:
