@@ -78,7 +78,7 @@ def test_respect_retry_after_false_opts_out():
 def test_a_retry_after_above_max_retry_after_is_not_waited_out():
     clock = af.VirtualClock()
     handler = lambda exc, n: af.LlmErrorDecision.retry(max_retry_after=100)  # noqa: E731
-    agent = agent_with([fail.rate_limit(retry_after=120), say("never")], clock, handler)
+    agent = agent_with([fail.rate_limit(retry_after=120)], clock, handler)
     with pytest.raises(af.RateLimitError):
         agent.run("x")
     assert clock.sleeps == []
@@ -101,7 +101,7 @@ def test_a_long_retry_after_goes_to_the_fallback_when_not_waited_out():
 
 
 def test_respond_with_of_the_wrong_type_is_a_usage_error_at_once():
-    model = ScriptedModel([fail.http(503), say('{"count": 1}')])
+    model = ScriptedModel([fail.http(503)])  # a second call would run out of script
     agent = af.Agent(
         "bot",
         model=model,

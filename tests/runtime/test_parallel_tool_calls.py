@@ -150,7 +150,7 @@ async def test_cancelling_stops_the_other_calls_retries():
             return "cancelled it"
         raise ConnectionError("reset")
 
-    agent = make_agent(clock, [lookup], [three_calls(), say("never")])
+    agent = make_agent(clock, [lookup], [three_calls()])
     result = await agent.arun("x", cancel=token)
     assert result.status == "cancelled"
     assert result.trace.count("tool.call") == 3  # no retry once the token is cancelled
@@ -168,7 +168,7 @@ async def test_a_hard_failure_propagates_and_the_budget_still_counts_calls():
             raise af.ToolExecutionError("card blocked")
         return city
 
-    agent = make_agent(clock, [lookup], [three_calls(), say("never")])
+    agent = make_agent(clock, [lookup], [three_calls()])
     with pytest.raises(af.ToolExecutionError, match="card blocked"):
         await agent.arun("x")
 
@@ -176,7 +176,7 @@ async def test_a_hard_failure_propagates_and_the_budget_still_counts_calls():
     capped = make_agent(
         service.clock,
         [service.tool],
-        [three_calls(), say("never")],
+        [three_calls()],
         budget=af.Budget(max_tool_calls=2),
     )
     result = await capped.arun("x")
@@ -310,7 +310,7 @@ def test_run_stops_the_turn_at_a_cancel_like_before():
         token.cancel("enough")
         return city
 
-    agent = make_agent(af.VirtualClock(), [lookup], [three_calls(), say("never")])
+    agent = make_agent(af.VirtualClock(), [lookup], [three_calls()])
     result = agent.run("x", cancel=token)
     assert result.status == "cancelled"
     assert ran == ["Paris"]  # sequential: the next calls never start
