@@ -99,7 +99,8 @@ def test_a_failing_model_is_retried_by_the_llm_error_policy(trace, virtual_clock
     result = build_agent(ScriptedModel(happy_script()), on_llm_error=on_llm_error).run("?")
     assert result.status == "ok"
     assert [e.error.type for e in trace.of("llm.error")] == ["RateLimitError", "ModelServerError"]
-    assert virtual_clock.sleeps[:2] == [1.0, 2.0]
+    # the 429's Retry-After (2 s) outweighs the first backoff (1 s); the 503 then waits 2 s
+    assert virtual_clock.sleeps[:2] == [2.0, 2.0]
 
 
 def test_a_runaway_model_hits_the_budget(trace):
