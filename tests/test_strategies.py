@@ -17,15 +17,10 @@ from pydantic import Field
 import pytest_agentfaults as af
 from pytest_agentfaults import strategies as afst
 from pytest_agentfaults.runtime.backoff import STRATEGIES
+from pytest_agentfaults.testing._malformed_steps import BadToolArgs, UnknownToolCall
 from pytest_agentfaults.testing.faults import HTTP_KINDS, FaultPlan, parse_marker
-from pytest_agentfaults.testing.scripted import (
-    BadToolArgs,
-    CallTool,
-    CallTools,
-    Say,
-    ScriptedModel,
-    UnknownToolCall,
-)
+from pytest_agentfaults.testing.scripted import ScriptedModel
+from pytest_agentfaults.testing.steps import CallTool, CallTools, Say
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None)
 

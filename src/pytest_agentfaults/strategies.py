@@ -47,6 +47,8 @@ from hypothesis.strategies import SearchStrategy
 from pytest_agentfaults.errors import ToolExecutionError, UsageError, classify
 from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig
 from pytest_agentfaults.runtime.tools import Tool, ToolFailure
+from pytest_agentfaults.testing._fail_steps import fail
+from pytest_agentfaults.testing._malformed_steps import malformed
 from pytest_agentfaults.testing.faults import (
     HTTP_KINDS,
     LLM_KINDS,
@@ -54,15 +56,7 @@ from pytest_agentfaults.testing.faults import (
     FaultPlan,
     parse_marker,
 )
-from pytest_agentfaults.testing.scripted import (
-    Step,
-    ToolCallStep,
-    call_tool,
-    call_tools,
-    fail,
-    malformed,
-    say,
-)
+from pytest_agentfaults.testing.steps import Step, ToolCallStep, call_tool, call_tools, say
 
 __all__ = [
     "MALFORMED_JSON_KINDS",

@@ -41,7 +41,7 @@ from pytest_agentfaults import strategies as afst
 from pytest_agentfaults.runtime.backoff import seeded_jitter
 from pytest_agentfaults.testing.faults import FaultPlan
 from pytest_agentfaults.testing.schedules import check_schedule
-from pytest_agentfaults.testing.scripted import CallTool, CallTools, Step
+from pytest_agentfaults.testing.steps import CallTool, CallTools, Step
 
 PROFILE = settings.get_profile("agentfaults-properties")
 

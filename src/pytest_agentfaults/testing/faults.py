@@ -45,7 +45,10 @@ from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.runtime.tools import ToolFailure
 from pytest_agentfaults.testing import _current
 from pytest_agentfaults.testing._current import current_plan
-from pytest_agentfaults.testing.scripted import ScriptedModel, Step, fail, malformed
+from pytest_agentfaults.testing._fail_steps import fail
+from pytest_agentfaults.testing._malformed_steps import malformed
+from pytest_agentfaults.testing.scripted import ScriptedModel
+from pytest_agentfaults.testing.steps import Step
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Recorder

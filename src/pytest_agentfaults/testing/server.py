@@ -96,12 +96,8 @@ from pytest_agentfaults.testing._httpd import (
     read_body,
     read_head,
 )
-from pytest_agentfaults.testing.scripted import (
-    OnExhausted,
-    ScriptedModel,
-    ScriptExhaustedError,
-    Step,
-)
+from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError
+from pytest_agentfaults.testing.steps import OnExhausted, Step
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import Fault, FaultPlan
