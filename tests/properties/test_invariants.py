@@ -346,7 +346,7 @@ def check_only_hard_failures_raise(outcome: Outcome) -> None:
     hard_fault = any(
         f.target == "tool"
         and f.name == raised.tool
-        and isinstance(f.fault.value, af.ToolExecutionError)
+        and isinstance(getattr(f.fault, "raises", None), af.ToolExecutionError)
         for f in outcome.plan.fired
     )
     exhausted_with_raise = outcome.config.for_tool(raised.tool).on_exhaustion == "raise"
