@@ -74,7 +74,8 @@ class _ScriptReader:
                 ) from exc
         if suffix in (".yaml", ".yml"):
             try:
-                import yaml  # noqa: PLC0415 - optional dependency, only for YAML scripts
+                # lazy: PyYAML is an optional dependency, needed only for YAML scripts
+                import yaml  # noqa: PLC0415
             except ImportError as exc:
                 raise UsageError(
                     f"script {self.path} is YAML, which needs PyYAML: pip install pyyaml "

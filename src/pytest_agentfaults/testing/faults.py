@@ -239,7 +239,8 @@ class FaultPlan:
         if not self._active:
             raise UsageError("plan.http_layer() works inside `with plan.active():` only")
         if self._http is None:
-            from pytest_agentfaults.testing.http import HttpInjector  # noqa: PLC0415 - respx
+            # lazy: testing.http imports respx, needed only once a plan has http faults
+            from pytest_agentfaults.testing.http import HttpInjector  # noqa: PLC0415
 
             layer = HttpInjector(self)
             layer.start()
