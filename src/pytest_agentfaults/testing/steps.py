@@ -51,6 +51,7 @@ def answer(
     request: ModelRequest,
     model: str,
 ) -> ModelResponse:
+    """The assistant's answer to ``request``, with token usage counted in words."""
     input_tokens = 0
     for sent in request.messages:
         input_tokens += len(sent.content.split())
@@ -86,6 +87,7 @@ class CallIds:
 
 
 def shown(text: str) -> str:
+    """``text`` quoted for a message, cut after 200 characters."""
     if len(text) > _SHOWN_CHARS:
         text = f"{text[:_SHOWN_CHARS]}..."
     return repr(text)
