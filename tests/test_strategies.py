@@ -17,15 +17,10 @@ from pydantic import Field
 import pytest_agentfaults as af
 from pytest_agentfaults import strategies as afst
 from pytest_agentfaults.runtime.backoff import STRATEGIES
+from pytest_agentfaults.testing._malformed_steps import BadToolArgs, UnknownToolCall
 from pytest_agentfaults.testing.faults import HTTP_KINDS, FaultPlan, parse_marker
-from pytest_agentfaults.testing.scripted import (
-    BadToolArgs,
-    CallTool,
-    CallTools,
-    Say,
-    ScriptedModel,
-    UnknownToolCall,
-)
+from pytest_agentfaults.testing.scripted import ScriptedModel
+from pytest_agentfaults.testing.steps import CallTool, CallTools, Say
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None)
 
@@ -135,7 +130,7 @@ def test_http_faults_are_marker_kwargs_the_plugin_accepts(spec: dict[str, Any]) 
     assert spec["url"] == "https://api.openai.com/v1/chat/completions"
     assert spec["method"] == "POST"
     if isinstance(spec["http"], int):
-        assert fault.action == "status"
+        assert fault.status == spec["http"]
     else:
         assert spec["http"] in HTTP_KINDS
     assert "retry_after" not in spec or spec["http"] == 429
@@ -317,7 +312,7 @@ def test_fault_plans_are_fresh_plans_on_the_given_targets(plan: FaultPlan) -> No
         assert 1 <= fault.at <= 3
         assert not fault.strict
         if fault.target == "tool":
-            assert fault.name in ("fetch", "book")
+            assert fault.tool in ("fetch", "book")
             assert fault.action in ("raises", "returns", "delay")
             fault.check()
 
@@ -326,7 +321,7 @@ def test_fault_plans_are_fresh_plans_on_the_given_targets(plan: FaultPlan) -> No
 @given(afst.fault_plans(tools=["fetch"], llm=["rate_limit", "timeout"], min_faults=2))
 def test_fault_plans_take_the_llm_kinds_named(plan: FaultPlan) -> None:
     assert len(plan.faults) >= 2
-    assert all(f.name in ("rate_limit", "timeout") for f in plan.of("llm"))
+    assert all(f.kind in ("rate_limit", "timeout") for f in plan.of("llm"))
     assert plan.of("http") == []
 
 
@@ -334,7 +329,7 @@ def test_fault_plans_take_the_llm_kinds_named(plan: FaultPlan) -> None:
 @given(afst.fault_plans(llm=True))
 def test_fault_plans_without_tools_leave_out_malformed_tool_args(plan: FaultPlan) -> None:
     assert plan.of("tool") == []
-    assert all(f.name != "malformed_tool_args" for f in plan.faults)
+    assert all(getattr(f, "kind", None) != "malformed_tool_args" for f in plan.faults)
 
 
 @SETTINGS

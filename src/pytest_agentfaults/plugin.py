@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Trace
     from pytest_agentfaults.testing.faults import FaultPlan
     from pytest_agentfaults.testing.http import HttpFaultRouter
-    from pytest_agentfaults.testing.scripted import ScriptedModel, Step
+    from pytest_agentfaults.testing.scripted import ScriptedModel
     from pytest_agentfaults.testing.server import LLMServer
     from pytest_agentfaults.testing.session import Counts, TestState
+    from pytest_agentfaults.testing.steps import Step
 
 _TRACE_MODES = ("on-failure", "always", "never")
 

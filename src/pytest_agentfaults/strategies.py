@@ -47,22 +47,18 @@ from hypothesis.strategies import SearchStrategy
 from pytest_agentfaults.errors import ToolExecutionError, UsageError, classify
 from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig
 from pytest_agentfaults.runtime.tools import Tool, ToolFailure
+from pytest_agentfaults.testing._fail_steps import fail
+from pytest_agentfaults.testing._malformed_steps import malformed
 from pytest_agentfaults.testing.faults import (
     HTTP_KINDS,
     LLM_KINDS,
     Fault,
     FaultPlan,
+    HTTPFault,
+    ToolFault,
     parse_marker,
 )
-from pytest_agentfaults.testing.scripted import (
-    Step,
-    ToolCallStep,
-    call_tool,
-    call_tools,
-    fail,
-    malformed,
-    say,
-)
+from pytest_agentfaults.testing.steps import Step, ToolCallStep, call_tool, call_tools, say
 
 __all__ = [
     "MALFORMED_JSON_KINDS",
@@ -831,28 +827,31 @@ def _plan(
 
 def _fault_source(fault: Fault, *, show_strict: bool = True) -> str:
     """The builder calls that add ``fault`` to a plan, as a user would write them."""
-    if fault.target == "tool":
-        call = f"tool({fault.name!r}).{fault.action}({fault.value!r})"
-    elif fault.target == "http":
+    if isinstance(fault, ToolFault):
+        value = {"raises": fault.raises, "delay": fault.delay}.get(
+            fault.action or "", fault.returns
+        )
+        call = f"tool({fault.tool!r}).{fault.action}({value!r})"
+    elif isinstance(fault, HTTPFault):
         where = ", ".join(
             f"{key}={value!r}"
             for key, value in (("url", fault.url), ("method", fault.method))
             if value
         )
-        if fault.action == "status":
+        if fault.status is not None:
             extra = "" if fault.retry_after is None else f", retry_after={fault.retry_after!r}"
-            call = f"http({where}).status({fault.value!r}{extra})"
+            call = f"http({where}).status({fault.status!r}{extra})"
         else:
-            call = f"http({where}).{fault.action}()"
-    elif fault.name in ("malformed_tool_args", "truncated"):
+            call = f"http({where}).{fault.kind}()"
+    elif fault.kind in ("malformed_tool_args", "truncated"):
         call = (
             "llm.malformed('tool_args')"
-            if fault.name == "malformed_tool_args"
+            if fault.kind == "malformed_tool_args"
             else ("llm.malformed('truncated')")
         )
     else:
         options = ", ".join(f"{k}={v!r}" for k, v in fault.options.items() if v is not None)
-        call = f"llm.{fault.name}({options})"
+        call = f"llm.{fault.kind}({options})"
     if fault.times != 1:
         call += f".times({fault.times})"
     if fault.at != 1:

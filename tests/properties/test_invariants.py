@@ -41,7 +41,7 @@ from pytest_agentfaults import strategies as afst
 from pytest_agentfaults.runtime.backoff import seeded_jitter
 from pytest_agentfaults.testing.faults import FaultPlan
 from pytest_agentfaults.testing.schedules import check_schedule
-from pytest_agentfaults.testing.scripted import CallTool, CallTools, Step
+from pytest_agentfaults.testing.steps import CallTool, CallTools, Step
 
 PROFILE = settings.get_profile("agentfaults-properties")
 
@@ -346,7 +346,7 @@ def check_only_hard_failures_raise(outcome: Outcome) -> None:
     hard_fault = any(
         f.target == "tool"
         and f.name == raised.tool
-        and isinstance(f.fault.value, af.ToolExecutionError)
+        and isinstance(getattr(f.fault, "raises", None), af.ToolExecutionError)
         for f in outcome.plan.fired
     )
     exhausted_with_raise = outcome.config.for_tool(raised.tool).on_exhaustion == "raise"

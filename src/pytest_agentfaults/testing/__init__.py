@@ -9,18 +9,12 @@ model = ScriptedModel([call_tool("fetch", url="https://x.test"), fail.http(503),
 Everything here may import the runtime, and never imports pytest.
 """
 
+from pytest_agentfaults.testing._fail_steps import fail
+from pytest_agentfaults.testing._malformed_steps import malformed
 from pytest_agentfaults.testing.faults import FaultPlan, FiredFault
 from pytest_agentfaults.testing.scope import FaultScope, fault_scope
-from pytest_agentfaults.testing.scripted import (
-    ScriptedModel,
-    ScriptExhaustedError,
-    Step,
-    call_tool,
-    call_tools,
-    fail,
-    malformed,
-    say,
-)
+from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError
+from pytest_agentfaults.testing.steps import Step, call_tool, call_tools, say
 
 __all__ = [
     "FaultPlan",

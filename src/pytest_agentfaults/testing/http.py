@@ -85,7 +85,7 @@ from pytest_agentfaults.testing.server import (
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from pytest_agentfaults.testing.faults import Fault, FaultPlan
+    from pytest_agentfaults.testing.faults import FaultPlan, HTTPFault
 
 __all__ = ["HttpFaultRouter", "HttpInjector", "UnmatchedRequestError", "is_loopback"]
 
@@ -394,26 +394,28 @@ class HttpInjector:
         self._record(request, error=error)
         return _Injected(error=error)
 
-    def _inject(self, library: _Library, request: Any, fault: Fault, occurrence: int) -> _Injected:
+    def _inject(
+        self, library: _Library, request: Any, fault: HTTPFault, occurrence: int
+    ) -> _Injected:
         __tracebackhide__ = True
         fault.check()
         method, url = request.method, str(request.url)
-        kind = str(fault.value) if fault.action == "status" else str(fault.action)
+        kind = fault.label
         # the plan and the recorder redact what they keep
         self.plan.record(fault, f"{method} {url}", kind, occurrence)
         self._emit(
             "http.fault",
             method=method,
             url=url,
-            status=int(fault.value) if fault.action == "status" else kind,
+            status=fault.status or kind,
             retry_after=fault.retry_after,
             occurrence=occurrence,
             detail=f"{method} {url}: {fault.describe()}",
         )
         module = library.module
         provider = provider_for(request.url.path)
-        if fault.action == "status":
-            status = int(fault.value)
+        if fault.status is not None:
+            status = fault.status
             headers = [("content-type", "application/json")]
             headers.extend(retry_after_headers(fault.retry_after))
             body = error_body(provider, status)
@@ -458,7 +460,7 @@ class HttpInjector:
         *,
         response: Any = None,
         error: BaseException | None = None,
-        fault: Fault | None = None,
+        fault: HTTPFault | None = None,
     ) -> None:
         method = request.method
         url = str(request.url)  # redacted by the recorder
@@ -479,7 +481,7 @@ class HttpInjector:
             if retry_count != "0":
                 detail += f" (retry {retry_count})"
         if fault is not None:
-            fields["fault"] = str(fault.value) if fault.action == "status" else fault.action
+            fields["fault"] = fault.label
         body = _body(request)
         if body:
             fields["body_sha"] = hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]

@@ -96,15 +96,11 @@ from pytest_agentfaults.testing._httpd import (
     read_body,
     read_head,
 )
-from pytest_agentfaults.testing.scripted import (
-    OnExhausted,
-    ScriptedModel,
-    ScriptExhaustedError,
-    Step,
-)
+from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError
+from pytest_agentfaults.testing.steps import OnExhausted, Step
 
 if TYPE_CHECKING:
-    from pytest_agentfaults.testing.faults import Fault, FaultPlan
+    from pytest_agentfaults.testing.faults import FaultPlan, HTTPFault
 
 __all__ = [
     "PROVIDERS",
@@ -989,7 +985,7 @@ class LLMServer:
                 "http.fault",
                 method=method,
                 url=shown,
-                status=int(fault.value) if fault.action == "status" else reply.fault,
+                status=fault.status or reply.fault,
                 retry_after=fault.retry_after,
                 occurrence=occurrence,
                 detail=f"{method} {shown}: {fault.describe()}",
@@ -1089,12 +1085,11 @@ class LLMServer:
         return _Reply("answer", 200, headers, events, stream=stream)
 
     def _fault_reply(
-        self, fault: Fault, provider: Provider | None, stream: bool, body: bytes
+        self, fault: HTTPFault, provider: Provider | None, stream: bool, body: bytes
     ) -> _Reply:
-        if fault.action is None:
-            fault.check()
-        if fault.action == "status":
-            status = int(fault.value)
+        fault.check()
+        if fault.status is not None:
+            status = fault.status
             headers = [("content-type", _JSON), *retry_after_headers(fault.retry_after)]
             reply = _answer(status, error_body(provider, status), headers)
             reply.retry_after = fault.retry_after
@@ -1104,7 +1099,7 @@ class LLMServer:
         data, _ = _parse_body(body)
         if isinstance(data, dict):
             model = str(data.get("model") or model)
-        return _kind_reply(str(fault.action), provider, stream, model)
+        return _kind_reply(str(fault.kind), provider, stream, model)
 
 
 def _cut_texts(requests: list[ModelRequest], cap: int) -> None:

@@ -20,9 +20,11 @@ from typing import Any
 
 from pytest_agentfaults.runtime.backoff import seeded_jitter
 from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_default_clock
-from pytest_agentfaults.runtime.events import Recorder, Trace, collecting
+from pytest_agentfaults.runtime.events import Event, Recorder, Trace, collecting
 from pytest_agentfaults.runtime.redact import redact_text
-from pytest_agentfaults.testing.faults import Fault, FaultPlan, without_addresses
+from pytest_agentfaults.testing._fault import Fault, without_addresses
+from pytest_agentfaults.testing.faults import FaultPlan
+from pytest_agentfaults.testing.report import ReportEntry, render_html
 from pytest_agentfaults.testing.snapshots import SnapshotSettings, use_snapshots
 
 __all__ = ["Counts", "TestState", "test_seed", "trace_file_name", "write_html_report"]
@@ -257,9 +259,6 @@ def write_trace_file(directory: Path, nodeid: str, text: str) -> Path:
 
 def write_html_report(path: Path, tests: list[dict[str, Any]]) -> Path:
     """Write the ``--agentfaults-html`` report for ``tests`` (`TestState.as_dict` items)."""
-    from pytest_agentfaults.runtime.events import Event  # noqa: PLC0415 - only for reports
-    from pytest_agentfaults.testing.report import ReportEntry, render_html  # noqa: PLC0415
-
     entries = [
         ReportEntry(
             nodeid=test["nodeid"],

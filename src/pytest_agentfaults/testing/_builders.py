@@ -1,0 +1,260 @@
+"""The fluent builders of a `FaultPlan`: ``faults.tool(...)``, ``faults.http(...)``, ``faults.llm``.
+
+```python
+faults.tool("fetch").raises(ConnectionError("reset")).times(2)
+faults.http(url="/v1/messages").status(429, retry_after=2)
+faults.llm.rate_limit(retry_after=2).at(1)
+```
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.testing._fault import (
+    LLM_FAULT_KINDS,
+    MALFORMED_LLM_KINDS,
+    NOTHING,
+    FaultBase,
+    HTTPFault,
+    LLMFault,
+    ToolFault,
+    is_exception_class,
+)
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing.faults import FaultPlan
+
+__all__ = [
+    "HttpFaultBuilder",
+    "LlmFaultBuilder",
+    "LlmFaults",
+    "ToolFaultBuilder",
+    "error_status",
+    "positive_int",
+    "probability_value",
+    "seconds_or_none",
+]
+
+
+class _Builder:
+    """The fluent part every fault shares: times, at, probability, strict."""
+
+    fault: FaultBase
+
+    def times(self, n: int) -> _Builder:
+        """Hit ``n`` consecutive occurrences (default 1)."""
+        self.fault.times = positive_int(n, "times", self.fault.source)
+        return self
+
+    def at(self, n: int) -> _Builder:
+        """Start hitting at occurrence ``n`` (1-based; default 1)."""
+        self.fault.at = positive_int(n, "at", self.fault.source)
+        return self
+
+    def probability(self, p: float) -> _Builder:
+        """Hit each occurrence with probability ``p``, drawn from the plan's seed."""
+        self.fault.probability = probability_value(p, self.fault.source)
+        return self
+
+    def strict(self, value: bool = True) -> _Builder:
+        """Fail the test at teardown if this fault never fired (default on)."""
+        self.fault.strict = bool(value)
+        return self
+
+
+class ToolFaultBuilder(_Builder):
+    """``faults.tool("fetch")``: then `raises`, `returns` or `delay`."""
+
+    def __init__(self, fault: ToolFault) -> None:
+        self.fault: ToolFault = fault
+
+    def raises(self, exc: BaseException | type[BaseException]) -> ToolFaultBuilder:
+        """Raise ``exc`` instead of running the tool."""
+        if not (isinstance(exc, BaseException) or is_exception_class(exc)):
+            raise UsageError(f"{self.fault.source}: raises= needs an exception, got {exc!r}")
+        fault = self.fault
+        fault.raises, fault.returns, fault.delay = exc, NOTHING, None
+        return self
+
+    def returns(self, value: Any) -> ToolFaultBuilder:
+        """Return ``value`` (an `af.ToolFailure` or any result) instead of running the tool."""
+        fault = self.fault
+        fault.raises, fault.returns, fault.delay = None, value, None
+        return self
+
+    def delay(self, seconds: float) -> ToolFaultBuilder:
+        """Add ``seconds`` of (virtual) latency before the tool runs; may trip its timeout."""
+        value = seconds_or_none(seconds, "delay", self.fault.source)
+        if value is None:
+            raise UsageError(
+                f"{self.fault.source}: delay= must be a finite number of seconds >= 0, got None"
+            )
+        fault = self.fault
+        fault.raises, fault.returns, fault.delay = None, NOTHING, value
+        return self
+
+    def idempotent(self, value: bool = False) -> ToolFaultBuilder:
+        """Declare whether the tool may run twice; ``False`` (the point) says it must not.
+
+        For this test the runtime treats the tool as ``@af.tool(idempotent=False)`` (no
+        re-run after an ambiguous failure), its events say ``idempotent=False``, and the
+        verdict flags a re-run (``retried_non_idempotent``), also for tools of other
+        frameworks that the runtime does not own.
+        """
+        if not isinstance(value, bool):
+            raise UsageError(
+                f"{self.fault.source}: idempotent= must be True or False, got {value!r}"
+            )
+        self.fault.idempotent = value
+        return self
+
+
+class HttpFaultBuilder(_Builder):
+    """``faults.http(url=..., method=...)``: then a status or a transport failure."""
+
+    def __init__(self, fault: HTTPFault) -> None:
+        self.fault: HTTPFault = fault
+
+    def status(self, code: int, *, retry_after: float | None = None) -> HttpFaultBuilder:
+        """Answer with HTTP ``code`` (``retry_after`` adds Retry-After / retry-after-ms)."""
+        if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
+            raise UsageError(f"{self.fault.source}: status needs an HTTP code, got {code!r}")
+        self.fault.status, self.fault.kind = code, None
+        self.fault.retry_after = seconds_or_none(retry_after, "retry_after", self.fault.source)
+        return self
+
+    def _kind(self, kind: str) -> HttpFaultBuilder:
+        self.fault.status, self.fault.kind = None, kind
+        return self
+
+    def timeout(self) -> HttpFaultBuilder:
+        """Time out (the ReadTimeout of the client's library)."""
+        return self._kind("timeout")
+
+    def connect_error(self) -> HttpFaultBuilder:
+        """Fail to connect."""
+        return self._kind("connect_error")
+
+    def read_error(self) -> HttpFaultBuilder:
+        """Fail while reading the response."""
+        return self._kind("read_error")
+
+    def reset(self) -> HttpFaultBuilder:
+        """Drop the connection (connection reset by peer)."""
+        return self._kind("reset")
+
+    def malformed_body(self) -> HttpFaultBuilder:
+        """Answer 200 with a body that is not what the client expects."""
+        return self._kind("malformed_body")
+
+    def truncated_stream(self) -> HttpFaultBuilder:
+        """Cut a streamed answer in the middle."""
+        return self._kind("truncated_stream")
+
+
+class LlmFaultBuilder(_Builder):
+    """An ``llm`` fault; chain `times`, `at`, `probability`, `strict`."""
+
+    def __init__(self, fault: LLMFault) -> None:
+        self.fault: LLMFault = fault
+
+
+class LlmFaults:
+    """``faults.llm``: faults on every model call of every agent in the test."""
+
+    def __init__(self, plan: FaultPlan) -> None:
+        self._plan = plan
+
+    def _add(self, kind: str, **options: Any) -> LlmFaultBuilder:
+        fault = LLMFault(kind=kind, options=options, source=f"faults.llm.{kind}")
+        self._plan.add(fault)
+        return LlmFaultBuilder(fault)
+
+    def malformed(self, kind: str = "tool_args", **options: Any) -> LlmFaultBuilder:
+        """A malformed answer.
+
+        ``kind`` is ``tool_args``, ``empty``, ``blocked``, ``unknown_tool``, ``not_json`` or
+        ``truncated``.
+        """
+        name = "malformed_tool_args" if kind == "tool_args" else kind
+        if name not in LLM_FAULT_KINDS or LLM_FAULT_KINDS[name].transient:
+            valid = ", ".join(MALFORMED_LLM_KINDS)
+            raise UsageError(f"faults.llm.malformed({kind!r}): unknown kind; use one of {valid}")
+        return self._add(name, **options)
+
+    def rate_limit(self, retry_after: float | None = None) -> LlmFaultBuilder:
+        """A 429 RateLimitError."""
+        seconds_or_none(retry_after, "retry_after", "faults.llm.rate_limit()")
+        return self._add("rate_limit", retry_after=retry_after)
+
+    def server_error(self, status: int = 503) -> LlmFaultBuilder:
+        """A 5xx ModelServerError."""
+        return self._add("server_error", status=error_status(status, "faults.llm.server_error()"))
+
+    def timeout(self) -> LlmFaultBuilder:
+        """A ModelTimeoutError."""
+        return self._add("timeout")
+
+    def connection(self) -> LlmFaultBuilder:
+        """A ModelTransportError."""
+        return self._add("connection")
+
+    def empty(self) -> LlmFaultBuilder:
+        """An empty answer with no tool calls."""
+        return self._add("empty")
+
+    def blocked(self, finish_reason: str = "content_filter") -> LlmFaultBuilder:
+        """An answer blocked by the provider."""
+        return self._add("blocked", finish_reason=finish_reason)
+
+    def unknown_tool(self, name: str = "nonexistent_tool") -> LlmFaultBuilder:
+        """A call to a tool that does not exist."""
+        return self._add("unknown_tool", name=name)
+
+    def not_json(self, text: str = "<html>Bad Gateway</html>") -> LlmFaultBuilder:
+        """A body that is not JSON."""
+        return self._add("not_json", text=text)
+
+
+# ----------------------------------------------------------------------------- validators
+
+
+def positive_int(value: Any, name: str, where: str) -> int:
+    """``value`` as ``times=`` / ``at=``: an int >= 1, else a `UsageError` naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{where}: {name}= must be an int >= 1, got {value!r}")
+    return value
+
+
+def probability_value(value: Any, where: str) -> float:
+    """``value`` as ``probability=``: a number in (0, 1]."""
+    # `not 0 < value <= 1` is also true of NaN and of the infinities
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise UsageError(f"{where}: probability= must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+def seconds_or_none(value: Any, name: str, where: str) -> float | None:
+    """``value`` as seconds; NaN, the infinities and negatives are a `UsageError`."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise UsageError(f"{where}: {name}= must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def error_status(value: Any, where: str) -> int:
+    """``value`` as an HTTP error status (400 to 599)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 400 <= value <= 599:
+        raise UsageError(
+            f"{where}: status= must be an HTTP error status (an int from 400 to 599), got {value!r}"
+        )
+    return value

@@ -1,0 +1,163 @@
+"""``@pytest.mark.inject_fault(...)``: the marker's keyword arguments into a validated `Fault`.
+
+Bad arguments raise `UsageError` naming the marker as written, the bad key and the valid
+ones; the values go through the same fluent builders a test would call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.testing._builders import (
+    HttpFaultBuilder,
+    ToolFaultBuilder,
+    error_status,
+    positive_int,
+    probability_value,
+    seconds_or_none,
+)
+from pytest_agentfaults.testing._fault import (
+    HTTP_KINDS,
+    LLM_FAULT_KINDS,
+    LLM_KINDS,
+    Fault,
+    HTTPFault,
+    LLMFault,
+    ToolFault,
+    short,
+)
+
+__all__ = ["parse_marker"]
+
+_COMMON: Final = ("times", "at", "probability", "strict")
+#: every option some llm= kind takes, in the order the kinds declare them
+_LLM_OPTIONS: Final = tuple(dict.fromkeys(o for k in LLM_FAULT_KINDS.values() for o in k.options))
+_VALID_KEYS: Final[dict[str, tuple[str, ...]]] = {
+    "tool": ("tool", "raises", "returns", "delay", "idempotent", *_COMMON),
+    "http": ("http", "url", "method", "retry_after", *_COMMON),
+    "llm": ("llm", *_LLM_OPTIONS, *_COMMON),
+}
+
+
+def parse_marker(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any], *, label: str = "inject_fault"
+) -> Fault:
+    """Turn ``@pytest.mark.inject_fault(...)`` arguments into a validated `Fault`.
+
+    Bad arguments raise `UsageError` naming the marker, the bad key and the valid ones.
+    """
+    shown = _marker_repr(label, args, kwargs)
+    if args:
+        raise UsageError(
+            f"{shown}: takes keyword arguments only, such as tool='fetch', http=503 or "
+            "llm='rate_limit'"
+        )
+    targets = [t for t in ("tool", "http", "llm") if t in kwargs]
+    if len(targets) != 1:
+        problem = "has no target" if not targets else f"has {len(targets)} targets"
+        raise UsageError(
+            f"{shown} {problem}: give exactly one of tool=..., http=..., llm=... "
+            "(stack several markers for several faults)"
+        )
+    target = targets[0]
+    valid = _VALID_KEYS[target]
+    unknown = sorted(set(kwargs) - set(valid))
+    if unknown:
+        raise UsageError(
+            f"{shown}: unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))} for a {target} fault; "
+            f"valid keys: {', '.join(valid)}"
+        )
+    common = _common(kwargs, shown)
+    if target == "tool":
+        return _parse_tool(kwargs, shown, common)
+    if target == "http":
+        return _parse_http(kwargs, shown, common)
+    return _parse_llm(kwargs, shown, common)
+
+
+def _common(kwargs: Mapping[str, Any], shown: str) -> dict[str, Any]:
+    """The options every fault takes, validated: times, at, probability, strict, source."""
+    common: dict[str, Any] = {
+        "source": shown,
+        "times": positive_int(kwargs.get("times", 1), "times", shown),
+        "at": positive_int(kwargs.get("at", 1), "at", shown),
+    }
+    if kwargs.get("probability") is not None:
+        common["probability"] = probability_value(kwargs["probability"], shown)
+    strict = kwargs.get("strict", True)
+    if not isinstance(strict, bool):
+        raise UsageError(f"{shown}: strict= must be True or False, got {strict!r}")
+    common["strict"] = strict
+    return common
+
+
+def _parse_tool(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -> ToolFault:
+    name = kwargs["tool"]
+    if not isinstance(name, str) or not name:
+        raise UsageError(f"{shown}: tool= must be a tool name (str), got {name!r}")
+    actions = [k for k in ("raises", "returns", "delay") if k in kwargs]
+    if len(actions) != 1:
+        raise UsageError(
+            f"{shown}: a tool fault needs exactly one of raises=..., returns=..., delay=... "
+            f"(got {', '.join(actions) or 'none'})"
+        )
+    fault = ToolFault(tool=name, **common)
+    builder = ToolFaultBuilder(fault)
+    getattr(builder, actions[0])(kwargs[actions[0]])
+    if "idempotent" in kwargs:
+        builder.idempotent(kwargs["idempotent"])
+    return fault
+
+
+def _parse_http(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -> HTTPFault:
+    spec = kwargs["http"]
+    url, method = kwargs.get("url"), kwargs.get("method")
+    if url is not None and not isinstance(url, str):
+        raise UsageError(f"{shown}: url= must be a str, got {url!r}")
+    if method is not None and not isinstance(method, str):
+        raise UsageError(f"{shown}: method= must be a str such as 'POST', got {method!r}")
+    fault = HTTPFault(url=url, method=method.upper() if method else None, **common)
+    builder = HttpFaultBuilder(fault)
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        builder.status(spec, retry_after=kwargs.get("retry_after"))
+    elif spec in HTTP_KINDS:
+        if kwargs.get("retry_after") is not None:
+            raise UsageError(f"{shown}: retry_after= only goes with an HTTP status, like http=429")
+        getattr(builder, spec)()  # each kind has the builder method of its name
+    else:
+        raise UsageError(
+            f"{shown}: http= must be a status code (e.g. 503) or one of "
+            f"{', '.join(HTTP_KINDS)}; got {spec!r}"
+        )
+    return fault
+
+
+def _parse_llm(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -> LLMFault:
+    kind = kwargs["llm"]
+    if kind not in LLM_FAULT_KINDS:
+        raise UsageError(f"{shown}: llm= must be one of {', '.join(LLM_KINDS)}; got {kind!r}")
+    allowed = LLM_FAULT_KINDS[kind].options
+    options: dict[str, Any] = {}
+    for key in _LLM_OPTIONS:
+        if key in kwargs and key not in allowed:
+            raise UsageError(f"{shown}: {key}= does not apply to llm={kind!r}")
+        if key in kwargs:
+            options[key] = kwargs[key]
+    if "retry_after" in options:
+        options["retry_after"] = seconds_or_none(options["retry_after"], "retry_after", shown)
+    if "status" in options:
+        options["status"] = error_status(options["status"], shown)
+    fault = LLMFault(kind=kind, options=options, **common)
+    try:
+        fault.step()
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{shown}: {exc}") from exc
+    return fault
+
+
+def _marker_repr(label: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    parts = [repr(a) for a in args] + [f"{k}={short(v)}" for k, v in kwargs.items()]
+    return f"@pytest.mark.{label}({', '.join(parts)})"

@@ -1,0 +1,111 @@
+"""How an active `FaultPlan` injects its tool and llm faults at the runtime's seam.
+
+The plan installs one `PlanInterceptor` per activation; the runtime asks it before each
+tool attempt and each model call. (Its http faults go through `testing.http` instead.)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pytest_agentfaults.runtime._loop import PROCEED, Attempt, Inject, Interceptor, ModelCall
+from pytest_agentfaults.runtime.clock import RealClock
+from pytest_agentfaults.testing._fault import LLMFault, ToolFault
+from pytest_agentfaults.testing.scripted import ScriptedModel
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.models.base import ModelResponse
+    from pytest_agentfaults.testing.faults import FaultPlan
+    from pytest_agentfaults.testing.steps import ScriptStep
+
+__all__ = ["PlanInterceptor"]
+
+
+class PlanInterceptor(Interceptor):
+    """Applies a plan's tool and llm faults at the runtime's interception seam."""
+
+    def __init__(self, plan: FaultPlan) -> None:
+        self.plan = plan
+
+    def tool_attempt(self, attempt: Attempt) -> Any:
+        name = attempt.tool.name
+        candidates = [f for f in self.plan.faults if isinstance(f, ToolFault) and f.tool == name]
+        if not candidates:
+            return PROCEED
+        hit = self.plan.next_fault(("tool", name), candidates)
+        if hit is None:
+            return PROCEED
+        fault, occurrence = hit
+        fault.check()
+        self.plan.record(fault, name, fault.action or "", occurrence)
+        attempt.emit(
+            "tool.fault",
+            tool=name,
+            call_id=attempt.call_id,
+            attempt=attempt.number,
+            status=fault.action,
+            detail=fault.describe(),
+            **({"idempotent": False} if self.declares_non_idempotent(name) else {}),
+        )
+        if fault.raises is not None:
+            exc = fault.raises
+            return Inject(exc() if isinstance(exc, type) else exc)
+        if fault.delay is None:
+            return fault.returns
+        # delay: latency, then the tool runs, unless the latency trips the attempt deadline
+        clock = attempt.clock
+        if isinstance(clock, RealClock):
+            clock.sleep(fault.delay)
+        else:
+            advance = getattr(clock, "advance", None)
+            if advance is not None:
+                advance(fault.delay)
+            else:
+                clock.sleep(fault.delay)
+        return PROCEED
+
+    def declares_non_idempotent(self, tool: str) -> bool:
+        return any(
+            isinstance(f, ToolFault) and f.tool == tool and f.idempotent is False
+            for f in self.plan.faults
+        )
+
+    def model_call(self, call: ModelCall) -> Any:
+        candidates = [f for f in self.plan.faults if isinstance(f, LLMFault)]
+        if not candidates:
+            return PROCEED
+        hit = self.plan.next_fault(("llm",), candidates)
+        if hit is None:
+            return PROCEED
+        fault, occurrence = hit
+        model = call.model
+        model_name = str(getattr(model, "name", type(model).__name__))
+        self.plan.record(fault, model_name, fault.kind, occurrence)
+        call.request.emit(
+            "llm.fault", status=fault.kind, detail=f"{fault.describe()} on {model_name}"
+        )
+        return _respond_instead(
+            model, call, fault.step(), model_name, self.plan, not fault.transient
+        )
+
+
+def _respond_instead(
+    model: Any,
+    call: ModelCall,
+    step: ScriptStep,
+    model_name: str,
+    plan: FaultPlan,
+    uses_step: bool,
+) -> ModelResponse | Inject:
+    """Answer ``call`` with ``step`` in place of the model.
+
+    A transient kind fails the call and leaves the scripted step for the next call; a
+    malformed kind replaces the answer and uses the step up (``uses_step``). A step that
+    fails (a 503, a timeout ...) comes back as `Inject(error)`.
+    """
+    try:
+        if isinstance(model, ScriptedModel):
+            return model.substitute(call.request, step, uses_step=uses_step)
+        return step.respond(call.request, model=model_name, next_call_id=plan.next_call_id)
+    except Exception as exc:  # the injected failure itself
+        return Inject(exc)
