@@ -71,13 +71,15 @@ from pytest_agentfaults.testing._handoff import (
     transport_kind,
     transport_name,
 )
+from pytest_agentfaults.testing._httpd import running_addresses
 from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
-from pytest_agentfaults.testing.server import (
+from pytest_agentfaults.testing._wire import (
+    JSON_TYPE,
     error_body,
     malformed_body,
+    model_name,
     provider_for,
     retry_after_headers,
-    running_addresses,
     truncated_body,
     wants_stream,
 )
@@ -414,7 +416,7 @@ class HttpInjector:
         provider = provider_for(request.url.path)
         if fault.action == "status":
             status = int(fault.value)
-            headers = [("content-type", "application/json")]
+            headers = [("content-type", JSON_TYPE)]
             headers.extend(retry_after_headers(fault.retry_after))
             body = error_body(provider, status)
             return _Injected(module.Response(status, headers=headers, content=body))
@@ -433,7 +435,7 @@ class HttpInjector:
             return _Injected(
                 module.Response(200, headers=[("content-type", content_type)], content=data)
             )
-        model = _model_name(body)
+        model = model_name(body)
         if kind == "read_error":
             content_type, data = truncated_body(provider, stream=False, model=model)
             failure = module.ReadError("agentfaults: injected read error after the headers")
@@ -511,19 +513,6 @@ def _body(request: Any) -> bytes:
     except Exception:  # a streamed upload that nobody has read: no digest
         return b""
     return content if isinstance(content, bytes) else b""
-
-
-def _model_name(body: bytes) -> str:
-    if b'"model"' in body:
-        import json  # noqa: PLC0415 - only for cut streams
-
-        try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):  # not JSON, or nested too deeply to parse
-            return "agentfaults"
-        if isinstance(data, dict) and isinstance(data.get("model"), str):
-            return str(data["model"])
-    return "agentfaults"
 
 
 def _retry_after(headers: Any) -> float | None:
