@@ -58,6 +58,7 @@ import contextlib
 import math
 import socket
 import threading
+import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -306,7 +307,5 @@ class LLMServer:
         self._service.serve(self, self._binding, handler, method, path, body)
 
     def _crashed(self, exc: Exception) -> None:
-        import traceback  # noqa: PLC0415 - only on a crash
-
         detail = "".join(traceback.format_exception(exc)).rstrip()
         self._binding.problems.append(f"the server crashed while answering:\n{detail}")
