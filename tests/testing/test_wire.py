@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -107,6 +108,18 @@ def test_the_in_process_fault_and_the_server_send_the_same_error_body() -> None:
     assert injected.content == served.content == _wire.error_body("anthropic", 529)
     for name in ("retry-after", "retry-after-ms"):
         assert injected.headers[name] == served.headers[name]
+
+
+RECORDED_ERRORS = sorted((Path(__file__).parents[2] / "fixtures" / "wire").glob("*/error_*.json"))
+
+
+@pytest.mark.parametrize("path", RECORDED_ERRORS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_error_bodies_are_the_ones_providers_send(path: Path) -> None:
+    # the recorded bodies the clients' tests read: the kit writes the same JSON
+    recorded = json.loads(path.read_bytes())
+    provider, status = path.parent.name, int(path.stem.removeprefix("error_"))
+    message = recorded["error"] if provider == "ollama" else recorded["error"]["message"]
+    assert _wire.error_payload(provider, status, message) == recorded  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- requests in
