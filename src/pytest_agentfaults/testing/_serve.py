@@ -111,6 +111,7 @@ class Binding:
 
 
 def unbound() -> Binding:
+    """A binding to no test: an empty script, and events on the server's own trace."""
     # made in an empty context: an unbound server's events stay on its own trace, never in
     # the trace of whichever test happened to be collecting when it was reset
     recorder = contextvars.Context().run(Recorder, agent="llm_server", clock=RealClock())
