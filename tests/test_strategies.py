@@ -17,6 +17,7 @@ from pydantic import Field
 import pytest_agentfaults as af
 from pytest_agentfaults import strategies as afst
 from pytest_agentfaults.runtime.backoff import STRATEGIES
+from pytest_agentfaults.testing._malformed import break_json
 from pytest_agentfaults.testing._malformed_steps import BadToolArgs, UnknownToolCall
 from pytest_agentfaults.testing.faults import HTTP_KINDS, FaultPlan, parse_marker
 from pytest_agentfaults.testing.scripted import ScriptedModel
@@ -221,11 +222,13 @@ def test_malformed_json_shrinks_to_a_truncated_object() -> None:
         ("comment", '/* arguments */ {"a": "b", "c": [1, null]} // end'),
         ("markdown_fence", '```json\n{"a": "b", "c": [1, null]}\n```'),
         ("prose", 'Here is the JSON you asked for: {"a": "b", "c": [1, null]}'),
+        ("unescaped_quote", '{"a": "b", "c": [1, null], "note": "the user said "hurry" twice"}'),
+        ("two_objects", '{"a": "b", "c": [1, null]} {"a": "b"}'),
     ],
 )
 def test_each_kind_breaks_a_document_recognisably(kind: str, expected: str) -> None:
     # The construction under the strategy, with the truncation cut at character 9.
-    assert afst._break(kind, {"a": "b", "c": [1, None]}, cut=8) == expected
+    assert break_json(kind, {"a": "b", "c": [1, None]}, cut=8) == expected
     assert not parses(expected)
 
 

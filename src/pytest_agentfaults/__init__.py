@@ -101,9 +101,10 @@ if TYPE_CHECKING:
         malformed,
         say,
     )
+    from pytest_agentfaults.testing._serve import ReceivedRequest
     from pytest_agentfaults.testing.http import HttpFaultRouter, UnmatchedRequestError
     from pytest_agentfaults.testing.schedules import ScheduleViolation, check_schedule
-    from pytest_agentfaults.testing.server import LLMServer, ReceivedRequest
+    from pytest_agentfaults.testing.server import LLMServer
     from pytest_agentfaults.testing.verdict import Finding, NotResilientError, Verdict
 
 # name -> module that defines it; imported on first attribute access.
@@ -116,7 +117,7 @@ _LAZY: dict[str, str] = {
     "HttpFaultRouter": "pytest_agentfaults.testing.http",
     "LLMServer": "pytest_agentfaults.testing.server",
     "NotResilientError": "pytest_agentfaults.testing.verdict",
-    "ReceivedRequest": "pytest_agentfaults.testing.server",
+    "ReceivedRequest": "pytest_agentfaults.testing._serve",
     "ScheduleViolation": "pytest_agentfaults.testing.schedules",
     "UnmatchedRequestError": "pytest_agentfaults.testing.http",
     "Verdict": "pytest_agentfaults.testing.verdict",

@@ -12,8 +12,9 @@ import pytest_agentfaults as af
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.models.base import Message, ModelRequest, ToolSpec
 from pytest_agentfaults.testing import call_tool, call_tools, fail, malformed, say
+from pytest_agentfaults.testing._wire import model_request, provider_for
 from pytest_agentfaults.testing.faults import FaultPlan
-from pytest_agentfaults.testing.server import LLMServer, model_request, provider_for
+from pytest_agentfaults.testing.server import LLMServer
 
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages", "ollama": "/api/chat"}
 TOOL = ToolSpec(name="fetch", parameters={"type": "object", "properties": {"url": {}}})
@@ -401,7 +402,7 @@ def test_localhost_reaches_the_server_untouched_by_in_process_faults(server, fau
 
 
 def test_a_crash_of_the_server_fails_the_check(server, monkeypatch):
-    import pytest_agentfaults.testing.server as module
+    import pytest_agentfaults.testing._serve as module
 
     def broken(*args, **kwargs):
         raise RuntimeError("bug in the server")

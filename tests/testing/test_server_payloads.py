@@ -9,8 +9,9 @@ import httpx
 import pytest
 
 from pytest_agentfaults.testing import say
+from pytest_agentfaults.testing._wire import wants_stream
 from pytest_agentfaults.testing.faults import FaultPlan
-from pytest_agentfaults.testing.server import LLMServer, wants_stream
+from pytest_agentfaults.testing.server import LLMServer
 
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages", "ollama": "/api/chat"}
 DEPTH = 100_000

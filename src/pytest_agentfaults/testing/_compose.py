@@ -37,7 +37,7 @@ def check_llm_server_mocks(
         options = {**marker.kwargs, **options}
     should_mock = options.get("should_mock")
     if should_mock is not None:
-        import httpx  # noqa: PLC0415 - only when both fixtures are in one test
+        import httpx  # noqa: PLC0415 # lazy: httpx loads only when both fixtures meet
 
         try:
             swallowed = bool(should_mock(httpx.Request("POST", url)))

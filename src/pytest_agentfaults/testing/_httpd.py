@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
+    "RECORDED_ORIGIN",
     "Head",
     "Limits",
     "Reader",
@@ -31,7 +32,10 @@ __all__ = [
     "expects_body",
     "read_body",
     "read_head",
+    "register_running",
+    "running_addresses",
     "set_os_timeouts",
+    "unregister_running",
 ]
 
 _MAX_FIELDS: Final = 100
@@ -40,6 +44,29 @@ _HEX: Final = re.compile(rb"[0-9a-fA-F]{1,16}")
 _END_OF_HEAD: Final = re.compile(rb"\r?\n\r?\n")
 _TOKEN: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _VERSION: Final = re.compile(r"HTTP/1\.[01]")
+
+
+#: the origin that recorded URLs show in place of ``http://127.0.0.1:<port>``
+RECORDED_ORIGIN: Final = "http://llm_server"
+
+# The loopback servers listening in this process: the http faults let a request to one pass
+# untouched (the server serves its faults itself). Process-wide on purpose: a socket is.
+_RUNNING: set[tuple[str, int]] = set()
+
+
+def running_addresses() -> frozenset[tuple[str, int]]:
+    """``(host, port)`` of every `LLMServer` running in this process."""
+    return frozenset(_RUNNING)
+
+
+def register_running(address: tuple[str, int]) -> None:
+    """Note a loopback server listening at ``address`` (see `running_addresses`)."""
+    _RUNNING.add(address)
+
+
+def unregister_running(address: tuple[str, int]) -> None:
+    """Forget ``address`` (its server stopped)."""
+    _RUNNING.discard(address)
 
 
 @dataclass(frozen=True, slots=True)

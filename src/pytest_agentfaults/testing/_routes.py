@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from respx.patterns import Noop, _And
+
+from pytest_agentfaults.runtime.redact import redact_text
+
 if TYPE_CHECKING:
     from respx.models import Route
 
@@ -56,8 +60,6 @@ def unused_routes_message(routes: list[Route], bypassed: list[tuple[Any, str]]) 
     ``bypassed`` are requests a client's own transport answered (pytest-httpx, a
     MockTransport): one that a route would have matched explains why it went unused.
     """
-    from pytest_agentfaults.runtime.redact import redact_text  # noqa: PLC0415
-
     lines = [f"agentfaults: {len(routes)} http_faults route(s) registered but never requested:"]
     for route in routes:
         lines.append(f"  {redact_text(describe_route(route))}")
@@ -86,8 +88,6 @@ def _matches(route: Route, request: Any) -> bool:
 
 def describe_route(route: Route) -> str:
     """A route as the user wrote it, e.g. ``POST https://api.example.com/v1/things``."""
-    from respx.patterns import Noop, _And  # noqa: PLC0415 - respx is imported by now
-
     pattern = route.pattern
     named = f" (name {route.name!r})" if route.name else ""
     if isinstance(pattern, Noop):

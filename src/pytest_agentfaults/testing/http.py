@@ -48,14 +48,10 @@ switches on.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import httpx
 import respx
-from respx.mocks import HTTPCoreMocker, Mocker
 from respx.models import AllMockedAssertionError, PassThrough
 
 from pytest_agentfaults.errors import UsageError
@@ -63,6 +59,15 @@ from pytest_agentfaults.runtime._loop import current_emit
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord, Recorder
 from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.testing._clients import (
+    Injected,
+    Library,
+    libraries,
+    outcome,
+    push,
+    remove,
+    request_body,
+)
 from pytest_agentfaults.testing._handoff import (
     NETWORK,
     OWN,
@@ -71,20 +76,10 @@ from pytest_agentfaults.testing._handoff import (
     transport_kind,
     transport_name,
 )
+from pytest_agentfaults.testing._httpd import running_addresses
 from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
-from pytest_agentfaults.testing.server import (
-    error_body,
-    malformed_body,
-    provider_for,
-    retry_after_headers,
-    running_addresses,
-    truncated_body,
-    wants_stream,
-)
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from pytest_agentfaults.testing.faults import FaultPlan, HTTPFault
 
 __all__ = ["HttpFaultRouter", "HttpInjector", "UnmatchedRequestError", "is_loopback"]
@@ -118,180 +113,10 @@ class UnmatchedRequestError(AllMockedAssertionError):
         )
 
 
-# ----------------------------------------------------------------------------- libraries
-
-
-@dataclass(frozen=True, slots=True)
-class _Library:
-    """One client library: httpx (over httpcore) or httpx2 (over httpcore2)."""
-
-    name: str
-    module: Any
-    mocker: type[Mocker]
-    cut_stream: Callable[[bytes, BaseException], Any]
-
-
-def _cut_stream_class(module: Any) -> Callable[[bytes, BaseException], Any]:
-    class CutStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[misc]
-        """A response body that delivers ``data``, then fails with ``error``."""
-
-        def __init__(self, data: bytes, error: BaseException) -> None:
-            self._data = data
-            self._error = error
-
-        def __iter__(self) -> Iterator[bytes]:
-            if self._data:
-                yield self._data
-            raise self._error
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            if self._data:
-                yield self._data
-            raise self._error
-
-    return CutStream
-
-
-def _httpcore2_mocker() -> type[HTTPCoreMocker]:
-    # respx keeps one mocker per name for the life of the process, and this module may be
-    # imported afresh (pytester's in-process runs restore sys.modules): reuse the first.
-    registered = Mocker.registry.get("httpcore2")
-    if registered is not None:
-        return registered  # type: ignore[return-value]
-
-    class HTTPCore2Mocker(HTTPCoreMocker):
-        """respx's mocker for httpcore2, the transport of httpx2 (registered as ``"httpcore2"``).
-
-        With this module imported, ``respx.mock(using="httpcore2")`` mocks httpx2 clients too.
-        """
-
-        name = "httpcore2"
-        targets: ClassVar[list[str]] = [
-            "httpcore2._sync.connection.HTTPConnection",
-            "httpcore2._sync.connection_pool.ConnectionPool",
-            "httpcore2._sync.http_proxy.HTTPProxy",
-            "httpcore2._async.connection.AsyncHTTPConnection",
-            "httpcore2._async.connection_pool.AsyncConnectionPool",
-            "httpcore2._async.http_proxy.AsyncHTTPProxy",
-        ]
-        target_methods: ClassVar[list[str]] = ["handle_request", "handle_async_request"]
-
-        @classmethod
-        def from_sync_httpx_response(
-            cls, httpx_response: httpx.Response, target: Any, **kwargs: Any
-        ) -> Any:
-            """An httpcore2 response from the router's httpx response."""
-            import httpcore2  # noqa: PLC0415 - optional dependency
-
-            return httpcore2.Response(
-                status=httpx_response.status_code,
-                headers=httpx_response.headers.raw,
-                content=httpx_response.stream,
-                extensions=httpx_response.extensions,
-            )
-
-        @classmethod
-        async def from_async_httpx_response(
-            cls, httpx_response: httpx.Response, target: Any, **kwargs: Any
-        ) -> Any:
-            """The same, for the async pool."""
-            return cls.from_sync_httpx_response(httpx_response, target, **kwargs)
-
-    return HTTPCore2Mocker
-
-
-#: respx's mocker for httpcore2 (registered as ``"httpcore2"``): with this module imported,
-#: ``respx.mock(using="httpcore2")`` mocks httpx2 clients too.
-HTTPCore2Mocker = _httpcore2_mocker()
-
-
-_libraries_cache: list[_Library] | None = None
-
-
-def _libraries() -> list[_Library]:
-    global _libraries_cache
-    if _libraries_cache is None:
-        found = [_Library("httpx", httpx, HTTPCoreMocker, _cut_stream_class(httpx))]
-        if importlib.util.find_spec("httpx2") and importlib.util.find_spec("httpcore2"):
-            # both at once: httpx2 caches httpcore2's exception classes on first use
-            import httpcore2  # noqa: F401, PLC0415 - optional, imported on first use only
-            import httpx2  # noqa: PLC0415
-
-            found.append(_Library("httpx2", httpx2, HTTPCore2Mocker, _cut_stream_class(httpx2)))
-        _libraries_cache = found
-    return _libraries_cache
-
-
-# ----------------------------------------------------------------------------- patching
-
-_stack: list[HttpInjector] = []
-_undo: list[tuple[type, str, Any]] = []
-
-
-def _install() -> None:
-    # The hook is where a client hands a request to its transport (``_send_single_request``),
-    # above any transport: so a fault fires before whatever answers below (the network,
-    # pytest-httpx's patched HTTPTransport, respx, a MockTransport), and no other mocking
-    # library patches this method, so undoing it never undoes (or restores) theirs.
-    for library in _libraries():
-        module = library.module
-        sync_original = module.Client.__dict__["_send_single_request"]
-        async_original = module.AsyncClient.__dict__["_send_single_request"]
-        _undo.append((module.Client, "_send_single_request", sync_original))
-        _undo.append((module.AsyncClient, "_send_single_request", async_original))
-        module.Client._send_single_request = _sync_entry(library, sync_original)
-        module.AsyncClient._send_single_request = _async_entry(library, async_original)
-
-
-def _uninstall() -> None:
-    while _undo:
-        owner, name, original = _undo.pop()
-        setattr(owner, name, original)
-
-
-def _sync_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
-    def _send_single_request(client: Any, request: Any) -> Any:
-        __tracebackhide__ = True
-        if not _stack:
-            return original(client, request)
-        return _stack[-1].handle(library, client, request, original)
-
-    return _send_single_request
-
-
-def _async_entry(library: _Library, original: Callable[..., Any]) -> Callable[..., Any]:
-    async def _send_single_request(client: Any, request: Any) -> Any:
-        __tracebackhide__ = True
-        if not _stack:
-            return await original(client, request)
-        return await _stack[-1].ahandle(library, client, request, original)
-
-    return _send_single_request
-
-
 # ----------------------------------------------------------------------------- the layer
 
 _SILENT: Final = "silent"  # pass through, unrecorded (the loopback LLMServer records)
 _PASS: Final = "pass"  # pass through and record the outcome
-
-
-class _Injected:
-    """An injected outcome: a response to return or an exception to raise.
-
-    ``later`` is the failure a cut response body raises once the client reads it.
-    """
-
-    __slots__ = ("error", "later", "response")
-
-    def __init__(
-        self,
-        response: Any = None,
-        error: BaseException | None = None,
-        later: BaseException | None = None,
-    ) -> None:
-        self.response = response
-        self.error = error
-        self.later = later
 
 
 class HttpInjector:
@@ -306,9 +131,7 @@ class HttpInjector:
 
     def start(self) -> None:
         """Route httpx and httpx2 requests through this layer (the newest layer wins)."""
-        if not _stack:
-            _install()
-        _stack.append(self)
+        push(self)
 
     def stop(self) -> None:
         """Undo `start`, and stop the router (noting its unused routes for `FaultPlan.check`)."""
@@ -318,10 +141,7 @@ class HttpInjector:
                 self.plan.unused_routes = router.unused_report()
             finally:
                 router.stop()
-        if self in _stack:
-            _stack.remove(self)
-        if not _stack:
-            _uninstall()
+        remove(self)
 
     @property
     def router(self) -> HttpFaultRouter:
@@ -334,13 +154,13 @@ class HttpInjector:
 
     # ------------------------------------------------------------------ one request
 
-    def handle(self, library: _Library, client: Any, request: Any, original: Any) -> Any:
+    def handle(self, library: Library, client: Any, request: Any, original: Any) -> Any:
         """Send one sync request: a fault, the client's transport, or the guard."""
         __tracebackhide__ = True
         decision = self._decide(library, client, request)
         if decision is _SILENT:
             return original(client, request)
-        if isinstance(decision, _Injected):
+        if isinstance(decision, Injected):
             return original(Via(client, Answer(decision)), request)
         try:
             response = original(client, request)
@@ -350,13 +170,13 @@ class HttpInjector:
         self._record(request, response=response)
         return response
 
-    async def ahandle(self, library: _Library, client: Any, request: Any, original: Any) -> Any:
+    async def ahandle(self, library: Library, client: Any, request: Any, original: Any) -> Any:
         """Send one async request, like `handle`."""
         __tracebackhide__ = True
         decision = self._decide(library, client, request)
         if decision is _SILENT:
             return await original(client, request)
-        if isinstance(decision, _Injected):
+        if isinstance(decision, Injected):
             return await original(Via(client, Answer(decision)), request)
         try:
             response = await original(client, request)
@@ -366,7 +186,7 @@ class HttpInjector:
         self._record(request, response=response)
         return response
 
-    def _decide(self, library: _Library, client: Any, request: Any) -> Any:
+    def _decide(self, library: Library, client: Any, request: Any) -> Any:
         __tracebackhide__ = True
         url = request.url
         host = url.host
@@ -392,11 +212,11 @@ class HttpInjector:
             return _PASS
         error = UnmatchedRequestError(method, shown)
         self._record(request, error=error)
-        return _Injected(error=error)
+        return Injected(error=error)
 
     def _inject(
-        self, library: _Library, request: Any, fault: HTTPFault, occurrence: int
-    ) -> _Injected:
+        self, library: Library, request: Any, fault: HTTPFault, occurrence: int
+    ) -> Injected:
         __tracebackhide__ = True
         fault.check()
         method, url = request.method, str(request.url)
@@ -412,45 +232,8 @@ class HttpInjector:
             occurrence=occurrence,
             detail=f"{method} {url}: {fault.describe()}",
         )
-        module = library.module
-        provider = provider_for(request.url.path)
-        if fault.status is not None:
-            status = fault.status
-            headers = [("content-type", "application/json")]
-            headers.extend(retry_after_headers(fault.retry_after))
-            body = error_body(provider, status)
-            return _Injected(module.Response(status, headers=headers, content=body))
-        if kind == "timeout":
-            return _Injected(error=module.ReadTimeout("agentfaults: injected read timeout"))
-        if kind == "connect_error":
-            return _Injected(error=module.ConnectError("agentfaults: injected connect error"))
-        if kind == "reset":
-            error = module.ReadError("[Errno 104] Connection reset by peer (agentfaults)")
-            error.__cause__ = ConnectionResetError(104, "Connection reset by peer")
-            return _Injected(error=error)
-        body = _body(request)
-        stream = wants_stream(provider, body)
-        if kind == "malformed_body":
-            content_type, data = malformed_body(provider, stream=stream)
-            return _Injected(
-                module.Response(200, headers=[("content-type", content_type)], content=data)
-            )
-        model = _model_name(body)
-        if kind == "read_error":
-            content_type, data = truncated_body(provider, stream=False, model=model)
-            failure = module.ReadError("agentfaults: injected read error after the headers")
-        else:  # truncated_stream
-            content_type, data = truncated_body(provider, stream=stream, model=model)
-            failure = module.RemoteProtocolError(
-                "peer closed connection without sending complete message body: "
-                "incomplete chunked read (agentfaults: injected truncated stream)"
-            )
-        response = module.Response(
-            200,
-            headers=[("content-type", content_type)],
-            stream=library.cut_stream(data, failure),
-        )
-        return _Injected(response, later=failure)
+        retry_after = fault.retry_after if fault.status is not None else None
+        return outcome(library, request, kind, retry_after)
 
     # ------------------------------------------------------------------ events
 
@@ -482,7 +265,7 @@ class HttpInjector:
                 detail += f" (retry {retry_count})"
         if fault is not None:
             fields["fault"] = fault.label
-        body = _body(request)
+        body = request_body(request)
         if body:
             fields["body_sha"] = hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
         fields["detail"] = detail
@@ -505,27 +288,6 @@ def _server_ports() -> set[int]:
 
 def _running_port(url: Any) -> int:
     return int(url.port or (443 if url.scheme == "https" else 80))
-
-
-def _body(request: Any) -> bytes:
-    try:
-        content = request.content
-    except Exception:  # a streamed upload that nobody has read: no digest
-        return b""
-    return content if isinstance(content, bytes) else b""
-
-
-def _model_name(body: bytes) -> str:
-    if b'"model"' in body:
-        import json  # noqa: PLC0415 - only for cut streams
-
-        try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):  # not JSON, or nested too deeply to parse
-            return "agentfaults"
-        if isinstance(data, dict) and isinstance(data.get("model"), str):
-            return str(data["model"])
-    return "agentfaults"
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -556,7 +318,7 @@ class HttpFaultRouter(respx.Router):
 
     def __init__(self) -> None:
         super().__init__(assert_all_called=False, assert_all_mocked=True)
-        self._mockers = [library.mocker for library in _libraries()]
+        self._mockers = [library.mocker for library in libraries()]
         self._routes_must_be_called = True
         #: requests answered by a client's own transport, which routes never see
         self.bypassed: list[tuple[Any, str]] = []

@@ -212,7 +212,7 @@ class TestState:
         started by hand).
         """
         origins = dict(self.plan.shown_origins)
-        server = sys.modules.get("pytest_agentfaults.testing.server")
+        server = sys.modules.get("pytest_agentfaults.testing._httpd")
         if server is not None:  # never imported: no server runs
             for host, port in server.running_addresses():
                 origins.setdefault(f"http://{host}:{port}", server.RECORDED_ORIGIN)

@@ -25,6 +25,7 @@ from pytest_agentfaults.runtime.models.anthropic import AnthropicModel
 from pytest_agentfaults.runtime.models.base import Message, ModelRequest
 from pytest_agentfaults.runtime.models.ollama import OllamaModel
 from pytest_agentfaults.runtime.models.openai import OpenAIModel
+from pytest_agentfaults.testing._wire import JSON_TYPE, error_body
 
 URL = "https://api.openai.com/v1/chat/completions"
 KEY = "sk-test-transport0123456789"
@@ -37,7 +38,8 @@ def model():
 
 
 def status(code: int, **headers: str) -> httpx.Response:
-    return httpx.Response(code, json={"error": {"message": f"status {code}"}}, headers=headers)
+    body = error_body("openai", code, f"status {code}")
+    return httpx.Response(code, content=body, headers={"content-type": JSON_TYPE, **headers})
 
 
 # --------------------------------------------------------------------------- the settings

@@ -14,6 +14,7 @@ from pytest_agentfaults.runtime.models.anthropic import AnthropicModel
 from pytest_agentfaults.runtime.models.ollama import OllamaModel
 from pytest_agentfaults.runtime.models.openai import OpenAIModel
 from pytest_agentfaults.runtime.tools import tool
+from pytest_agentfaults.testing._wire import error_body
 
 OPENAI_KEY = "sk-test-loop-openai-0123456789"
 ANTHROPIC_KEY = "sk-ant-test-loop-0123456789"
@@ -220,7 +221,7 @@ def test_transport_retry_shows_in_the_run_trace_without_the_key(
     clock = VirtualClock()
     route = respx_mock.post(provider.url).mock(
         side_effect=[
-            httpx.Response(503, json={"error": "busy"}),
+            httpx.Response(503, content=error_body(provider.name, 503, "busy")),
             httpx.ConnectError("connection refused"),
             json_response(provider.tool_calls),
             json_response(provider.text),

@@ -17,7 +17,9 @@ from pydantic import BaseModel
 from pytest_agentfaults.runtime.agent import Agent
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
 from pytest_agentfaults.runtime.models.anthropic import AnthropicModel
+from pytest_agentfaults.runtime.models.base import Message, ModelResponse, TokenUsage
 from pytest_agentfaults.runtime.models.openai import OpenAIModel
+from pytest_agentfaults.testing._wire import JSON_TYPE, render_response
 
 OPENAI_URL = "https://api.openai.com/v1/chat/completions"
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
@@ -30,38 +32,30 @@ class Weather(BaseModel):
     celsius: int
 
 
-def openai_answer(text: str) -> httpx.Response:
-    return httpx.Response(
-        200,
-        json={
-            "choices": [
-                {"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-            ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5},
-        },
-    )
+def answer_as(provider: str):
+    """``text`` as ``provider``'s JSON answer, written by the kit's one wire module."""
 
+    def answer(text: str) -> httpx.Response:
+        response = ModelResponse(
+            message=Message.assistant(text),
+            finish_reason="stop",
+            usage=TokenUsage(input_tokens=10, output_tokens=5),
+        )
+        (body,) = render_response(provider, response, model="m", stream=False)
+        return httpx.Response(200, content=body, headers={"content-type": JSON_TYPE})
 
-def anthropic_answer(text: str) -> httpx.Response:
-    return httpx.Response(
-        200,
-        json={
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": 10, "output_tokens": 5},
-        },
-    )
+    return answer
 
 
 PROVIDERS = {
     "openai": (
         OPENAI_URL,
-        openai_answer,
+        answer_as("openai"),
         lambda name: OpenAIModel(name, api_key="sk-test-fallback-0123456789"),
     ),
     "anthropic": (
         ANTHROPIC_URL,
-        anthropic_answer,
+        answer_as("anthropic"),
         lambda name: AnthropicModel(name, api_key="sk-ant-test-fallback-0123456789"),
     ),
 }

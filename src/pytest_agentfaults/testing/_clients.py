@@ -1,0 +1,297 @@
+"""The client libraries the http layer patches: httpx (over httpcore), httpx2 (over httpcore2).
+
+`Library` holds what differs between the two (the module, respx's mocker, a cut response
+body); `outcome` builds a fault's outcome in a library's own types (its ``Response``, its
+``ReadTimeout`` ...) from the bytes `_wire` gives; `push` / `remove` route every request
+of both libraries through the newest http layer, patching ``_send_single_request`` while
+any layer is active.
+
+httpx2 and httpcore2 are imported only when installed, and only when first needed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import httpx
+from respx.mocks import HTTPCoreMocker, Mocker
+
+from pytest_agentfaults.testing._wire import (
+    JSON_TYPE,
+    error_body,
+    malformed_body,
+    model_name,
+    provider_for,
+    retry_after_headers,
+    truncated_body,
+    wants_stream,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+__all__ = [
+    "HTTPCore2Mocker",
+    "Injected",
+    "Layer",
+    "Library",
+    "libraries",
+    "outcome",
+    "push",
+    "remove",
+    "request_body",
+]
+
+
+class Layer(Protocol):
+    """An http layer requests are routed through (`HttpInjector`)."""
+
+    def handle(self, library: Library, client: Any, request: Any, original: Any) -> Any: ...
+
+    async def ahandle(self, library: Library, client: Any, request: Any, original: Any) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Library:
+    """One client library: httpx (over httpcore) or httpx2 (over httpcore2)."""
+
+    name: str
+    module: Any
+    mocker: type[Mocker]
+    cut_stream: Callable[[bytes, BaseException], Any]
+
+
+def _cut_stream_class(module: Any) -> Callable[[bytes, BaseException], Any]:
+    class CutStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[misc]
+        """A response body that delivers ``data``, then fails with ``error``."""
+
+        def __init__(self, data: bytes, error: BaseException) -> None:
+            self._data = data
+            self._error = error
+
+        def __iter__(self) -> Iterator[bytes]:
+            if self._data:
+                yield self._data
+            raise self._error
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            if self._data:
+                yield self._data
+            raise self._error
+
+    return CutStream
+
+
+def _httpcore2_mocker() -> type[HTTPCoreMocker]:
+    # respx keeps one mocker per name for the life of the process, and this module may be
+    # imported afresh (pytester's in-process runs restore sys.modules): reuse the first.
+    registered = Mocker.registry.get("httpcore2")
+    if registered is not None:
+        return registered  # type: ignore[return-value]
+
+    class HTTPCore2Mocker(HTTPCoreMocker):
+        """respx's mocker for httpcore2, the transport of httpx2 (registered as ``"httpcore2"``).
+
+        With this module imported, ``respx.mock(using="httpcore2")`` mocks httpx2 clients too.
+        """
+
+        name = "httpcore2"
+        targets: ClassVar[list[str]] = [
+            "httpcore2._sync.connection.HTTPConnection",
+            "httpcore2._sync.connection_pool.ConnectionPool",
+            "httpcore2._sync.http_proxy.HTTPProxy",
+            "httpcore2._async.connection.AsyncHTTPConnection",
+            "httpcore2._async.connection_pool.AsyncConnectionPool",
+            "httpcore2._async.http_proxy.AsyncHTTPProxy",
+        ]
+        target_methods: ClassVar[list[str]] = ["handle_request", "handle_async_request"]
+
+        @classmethod
+        def from_sync_httpx_response(
+            cls, httpx_response: httpx.Response, target: Any, **kwargs: Any
+        ) -> Any:
+            """An httpcore2 response from the router's httpx response."""
+            import httpcore2  # noqa: PLC0415 # lazy: optional dependency, loaded on use
+
+            return httpcore2.Response(
+                status=httpx_response.status_code,
+                headers=httpx_response.headers.raw,
+                content=httpx_response.stream,
+                extensions=httpx_response.extensions,
+            )
+
+        @classmethod
+        async def from_async_httpx_response(
+            cls, httpx_response: httpx.Response, target: Any, **kwargs: Any
+        ) -> Any:
+            """The same, for the async pool."""
+            return cls.from_sync_httpx_response(httpx_response, target, **kwargs)
+
+    return HTTPCore2Mocker
+
+
+#: respx's mocker for httpcore2 (registered as ``"httpcore2"``): with this module imported,
+#: ``respx.mock(using="httpcore2")`` mocks httpx2 clients too.
+HTTPCore2Mocker = _httpcore2_mocker()
+
+
+_libraries_cache: list[Library] | None = None
+
+
+def libraries() -> list[Library]:
+    """httpx, and httpx2 when it is installed (imported on the first call)."""
+    global _libraries_cache
+    if _libraries_cache is None:
+        found = [Library("httpx", httpx, HTTPCoreMocker, _cut_stream_class(httpx))]
+        if importlib.util.find_spec("httpx2") and importlib.util.find_spec("httpcore2"):
+            # both at once: httpx2 caches httpcore2's exception classes on first use
+            import httpcore2  # noqa: F401, PLC0415 # lazy: optional, imported on first use only
+            import httpx2  # noqa: PLC0415 # lazy: optional, imported on first use only
+
+            found.append(Library("httpx2", httpx2, HTTPCore2Mocker, _cut_stream_class(httpx2)))
+        _libraries_cache = found
+    return _libraries_cache
+
+
+# ----------------------------------------------------------------------------- patching
+
+_stack: list[Layer] = []
+_undo: list[tuple[type, str, Any]] = []
+
+
+def _install() -> None:
+    # The hook is where a client hands a request to its transport (``_send_single_request``),
+    # above any transport: so a fault fires before whatever answers below (the network,
+    # pytest-httpx's patched HTTPTransport, respx, a MockTransport), and no other mocking
+    # library patches this method, so undoing it never undoes (or restores) theirs.
+    for library in libraries():
+        module = library.module
+        sync_original = module.Client.__dict__["_send_single_request"]
+        async_original = module.AsyncClient.__dict__["_send_single_request"]
+        _undo.append((module.Client, "_send_single_request", sync_original))
+        _undo.append((module.AsyncClient, "_send_single_request", async_original))
+        module.Client._send_single_request = _sync_entry(library, sync_original)
+        module.AsyncClient._send_single_request = _async_entry(library, async_original)
+
+
+def _uninstall() -> None:
+    while _undo:
+        owner, name, original = _undo.pop()
+        setattr(owner, name, original)
+
+
+def _sync_entry(library: Library, original: Callable[..., Any]) -> Callable[..., Any]:
+    def _send_single_request(client: Any, request: Any) -> Any:
+        __tracebackhide__ = True
+        if not _stack:
+            return original(client, request)
+        return _stack[-1].handle(library, client, request, original)
+
+    return _send_single_request
+
+
+def _async_entry(library: Library, original: Callable[..., Any]) -> Callable[..., Any]:
+    async def _send_single_request(client: Any, request: Any) -> Any:
+        __tracebackhide__ = True
+        if not _stack:
+            return await original(client, request)
+        return await _stack[-1].ahandle(library, client, request, original)
+
+    return _send_single_request
+
+
+def push(layer: Layer) -> None:
+    """Route requests through ``layer`` (the newest layer wins), patching on the first."""
+    if not _stack:
+        _install()
+    _stack.append(layer)
+
+
+def remove(layer: Layer) -> None:
+    """Stop routing through ``layer``; with no layer left, undo the patch."""
+    if layer in _stack:
+        _stack.remove(layer)
+    if not _stack:
+        _uninstall()
+
+
+# ----------------------------------------------------------------------------- outcomes
+
+
+class Injected:
+    """An injected outcome: a response to return or an exception to raise.
+
+    ``later`` is the failure a cut response body raises once the client reads it.
+    """
+
+    __slots__ = ("error", "later", "response")
+
+    def __init__(
+        self,
+        response: Any = None,
+        error: BaseException | None = None,
+        later: BaseException | None = None,
+    ) -> None:
+        self.response = response
+        self.error = error
+        self.later = later
+
+
+def outcome(library: Library, request: Any, kind: str, retry_after: float | None) -> Injected:
+    """What the client gets for a fault of ``kind``: a status (``"503"``) or a failure name.
+
+    A status answers with the provider's error body and ``Retry-After`` headers; a
+    failure raises the library's own exception, or answers with a body that is not
+    JSON or is cut mid-way (the cut raises once the client reads it).
+    """
+    module = library.module
+    provider = provider_for(request.url.path)
+    if kind.isdigit():
+        status = int(kind)
+        headers = [("content-type", JSON_TYPE)]
+        headers.extend(retry_after_headers(retry_after))
+        body = error_body(provider, status)
+        return Injected(module.Response(status, headers=headers, content=body))
+    if kind == "timeout":
+        return Injected(error=module.ReadTimeout("agentfaults: injected read timeout"))
+    if kind == "connect_error":
+        return Injected(error=module.ConnectError("agentfaults: injected connect error"))
+    if kind == "reset":
+        error = module.ReadError("[Errno 104] Connection reset by peer (agentfaults)")
+        error.__cause__ = ConnectionResetError(104, "Connection reset by peer")
+        return Injected(error=error)
+    body = request_body(request)
+    stream = wants_stream(provider, body)
+    if kind == "malformed_body":
+        content_type, data = malformed_body(provider, stream=stream)
+        return Injected(
+            module.Response(200, headers=[("content-type", content_type)], content=data)
+        )
+    model = model_name(body)
+    if kind == "read_error":
+        content_type, data = truncated_body(provider, stream=False, model=model)
+        failure = module.ReadError("agentfaults: injected read error after the headers")
+    else:  # truncated_stream
+        content_type, data = truncated_body(provider, stream=stream, model=model)
+        failure = module.RemoteProtocolError(
+            "peer closed connection without sending complete message body: "
+            "incomplete chunked read (agentfaults: injected truncated stream)"
+        )
+    response = module.Response(
+        200,
+        headers=[("content-type", content_type)],
+        stream=library.cut_stream(data, failure),
+    )
+    return Injected(response, later=failure)
+
+
+def request_body(request: Any) -> bytes:
+    """The bytes of ``request``'s body, or ``b""`` for a streamed upload nobody has read."""
+    try:
+        content = request.content
+    except Exception:  # a streamed upload that nobody has read: no digest
+        return b""
+    return content if isinstance(content, bytes) else b""

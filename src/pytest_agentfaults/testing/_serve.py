@@ -1,0 +1,353 @@
+"""How the loopback server answers one request: a fault, a scripted step, or an error.
+
+`Service.serve` takes a request read in full, finds what answers it (the bound plan's next
+http fault, the script's next step, or a 4xx for a request the server cannot serve),
+records it (`ReceivedRequest`, an ``http.request`` event, the fault fired) and does the
+reply on the socket (`_handler.send`). The bytes of each reply come from `_wire`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import itertools
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from pytest_agentfaults.errors import (
+    MalformedResponseError,
+    ModelHTTPError,
+    ModelStreamError,
+    ModelTimeoutError,
+    ModelTransportError,
+    UsageError,
+)
+from pytest_agentfaults.runtime.clock import RealClock
+from pytest_agentfaults.runtime.events import ErrorRecord, Recorder
+from pytest_agentfaults.runtime.models.base import ModelRequest
+from pytest_agentfaults.runtime.redact import redact_headers, redact_text
+from pytest_agentfaults.testing._handler import Handler, Reply, send
+from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
+from pytest_agentfaults.testing._wire import (
+    JSON_TYPE,
+    Provider,
+    content_type,
+    error_body,
+    malformed_body,
+    model_name,
+    model_request,
+    parse_body,
+    provider_for,
+    render_response,
+    retry_after_headers,
+    truncated_body,
+    wants_stream,
+)
+from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing.faults import FaultPlan, HTTPFault
+
+__all__ = ["Binding", "ReceivedRequest", "Service", "unbound"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedRequest:
+    """One request the server received (faulted ones included), credentials redacted."""
+
+    method: str
+    path: str
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    provider: str | None
+    stream: bool
+    #: what the server served instead of a scripted answer (``"503"``, ``"timeout"`` ...)
+    fault: str | None = None
+    #: the size of the body as received; ``body`` keeps its first ``max_stored_body`` bytes
+    body_size: int = -1
+
+    def __post_init__(self) -> None:
+        if self.body_size < 0:
+            object.__setattr__(self, "body_size", len(self.body))
+
+    @property
+    def truncated(self) -> bool:
+        """Whether ``body`` is only the start of the body received."""
+        return self.body_size > len(self.body)
+
+    def json(self) -> Any:
+        """The body parsed as JSON."""
+        if self.truncated:
+            raise UsageError(
+                f"the body of {self.method} {self.path} was {self.body_size} bytes and "
+                f"llm_server kept the first {len(self.body)}; to parse it, raise "
+                "LLMServer(max_stored_body=...)"
+            )
+        return json.loads(self.body)
+
+    @property
+    def retry_count(self) -> int | None:
+        """The ``x-stainless-retry-count`` header the official SDKs send, as an int."""
+        value = self.headers.get("x-stainless-retry-count")
+        return int(value) if value is not None and value.isdigit() else None
+
+
+@dataclass(slots=True)
+class Binding:
+    """What one test sees: its script, plan, requests and problems.
+
+    A request holds on to the binding it arrived under, so a late reply (a held timeout)
+    lands in its own test, never in the next one.
+    """
+
+    model: ScriptedModel
+    plan: FaultPlan | None = None
+    recorder: Recorder | None = None
+    requests: list[ReceivedRequest] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def unbound() -> Binding:
+    """A binding to no test: an empty script, and events on the server's own trace."""
+    # made in an empty context: an unbound server's events stay on its own trace, never in
+    # the trace of whichever test happened to be collecting when it was reset
+    recorder = contextvars.Context().run(Recorder, agent="llm_server", clock=RealClock())
+    return Binding(ScriptedModel([], name="llm_server"), recorder=recorder)
+
+
+class Settings(Protocol):
+    """What `Service` reads of its server at each request (they may change between tests)."""
+
+    @property
+    def url(self) -> str: ...
+
+    max_stored_body: int
+    timeout_hold: float
+
+
+class Service:
+    """Answers the requests of one `LLMServer` (see the module docs)."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+        self._ids = itertools.count(1)
+
+    def serve(
+        self,
+        server: Settings,
+        binding: Binding,
+        handler: Handler,
+        method: str,
+        path: str,
+        body: bytes,
+    ) -> None:
+        """Answer one request under ``binding`` (the test it arrived in) and record it."""
+        recorded = len(binding.model.requests)
+        provider = provider_for(path)
+        stream = provider is not None and wants_stream(provider, body)
+        url = f"{server.url}{path}"
+        shown = f"{RECORDED_ORIGIN}{path}"  # no port: the same bytes on every run
+        plan = binding.plan
+        hit = plan.next_http_fault(method, url, any_host=True) if plan is not None else None
+        if plan is not None and hit is not None:
+            fault, occurrence = hit
+            reply = self._fault_reply(fault, provider, stream, body)
+            plan.record(fault, f"{method} {shown}", reply.fault or "", occurrence)
+            self._emit(
+                binding,
+                "http.fault",
+                method=method,
+                url=shown,
+                status=fault.status or reply.fault,
+                retry_after=fault.retry_after,
+                occurrence=occurrence,
+                detail=f"{method} {shown}: {fault.describe()}",
+            )
+        elif provider is None:
+            message = f"agentfaults llm_server: no endpoint {method} {path}"
+            reply = _answer(404, error_body(None, 404, message))
+        elif method != "POST":
+            reply = _answer(405, error_body(provider, 405, f"use POST for {path}"))
+        else:
+            reply = self._script_reply(binding, provider, stream, body)
+        received = ReceivedRequest(
+            method=method,
+            path=path,
+            url=redact_text(url),
+            headers=redact_headers(handler.fields),
+            body=body[: server.max_stored_body],
+            provider=provider,
+            stream=stream,
+            fault=reply.fault,
+            body_size=len(body),
+        )
+        with self._lock:
+            binding.requests.append(received)
+            if len(body) > server.max_stored_body:  # the script's copy is bounded too
+                _cut_texts(binding.model.requests[recorded:], server.max_stored_body)
+        self._record(binding, received, reply, body)
+        # the event is recorded before the reply goes out: the client may look at once
+        if send(handler, reply, server.timeout_hold) == "held":
+            binding.problems.append(
+                f"a 'timeout' on {method} {path} held the response {server.timeout_hold:g}s "
+                "and the client never gave up; give the client a timeout below that "
+                "(e.g. timeout=0.05), or raise LLMServer(timeout_hold=...)"
+            )
+
+    def _record(
+        self, binding: Binding, received: ReceivedRequest, reply: Reply, body: bytes
+    ) -> None:
+        method, url = received.method, f"{RECORDED_ORIGIN}{received.path}"
+        fields: dict[str, Any] = {"method": method, "url": url}
+        if reply.kind in ("answer", "cut"):
+            fields["status"] = reply.status
+        if reply.kind != "answer":
+            fields["error"] = _error_record(reply)
+        if received.retry_count is not None:
+            fields["retry_count"] = received.retry_count
+        if reply.retry_after is not None:
+            fields["retry_after"] = reply.retry_after
+        if reply.fault is not None:
+            fields["fault"] = reply.fault
+        if body:
+            fields["body_sha"] = _digest(body)
+        fields["detail"] = f"{method} {url}" + (
+            f" (retry {received.retry_count})" if received.retry_count else ""
+        )
+        self._emit(binding, "http.request", **fields)
+
+    def _emit(self, binding: Binding, type: str, **fields: Any) -> None:
+        if binding.recorder is not None:  # the recorder redacts what it records
+            with self._lock:
+                binding.recorder.emit(type, **fields)
+
+    def _script_reply(
+        self, binding: Binding, provider: Provider, stream: bool, body: bytes
+    ) -> Reply:
+        data, problem = parse_body(body)
+        if problem:
+            return _answer(400, error_body(provider, 400, problem))
+        model = str(data.get("model") or "agentfaults") if isinstance(data, dict) else "x"
+        request = model_request(provider, data, stream=stream)
+        with self._lock:
+            try:
+                response = binding.model.request(request)
+            except ScriptExhaustedError as exc:
+                binding.problems.append(str(exc))
+                return _answer(400, error_body(provider, 400, f"agentfaults: {exc}"))
+            except Exception as exc:  # a failure step: serve it over the wire
+                return _failure_reply(exc, provider, stream, model)
+        include_usage = False
+        if isinstance(data, dict) and isinstance(data.get("stream_options"), dict):
+            include_usage = bool(data["stream_options"].get("include_usage"))
+        events = render_response(
+            provider,
+            response,
+            model=model,
+            stream=stream,
+            response_id=f"agentfaults{next(self._ids):06d}",
+            include_usage=include_usage,
+        )
+        headers = [("content-type", content_type(provider, stream))]
+        return Reply("answer", 200, headers, events, stream=stream)
+
+    def _fault_reply(
+        self, fault: HTTPFault, provider: Provider | None, stream: bool, body: bytes
+    ) -> Reply:
+        fault.check()
+        if fault.status is not None:
+            status = fault.status
+            headers = [("content-type", JSON_TYPE), *retry_after_headers(fault.retry_after)]
+            reply = _answer(status, error_body(provider, status), headers)
+            reply.retry_after = fault.retry_after
+            reply.fault = str(status)
+            return reply
+        return _kind_reply(str(fault.kind), provider, stream, model_name(body))
+
+
+def _cut_texts(requests: list[ModelRequest], cap: int) -> None:
+    """Cut each message text and tool-call arguments of ``requests`` to ``cap`` characters."""
+
+    def cut(text: str) -> str:
+        return text if len(text) <= cap else f"{text[:cap]}...[{len(text) - cap} more characters]"
+
+    for request in requests:
+        request.messages[:] = [
+            message.model_copy(
+                update={
+                    "content": cut(message.content),
+                    "tool_calls": [
+                        call.model_copy(update={"arguments": cut(call.arguments)})
+                        for call in message.tool_calls
+                    ],
+                }
+            )
+            for message in request.messages
+        ]
+
+
+def _answer(status: int, body: bytes, headers: list[tuple[str, str]] | None = None) -> Reply:
+    return Reply("answer", status, headers or [("content-type", JSON_TYPE)], [body])
+
+
+def _kind_reply(
+    kind: str, provider: Provider | None, stream: bool, model: str, text: str | None = None
+) -> Reply:
+    if kind == "timeout":
+        return Reply("hold", fault=kind)
+    if kind == "connect_error":
+        return Reply("drop", fault=kind)
+    if kind == "reset":
+        return Reply("reset", fault=kind)
+    if kind == "malformed_body":
+        content_type, data = malformed_body(provider, stream=stream, text=text)
+        return Reply("answer", 200, [("content-type", content_type)], [data], stream, fault=kind)
+    # read_error: half a body, then the connection drops; truncated_stream: a cut stream
+    cut_stream = stream if kind == "truncated_stream" else False
+    content_type, data = truncated_body(provider, stream=cut_stream, model=model)
+    return Reply("cut", 200, [("content-type", content_type)], [data], cut_stream, fault=kind)
+
+
+def _failure_reply(exc: Exception, provider: Provider, stream: bool, model: str) -> Reply:
+    """A failure step's error, as the wire shows it."""
+    if isinstance(exc, ModelHTTPError):
+        retry_after = getattr(exc, "retry_after", None)
+        headers = [("content-type", JSON_TYPE), *retry_after_headers(retry_after)]
+        reply = _answer(exc.status, error_body(provider, exc.status, exc.body or ""), headers)
+        reply.retry_after = retry_after
+        reply.fault = str(exc.status)
+        return reply
+    if isinstance(exc, ModelTimeoutError | TimeoutError):
+        return _kind_reply("timeout", provider, stream, model)
+    if isinstance(exc, ModelTransportError | ConnectionError):
+        return _kind_reply("connect_error", provider, stream, model)
+    if isinstance(exc, ModelStreamError):
+        return _kind_reply("truncated_stream", provider, True, model)
+    if isinstance(exc, MalformedResponseError):
+        return _kind_reply("malformed_body", provider, stream, model, text=exc.body or None)
+    message = f"agentfaults: scripted failure {type(exc).__name__}: {exc}"
+    reply = _answer(500, error_body(provider, 500, redact_text(message)))
+    reply.fault = "500"
+    return reply
+
+
+_REASONS: Final = {
+    "hold": ("ReadTimeout", "the server held the response until the client gave up"),
+    "drop": ("RemoteProtocolError", "the server dropped the connection before the headers"),
+    "reset": ("ConnectionResetError", "the server reset the connection"),
+    "cut": ("RemoteProtocolError", "the server cut the response off mid-way"),
+}
+
+
+def _error_record(reply: Reply) -> ErrorRecord:
+    name, message = _REASONS.get(reply.kind, ("Error", "the exchange failed"))
+    if reply.kind == "cut" and reply.fault == "read_error":
+        name = "ReadError"
+    return ErrorRecord(type=name, message=message, kind="runtime", retryable=True)
+
+
+def _digest(body: bytes) -> str:
+    return hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
