@@ -286,3 +286,21 @@ def test_fake_args_say_when_a_pattern_is_out_of_reach() -> None:
 def test_fake_args_take_a_tool() -> None:
     with pytest.raises(af.UsageError, match="af.Tool"):
         fake_args(lambda url: url)  # type: ignore[arg-type]
+
+
+def test_fake_args_do_not_depend_on_the_day_they_run(monkeypatch) -> None:
+    # Faker draws dates up to "now" unless told otherwise: the same seed then gave other
+    # dates a moment later (created_at differed by microseconds), a flaky property above.
+    import faker.providers.date_time as faker_dates
+
+    class Frozen(datetime.datetime):
+        moment = datetime.datetime(2026, 1, 1)
+
+        @classmethod
+        def now(cls, tz=None):  # type: ignore[override]
+            return cls.moment
+
+    monkeypatch.setattr(faker_dates, "datetime", Frozen)
+    first = [fake_args(tool, seed=334, include_optional=True) for tool in TOOLS]
+    Frozen.moment = datetime.datetime(2031, 6, 1, 12, 0, 0, 123456)
+    assert [fake_args(tool, seed=334, include_optional=True) for tool in TOOLS] == first

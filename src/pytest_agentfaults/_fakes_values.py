@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from collections.abc import Callable
@@ -20,6 +21,27 @@ __all__ = [
 ]
 
 Make = Callable[[Faker], Any]
+
+# Faker draws dates up to "now" unless told an end: the same seed would give other dates on
+# another day (or a microsecond later). A fixed end keeps fake_args a function of its seed.
+DATES_END: Final = datetime.datetime(2025, 12, 31, 23, 59, 59)
+BIRTHS: Final = (datetime.date(1940, 1, 1), datetime.date(2007, 12, 31))
+
+
+def _iso8601(fake: Faker) -> str:
+    return fake.iso8601(end_datetime=DATES_END)
+
+
+def _date(fake: Faker) -> str:
+    return fake.date(end_datetime=DATES_END)
+
+
+def _birth_date(fake: Faker) -> str:
+    return fake.date_between(start_date=BIRTHS[0], end_date=BIRTHS[1]).isoformat()
+
+
+def _time(fake: Faker) -> str:
+    return fake.time(end_datetime=DATES_END)
 
 
 def _sentence(words: int) -> Make:
@@ -71,13 +93,13 @@ STRING_BY_NAME: Final[dict[str, Make]] = {
     "zip_code": lambda fake: fake.postcode(),
     "postcode": lambda fake: fake.postcode(),
     "postal_code": lambda fake: fake.postcode(),
-    "date": lambda fake: fake.date(),
-    "day": lambda fake: fake.date(),
-    "birthday": lambda fake: fake.date_of_birth().isoformat(),
-    "dob": lambda fake: fake.date_of_birth().isoformat(),
-    "datetime": lambda fake: fake.iso8601(),
-    "timestamp": lambda fake: fake.iso8601(),
-    "time": lambda fake: fake.time(),
+    "date": _date,
+    "day": _date,
+    "birthday": _birth_date,
+    "dob": _birth_date,
+    "datetime": _iso8601,
+    "timestamp": _iso8601,
+    "time": _time,
     "uuid": lambda fake: fake.uuid4(),
     "guid": lambda fake: fake.uuid4(),
     "id": lambda fake: fake.uuid4(),
@@ -138,9 +160,9 @@ STRING_BY_NAME: Final[dict[str, Make]] = {
 
 # Names that end like these (``created_at``, ``start_date``, ``user_id`` ...) -> a string.
 STRING_BY_SUFFIX: Final[tuple[tuple[str, Make], ...]] = (
-    ("_at", lambda fake: fake.iso8601()),
-    ("_date", lambda fake: fake.date()),
-    ("_time", lambda fake: fake.iso8601()),
+    ("_at", _iso8601),
+    ("_date", _date),
+    ("_time", _iso8601),
     ("_id", lambda fake: fake.uuid4()),
     ("_url", lambda fake: fake.url()),
     ("_email", lambda fake: fake.email()),
@@ -205,9 +227,9 @@ FORMATS: Final[dict[str, Make]] = {
     "uri-reference": lambda fake: fake.uri_path(),
     "email": lambda fake: fake.email(),
     "idn-email": lambda fake: fake.email(),
-    "date": lambda fake: fake.date(),
-    "date-time": lambda fake: fake.iso8601(),
-    "time": lambda fake: fake.time(),
+    "date": _date,
+    "date-time": _iso8601,
+    "time": _time,
     "duration": lambda fake: f"PT{fake.random_int(1, 3600)}S",
     "ipv4": lambda fake: fake.ipv4(),
     "ipv6": lambda fake: fake.ipv6(),

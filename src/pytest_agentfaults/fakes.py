@@ -32,6 +32,7 @@ from faker import Faker
 from faker.providers import BaseProvider
 
 from pytest_agentfaults._fakes_args import fake_args, shared_faker
+from pytest_agentfaults._fakes_values import DATES_END
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.testing._malformed import (
     MALFORMED_JSON_KINDS,
@@ -160,7 +161,7 @@ class AgentFaultsProvider(BaseProvider):
             ("email", fake.email),
             ("verbose", fake.pybool),
             ("path", lambda: fake.file_path(depth=2)),
-            ("date", fake.date),
+            ("date", lambda: fake.date(end_datetime=DATES_END)),
             ("tags", lambda: fake.words(nb=2)),
             ("threshold", lambda: round(fake.random.uniform(0, 1), 2)),
             ("cursor", lambda: None),
