@@ -906,9 +906,12 @@ def _register_printers() -> None:
     try:
         from hypothesis.vendor import pretty  # noqa: PLC0415 - optional hook
 
-        pretty.for_type_by_name("pytest_agentfaults.testing.faults", "FaultPlan", _pretty_plan)
+        # by the defining module and by the public path it shows once published
+        for module in ("pytest_agentfaults.testing.faults", "pytest_agentfaults"):
+            pretty.for_type_by_name(module, "FaultPlan", _pretty_plan)
         for cls in _step_classes():
-            pretty.for_type_by_name(cls.__module__, cls.__name__, _pretty_step)
+            for module in (cls.__module__, "pytest_agentfaults"):
+                pretty.for_type_by_name(module, cls.__name__, _pretty_step)
     except (ImportError, AttributeError):  # pragma: no cover - a future Hypothesis
         pass
 
