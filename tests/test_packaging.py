@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.resources
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +95,18 @@ def test_readme_gives_exactly_two_setup_commands_and_ci_runs_them():
         assert command.startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && ")
         run = command.split(" && ")[-1]
         assert run in ci.splitlines(), f"CI does not run README's command: {run}"
+
+
+REFERENCE = Path(__file__).parent.parent / "docs" / "reference.md"
+
+
+def test_the_reference_documents_exactly_all():
+    text = REFERENCE.read_text()
+    targets = re.findall(r"^::: (\S+)$", text, flags=re.MULTILINE)
+    documented = {t.removeprefix("pytest_agentfaults.") for t in targets}
+    twins = set(re.findall(r"^\| `(\w+)` \| `\w+` \|$", text, flags=re.MULTILINE))
+    optional = {"strategies", "fakes"}  # modules of their own, documented whole
+    assert len(targets) == len(set(targets)), "a name is documented twice"
+    assert (documented - optional) | twins | {"__version__"} == set(af.__all__)
+    # one public path: nothing is documented through a private module
+    assert all(t.count(".") == 1 for t in targets), targets
