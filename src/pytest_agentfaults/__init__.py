@@ -14,7 +14,8 @@ result = agent.run("go")
 
 Lazy: importing this package (and so the pytest plugin) loads only this file; each name
 imports its module on first use (PEP 562 ``__getattr__``). This package is the one import
-path of every public name: its ``__module__`` reads ``pytest_agentfaults``. A few names
+path of every public name; a function's or class's ``__module__`` reads
+``pytest_agentfaults`` (see `_publish` for the classes that keep theirs). A few names
 have a clearer twin (``RunUsage`` for ``Usage``, ``RequestUsage`` for ``TokenUsage``,
 ``TracedError`` for ``ErrorRecord``, ``Classification`` for ``ErrorInfo``, ``RunLoop`` for
 ``Loop``, ``ScriptStep`` for ``Step``): the same object under two names.
@@ -359,13 +360,22 @@ def __getattr__(name: str) -> Any:
 
 
 def _publish(value: Any, attribute: str) -> None:
-    """Show the public path, as httpx does: ``pytest_agentfaults.Agent``, not the private one.
+    """Show the public path, as httpx does: ``pytest_agentfaults.tool``, not the private one.
 
-    Only a class or function under its own name (an alias shares its target's object);
+    Only a function or class under its own name (an alias shares its target's object);
     pickle and reprs then go through this package, whose ``__getattr__`` finds the name.
+    A class whose own annotations are strings keeps its module: ``typing.get_type_hints``
+    (and pydantic, hypothesis' ``builds``) resolve them in ``sys.modules[cls.__module__]``.
     """
-    if getattr(value, "__name__", None) == attribute and hasattr(value, "__qualname__"):
-        value.__module__ = __name__
+    if getattr(value, "__name__", None) != attribute or value.__module__ == __name__:
+        return
+    if isinstance(value, type):
+        own = vars(value).get("__annotations__", {})
+        if any(isinstance(hint, str) for hint in own.values()):
+            return
+    elif not callable(value) or not hasattr(value, "__globals__"):
+        return
+    value.__module__ = __name__
 
 
 def __dir__() -> list[str]:
