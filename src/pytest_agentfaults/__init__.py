@@ -12,8 +12,13 @@ agent = af.Agent("bot", model=af.ScriptedModel([af.call_tool("fetch", url="x"), 
 result = agent.run("go")
 ```
 
-The recovery runtime and the error taxonomy are imported eagerly; the test kit, the HTTP
-model clients and the optional parts load on first use.
+Lazy: importing this package (and so the pytest plugin) loads only this file; each name
+imports its module on first use (PEP 562 ``__getattr__``). This package is the one import
+path of every public name; a function's or class's ``__module__`` reads
+``pytest_agentfaults`` (see `_publish` for the classes that keep theirs). A few names
+have a clearer twin (``RunUsage`` for ``Usage``, ``RequestUsage`` for ``TokenUsage``,
+``TracedError`` for ``ErrorRecord``, ``Classification`` for ``ErrorInfo``, ``RunLoop`` for
+``Loop``, ``ScriptStep`` for ``Step``): the same object under two names.
 """
 
 from __future__ import annotations
@@ -21,120 +26,222 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentfaults.errors import (
-    AgentFaultsError,
-    BudgetExceededError,
-    ErrorInfo,
-    EscalationError,
-    InvalidArgsError,
-    MalformedResponseError,
-    ModelAuthError,
-    ModelError,
-    ModelHTTPError,
-    ModelServerError,
-    ModelStreamError,
-    ModelTimeoutError,
-    ModelTransportError,
-    RateLimitError,
-    Severity,
-    ToolError,
-    ToolExecutionError,
-    ToolTimeoutError,
-    UnknownToolError,
-    UsageError,
-    classify,
-)
-from pytest_agentfaults.runtime import (
-    Agent,
-    Budget,
-    CancelToken,
-    Clock,
-    ErrorRecord,
-    Event,
-    FirstOf,
-    LlmErrorDecision,
-    Loop,
-    Message,
-    Model,
-    ModelRequest,
-    ModelResponse,
-    OnError,
-    RealClock,
-    ResilienceConfig,
-    RunResult,
-    Speculative,
-    TokenUsage,
-    Tool,
-    ToolCall,
-    ToolFailure,
-    ToolSpec,
-    Trace,
-    Usage,
-    VirtualClock,
-    feed_back,
-    first_of,
-    fix,
-    raise_error,
-    respond_with,
-    retry,
-    speculative,
-    tool,
-)
-
 if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.models._http import TransportRetry
-    from pytest_agentfaults.runtime.models.anthropic import AnthropicModel
-    from pytest_agentfaults.runtime.models.ollama import OllamaModel
-    from pytest_agentfaults.runtime.models.openai import OpenAIModel
-    from pytest_agentfaults.runtime.models.resolve import resolve_model
-    from pytest_agentfaults.testing import (
-        FaultPlan,
-        FaultScope,
-        FiredFault,
-        ScriptedModel,
-        ScriptExhaustedError,
-        Step,
-        call_tool,
-        call_tools,
-        fail,
-        fault_scope,
-        malformed,
-        say,
+    from pytest_agentfaults.errors import (
+        AgentFaultsError,
+        BudgetExceededError,
+        ErrorInfo,
+        EscalationError,
+        InvalidArgsError,
+        MalformedResponseError,
+        ModelAuthError,
+        ModelError,
+        ModelHTTPError,
+        ModelServerError,
+        ModelStreamError,
+        ModelTimeoutError,
+        ModelTransportError,
+        RateLimitError,
+        Severity,
+        ToolError,
+        ToolExecutionError,
+        ToolTimeoutError,
+        UnknownToolError,
+        UsageError,
+        classify,
     )
+    from pytest_agentfaults.runtime.agent import (
+        Agent,
+        Budget,
+        CancelToken,
+        Loop,
+        RunResult,
+        Usage,
+    )
+    from pytest_agentfaults.runtime.backoff import (
+        ResilienceConfig,
+    )
+    from pytest_agentfaults.runtime.clock import (
+        Clock,
+        RealClock,
+        VirtualClock,
+    )
+    from pytest_agentfaults.runtime.combinators import (
+        FirstOf,
+        Speculative,
+        first_of,
+        speculative,
+    )
+    from pytest_agentfaults.runtime.decisions import (
+        LlmErrorDecision,
+    )
+    from pytest_agentfaults.runtime.events import (
+        ErrorRecord,
+        Event,
+        Trace,
+    )
+    from pytest_agentfaults.runtime.models._http import (
+        TransportRetry,
+    )
+    from pytest_agentfaults.runtime.models.anthropic import (
+        AnthropicModel,
+    )
+    from pytest_agentfaults.runtime.models.base import (
+        Message,
+        Model,
+        ModelRequest,
+        ModelResponse,
+        TokenUsage,
+        ToolCall,
+        ToolSpec,
+    )
+    from pytest_agentfaults.runtime.models.ollama import (
+        OllamaModel,
+    )
+    from pytest_agentfaults.runtime.models.openai import (
+        OpenAIModel,
+    )
+    from pytest_agentfaults.runtime.models.resolve import (
+        resolve_model,
+    )
+    from pytest_agentfaults.runtime.policy import (
+        OnError,
+        feed_back,
+        fix,
+        raise_error,
+        respond_with,
+        retry,
+    )
+    from pytest_agentfaults.runtime.tools import (
+        Tool,
+        ToolFailure,
+        tool,
+    )
+    from pytest_agentfaults.testing._fail_steps import fail
+    from pytest_agentfaults.testing._malformed_steps import malformed
     from pytest_agentfaults.testing._serve import ReceivedRequest
-    from pytest_agentfaults.testing.http import HttpFaultRouter, UnmatchedRequestError
-    from pytest_agentfaults.testing.schedules import ScheduleViolation, check_schedule
+    from pytest_agentfaults.testing.faults import (
+        FaultPlan,
+        FiredFault,
+    )
+    from pytest_agentfaults.testing.http import (
+        HttpFaultRouter,
+        UnmatchedRequestError,
+    )
+    from pytest_agentfaults.testing.schedules import (
+        ScheduleViolation,
+        check_schedule,
+    )
+    from pytest_agentfaults.testing.scope import (
+        FaultScope,
+        fault_scope,
+    )
+    from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError
     from pytest_agentfaults.testing.server import LLMServer
-    from pytest_agentfaults.testing.verdict import Finding, NotResilientError, Verdict
+    from pytest_agentfaults.testing.steps import Step, call_tool, call_tools, say
+    from pytest_agentfaults.testing.verdict import (
+        Finding,
+        NotResilientError,
+        Verdict,
+    )
 
-# name -> module that defines it; imported on first attribute access.
-_LAZY: dict[str, str] = {
-    "AnthropicModel": "pytest_agentfaults.runtime.models.anthropic",
-    "FaultPlan": "pytest_agentfaults.testing",
-    "FaultScope": "pytest_agentfaults.testing",
-    "Finding": "pytest_agentfaults.testing.verdict",
-    "FiredFault": "pytest_agentfaults.testing",
-    "HttpFaultRouter": "pytest_agentfaults.testing.http",
-    "LLMServer": "pytest_agentfaults.testing.server",
-    "NotResilientError": "pytest_agentfaults.testing.verdict",
-    "ReceivedRequest": "pytest_agentfaults.testing._serve",
-    "ScheduleViolation": "pytest_agentfaults.testing.schedules",
-    "UnmatchedRequestError": "pytest_agentfaults.testing.http",
-    "Verdict": "pytest_agentfaults.testing.verdict",
-    "OllamaModel": "pytest_agentfaults.runtime.models.ollama",
-    "OpenAIModel": "pytest_agentfaults.runtime.models.openai",
-    "TransportRetry": "pytest_agentfaults.runtime.models._http",
-    "resolve_model": "pytest_agentfaults.runtime.models.resolve",
-    "ScriptExhaustedError": "pytest_agentfaults.testing",
-    "ScriptedModel": "pytest_agentfaults.testing",
-    "Step": "pytest_agentfaults.testing",
-    "call_tool": "pytest_agentfaults.testing",
-    "check_schedule": "pytest_agentfaults.testing.schedules",
-    "call_tools": "pytest_agentfaults.testing",
-    "fail": "pytest_agentfaults.testing",
-    "fault_scope": "pytest_agentfaults.testing",
-    "malformed": "pytest_agentfaults.testing",
-    "say": "pytest_agentfaults.testing",
+    # the clearer twins: the same objects (see the docstring)
+    Classification = ErrorInfo
+    RequestUsage = TokenUsage
+    RunLoop = Loop
+    RunUsage = Usage
+    ScriptStep = Step
+    TracedError = ErrorRecord
+
+# public name -> (defining module, the name there); sorted. Imported on first access.
+_LAZY: dict[str, tuple[str, str]] = {
+    "Agent": ("pytest_agentfaults.runtime.agent", "Agent"),
+    "AgentFaultsError": ("pytest_agentfaults.errors", "AgentFaultsError"),
+    "AnthropicModel": ("pytest_agentfaults.runtime.models.anthropic", "AnthropicModel"),
+    "Budget": ("pytest_agentfaults.runtime.agent", "Budget"),
+    "BudgetExceededError": ("pytest_agentfaults.errors", "BudgetExceededError"),
+    "CancelToken": ("pytest_agentfaults.runtime.agent", "CancelToken"),
+    "Classification": ("pytest_agentfaults.errors", "ErrorInfo"),
+    "Clock": ("pytest_agentfaults.runtime.clock", "Clock"),
+    "ErrorInfo": ("pytest_agentfaults.errors", "ErrorInfo"),
+    "ErrorRecord": ("pytest_agentfaults.runtime.events", "ErrorRecord"),
+    "EscalationError": ("pytest_agentfaults.errors", "EscalationError"),
+    "Event": ("pytest_agentfaults.runtime.events", "Event"),
+    "FaultPlan": ("pytest_agentfaults.testing.faults", "FaultPlan"),
+    "FaultScope": ("pytest_agentfaults.testing.scope", "FaultScope"),
+    "Finding": ("pytest_agentfaults.testing.verdict", "Finding"),
+    "FiredFault": ("pytest_agentfaults.testing.faults", "FiredFault"),
+    "FirstOf": ("pytest_agentfaults.runtime.combinators", "FirstOf"),
+    "HttpFaultRouter": ("pytest_agentfaults.testing.http", "HttpFaultRouter"),
+    "InvalidArgsError": ("pytest_agentfaults.errors", "InvalidArgsError"),
+    "LLMServer": ("pytest_agentfaults.testing.server", "LLMServer"),
+    "LlmErrorDecision": ("pytest_agentfaults.runtime.decisions", "LlmErrorDecision"),
+    "Loop": ("pytest_agentfaults.runtime.agent", "Loop"),
+    "MalformedResponseError": ("pytest_agentfaults.errors", "MalformedResponseError"),
+    "Message": ("pytest_agentfaults.runtime.models.base", "Message"),
+    "Model": ("pytest_agentfaults.runtime.models.base", "Model"),
+    "ModelAuthError": ("pytest_agentfaults.errors", "ModelAuthError"),
+    "ModelError": ("pytest_agentfaults.errors", "ModelError"),
+    "ModelHTTPError": ("pytest_agentfaults.errors", "ModelHTTPError"),
+    "ModelRequest": ("pytest_agentfaults.runtime.models.base", "ModelRequest"),
+    "ModelResponse": ("pytest_agentfaults.runtime.models.base", "ModelResponse"),
+    "ModelServerError": ("pytest_agentfaults.errors", "ModelServerError"),
+    "ModelStreamError": ("pytest_agentfaults.errors", "ModelStreamError"),
+    "ModelTimeoutError": ("pytest_agentfaults.errors", "ModelTimeoutError"),
+    "ModelTransportError": ("pytest_agentfaults.errors", "ModelTransportError"),
+    "NotResilientError": ("pytest_agentfaults.testing.verdict", "NotResilientError"),
+    "OllamaModel": ("pytest_agentfaults.runtime.models.ollama", "OllamaModel"),
+    "OnError": ("pytest_agentfaults.runtime.policy", "OnError"),
+    "OpenAIModel": ("pytest_agentfaults.runtime.models.openai", "OpenAIModel"),
+    "RateLimitError": ("pytest_agentfaults.errors", "RateLimitError"),
+    "RealClock": ("pytest_agentfaults.runtime.clock", "RealClock"),
+    "ReceivedRequest": ("pytest_agentfaults.testing._serve", "ReceivedRequest"),
+    "RequestUsage": ("pytest_agentfaults.runtime.models.base", "TokenUsage"),
+    "ResilienceConfig": ("pytest_agentfaults.runtime.backoff", "ResilienceConfig"),
+    "RunLoop": ("pytest_agentfaults.runtime.agent", "Loop"),
+    "RunResult": ("pytest_agentfaults.runtime.agent", "RunResult"),
+    "RunUsage": ("pytest_agentfaults.runtime.agent", "Usage"),
+    "ScheduleViolation": ("pytest_agentfaults.testing.schedules", "ScheduleViolation"),
+    "ScriptExhaustedError": ("pytest_agentfaults.testing.scripted", "ScriptExhaustedError"),
+    "ScriptStep": ("pytest_agentfaults.testing.steps", "ScriptStep"),
+    "ScriptedModel": ("pytest_agentfaults.testing.scripted", "ScriptedModel"),
+    "Severity": ("pytest_agentfaults.errors", "Severity"),
+    "Speculative": ("pytest_agentfaults.runtime.combinators", "Speculative"),
+    "Step": ("pytest_agentfaults.testing.steps", "ScriptStep"),
+    "TokenUsage": ("pytest_agentfaults.runtime.models.base", "TokenUsage"),
+    "Tool": ("pytest_agentfaults.runtime.tools", "Tool"),
+    "ToolCall": ("pytest_agentfaults.runtime.models.base", "ToolCall"),
+    "ToolError": ("pytest_agentfaults.errors", "ToolError"),
+    "ToolExecutionError": ("pytest_agentfaults.errors", "ToolExecutionError"),
+    "ToolFailure": ("pytest_agentfaults.runtime.tools", "ToolFailure"),
+    "ToolSpec": ("pytest_agentfaults.runtime.models.base", "ToolSpec"),
+    "ToolTimeoutError": ("pytest_agentfaults.errors", "ToolTimeoutError"),
+    "Trace": ("pytest_agentfaults.runtime.events", "Trace"),
+    "TracedError": ("pytest_agentfaults.runtime.events", "ErrorRecord"),
+    "TransportRetry": ("pytest_agentfaults.runtime.models._http", "TransportRetry"),
+    "UnknownToolError": ("pytest_agentfaults.errors", "UnknownToolError"),
+    "UnmatchedRequestError": ("pytest_agentfaults.testing.http", "UnmatchedRequestError"),
+    "Usage": ("pytest_agentfaults.runtime.agent", "Usage"),
+    "UsageError": ("pytest_agentfaults.errors", "UsageError"),
+    "Verdict": ("pytest_agentfaults.testing.verdict", "Verdict"),
+    "VirtualClock": ("pytest_agentfaults.runtime.clock", "VirtualClock"),
+    "call_tool": ("pytest_agentfaults.testing.steps", "call_tool"),
+    "call_tools": ("pytest_agentfaults.testing.steps", "call_tools"),
+    "check_schedule": ("pytest_agentfaults.testing.schedules", "check_schedule"),
+    "classify": ("pytest_agentfaults.errors", "classify"),
+    "fail": ("pytest_agentfaults.testing._fail_steps", "fail"),
+    "fault_scope": ("pytest_agentfaults.testing.scope", "fault_scope"),
+    "feed_back": ("pytest_agentfaults.runtime.policy", "feed_back"),
+    "first_of": ("pytest_agentfaults.runtime.combinators", "first_of"),
+    "fix": ("pytest_agentfaults.runtime.policy", "fix"),
+    "malformed": ("pytest_agentfaults.testing._malformed_steps", "malformed"),
+    "raise_error": ("pytest_agentfaults.runtime.policy", "raise_error"),
+    "resolve_model": ("pytest_agentfaults.runtime.models.resolve", "resolve_model"),
+    "respond_with": ("pytest_agentfaults.runtime.policy", "respond_with"),
+    "retry": ("pytest_agentfaults.runtime.policy", "retry"),
+    "say": ("pytest_agentfaults.testing.steps", "say"),
+    "speculative": ("pytest_agentfaults.runtime.combinators", "speculative"),
+    "tool": ("pytest_agentfaults.runtime.tools", "tool"),
 }
 
 __all__ = [
@@ -144,6 +251,7 @@ __all__ = [
     "Budget",
     "BudgetExceededError",
     "CancelToken",
+    "Classification",
     "Clock",
     "ErrorInfo",
     "ErrorRecord",
@@ -178,10 +286,14 @@ __all__ = [
     "RateLimitError",
     "RealClock",
     "ReceivedRequest",
+    "RequestUsage",
     "ResilienceConfig",
+    "RunLoop",
     "RunResult",
+    "RunUsage",
     "ScheduleViolation",
     "ScriptExhaustedError",
+    "ScriptStep",
     "ScriptedModel",
     "Severity",
     "Speculative",
@@ -195,6 +307,7 @@ __all__ = [
     "ToolSpec",
     "ToolTimeoutError",
     "Trace",
+    "TracedError",
     "TransportRetry",
     "UnknownToolError",
     "UnmatchedRequestError",
@@ -224,16 +337,37 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    # Not cached in globals(): the import system's own cache answers, so a module that was
+    # unloaded and imported again (pytester's in-process runs do that) is never half stale.
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        value = getattr(importlib.import_module(module), attribute)
+        _publish(value, attribute)
+        return value
     if name == "__version__":
-        from importlib.metadata import version  # noqa: PLC0415 - lazy by design
+        from importlib.metadata import version  # noqa: PLC0415 - lazy: reads the metadata
 
-        value: Any = version("pytest-agentfaults")
-    elif name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    else:
-        raise AttributeError(f"module 'pytest_agentfaults' has no attribute {name!r}")
-    globals()[name] = value
-    return value
+        return version("pytest-agentfaults")
+    raise AttributeError(f"module 'pytest_agentfaults' has no attribute {name!r}")
+
+
+def _publish(value: Any, attribute: str) -> None:
+    """Show the public path, as httpx does: ``pytest_agentfaults.tool``, not the private one.
+
+    Only a function or class under its own name (an alias shares its target's object);
+    pickle and reprs then go through this package, whose ``__getattr__`` finds the name.
+    A class whose own annotations are strings keeps its module: ``typing.get_type_hints``
+    (and pydantic, hypothesis' ``builds``) resolve them in ``sys.modules[cls.__module__]``.
+    """
+    if getattr(value, "__name__", None) != attribute or value.__module__ == __name__:
+        return
+    if isinstance(value, type):
+        own = vars(value).get("__annotations__", {})
+        if any(isinstance(hint, str) for hint in own.values()):
+            return
+    elif not callable(value) or not hasattr(value, "__globals__"):
+        return
+    value.__module__ = __name__
 
 
 def __dir__() -> list[str]:

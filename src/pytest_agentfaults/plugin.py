@@ -12,8 +12,10 @@ hooks and fixtures. State lives in ``config.stash`` and ``item.stash``.
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable, Generator
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -62,6 +64,7 @@ class _Session:
         self.always: list[tuple[str, str]] = []
         self.html_tests: list[dict[str, Any]] = []
         self.kit: _Kit | None = None
+        self.kit_modules: dict[str, bool] = {}  # test module -> holds pytest_agentfaults
 
 
 _SESSION = pytest.StashKey[_Session]()
@@ -169,7 +172,57 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Build the test's fault plan from its markers and switch it on."""
+    """Build the test's fault plan from its markers and switch it on, if the test may use it.
+
+    A test that cannot reach the kit (see `_may_use_kit`) gets no state at all, so the
+    plugin costs it next to nothing; a kit fixture it asks for later builds the state then.
+    """
+    __tracebackhide__ = True
+    if _may_use_kit(item):
+        _start_state(item)
+
+
+# The fixtures that read the test's state: asking for one means using the kit.
+_KIT_FIXTURES = frozenset(
+    ("faults", "trace", "virtual_clock", "http_faults", "llm_server", "scripted_model")
+)
+
+
+def _may_use_kit(item: pytest.Item) -> bool:
+    """Whether the test could build an agent, fire a fault or read a trace.
+
+    True once the runtime is loaded (any code that builds an agent imported it: the
+    virtual clock and the trace then reach every agent built with ``clock=None``, marked
+    or not), for a marked test, for a test asking for a kit fixture, and for a test whose
+    module holds the lazy package (``import pytest_agentfaults as af``).
+    """
+    if _RUNTIME in sys.modules:
+        return True
+    if item.get_closest_marker("inject_fault") or item.get_closest_marker("real_time"):
+        return True
+    if not _KIT_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
+        return True
+    module = getattr(item, "module", None)
+    return module is not None and _imports_the_kit(module, item.config.stash[_SESSION])
+
+
+_RUNTIME = "pytest_agentfaults.runtime.clock"  # every agent reads its default clock there
+
+
+def _imports_the_kit(module: ModuleType, session: _Session) -> bool:
+    cached = session.kit_modules.get(module.__name__)
+    if cached is None:
+        cached = any(_is_kit(value) for value in list(vars(module).values()))
+        session.kit_modules[module.__name__] = cached
+    return cached
+
+
+def _is_kit(value: object) -> bool:
+    name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
+    return isinstance(name, str) and name.startswith("pytest_agentfaults")
+
+
+def _start_state(item: pytest.Item) -> TestState:
     __tracebackhide__ = True
     session = item.config.stash[_SESSION]
     kit = session.kit or _load_kit(item.config, session)
@@ -184,6 +237,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         state.add_faults(_parsed(m, kit) for m in _top_down(markers, item))
     item.stash[_STATE] = state
     state.start()
+    return state
 
 
 class _Kit:
@@ -399,8 +453,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def _state(request: pytest.FixtureRequest) -> TestState:
     state: TestState | None = request.node.stash.get(_STATE, None)
-    if state is None:  # pragma: no cover - the setup hook always runs first
-        raise RuntimeError("pytest-agentfaults: no test state (was the plugin disabled?)")
+    if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
+        state = _start_state(request.node)
     return state
 
 

@@ -42,7 +42,10 @@ class _Sections(HTMLParser):
             self.seqs[self.current].add(attributes["data-seq"])
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(
+    "workers",
+    [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)],
+)
 def test_the_report_shows_every_event_of_every_test(suite, workers):
     pytester = suite(SUITE)
     run = pytester.runpytest_subprocess if workers else pytester.runpytest
@@ -65,6 +68,7 @@ def test_the_report_shows_every_event_of_every_test(suite, workers):
     assert "tool &#x27;fetch&#x27; raises ConnectionError" in page or "tool 'fetch' raises" in page
 
 
+@pytest.mark.slow
 def test_always_mode_traces_come_back_from_xdist_workers(suite):
     pytester = suite(SUITE)
     result = pytester.runpytest_subprocess("-n", "2", "--agentfaults-trace=always")

@@ -143,6 +143,7 @@ def test_the_seed_is_printed_and_differs_between_sessions_by_default(suite):
     assert seed(first) != seed(second)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_works_under_xdist_with_aggregated_summary_and_one_seed(suite):
     pytester = suite("""

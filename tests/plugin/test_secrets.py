@@ -176,7 +176,9 @@ def _run(pytester, keys, *, how: str):
     return texts
 
 
-@pytest.mark.parametrize("how", ["in-process", "subprocess", "xdist"])
+@pytest.mark.parametrize(
+    "how", ["in-process", "subprocess", pytest.param("xdist", marks=pytest.mark.slow)]
+)
 def test_no_key_reaches_any_output(keyed, how):
     pytester, keys = keyed
     texts = _run(pytester, keys, how=how)
