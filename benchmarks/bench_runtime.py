@@ -21,10 +21,10 @@ from collections.abc import Callable
 
 import pytest_agentfaults as af
 from pytest_agentfaults import ScriptedModel, call_tool, malformed, say
-from pytest_agentfaults.runtime import _loop
-from pytest_agentfaults.runtime._loop import Attempt
-from pytest_agentfaults.runtime.agent import CancelToken, _Run
+from pytest_agentfaults.runtime._drivers import drive
+from pytest_agentfaults.runtime._toolcalls import ToolCalls
 from pytest_agentfaults.runtime.events import Recorder
+from pytest_agentfaults.runtime.hooks import Attempt
 from pytest_agentfaults.runtime.models.base import ToolCall
 
 
@@ -90,8 +90,13 @@ def ours_recovery_layer(
     tool = af.tool(add)
     clock = af.RealClock()
     config = af.ResilienceConfig(timeout_seconds=timeout)
-    agent = af.Agent("bot", tools=[tool], clock=clock, resilience=config)
-    run = _Run(agent, [], Recorder(agent="bot", clock=clock), CancelToken())
+    calls = ToolCalls(
+        tools={"add": tool},
+        resilience=config,
+        clock=clock,
+        rec=Recorder(agent="bot", clock=clock),
+        uniform=lambda: 0.5,
+    )
     kwargs = {"a": 1, "b": 2}
 
     def attempt_steps():  # the policy loop around one happy attempt, minus validation
@@ -99,13 +104,13 @@ def ours_recovery_layer(
         return result
 
     def through_layer() -> object:
-        return _loop.drive(attempt_steps())
+        return drive(attempt_steps())
 
     call = ToolCall(id="c1", name="add", arguments='{"a": 1, "b": 2}')
 
     def whole_tool_call() -> object:  # + argument validation + two trace events
-        run.rec.trace.events.clear()
-        return _loop.drive(run.tool_call(call))
+        calls.rec.trace.events.clear()  # type: ignore[union-attr]
+        return drive(calls.tool_call(call))
 
     return through_layer, whole_tool_call
 

@@ -44,9 +44,10 @@ from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.errors import ToolExecutionError, UsageError, classify
 from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig
-from pytest_agentfaults.runtime.tools import Tool, ToolFailure
+from pytest_agentfaults.runtime.tools import Tool
 from pytest_agentfaults.testing.faults import (
     HTTP_KINDS,
     LLM_KINDS,

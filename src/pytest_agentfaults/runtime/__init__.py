@@ -4,14 +4,9 @@ Depends on pydantic, httpx and the standard library only: importing it never loa
 respx, hypothesis or faker.
 """
 
-from pytest_agentfaults.runtime.agent import (
-    Agent,
-    Budget,
-    CancelToken,
-    Loop,
-    RunResult,
-    Usage,
-)
+from pytest_agentfaults._failure import ToolFailure
+from pytest_agentfaults.runtime._result import Budget, CancelToken, RunResult, Usage
+from pytest_agentfaults.runtime.agent import Agent, Loop
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
 from pytest_agentfaults.runtime.clock import Clock, RealClock, VirtualClock
 from pytest_agentfaults.runtime.combinators import FirstOf, Speculative, first_of, speculative
@@ -34,7 +29,7 @@ from pytest_agentfaults.runtime.policy import (
     respond_with,
     retry,
 )
-from pytest_agentfaults.runtime.tools import Tool, ToolFailure, tool
+from pytest_agentfaults.runtime.tools import Tool, tool
 
 __all__ = [
     "Agent",

@@ -14,7 +14,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentfaults.errors import is_ambiguous
-from pytest_agentfaults.runtime._loop import declared_non_idempotent
+from pytest_agentfaults.runtime.hooks import declared_non_idempotent
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.policy import Retry

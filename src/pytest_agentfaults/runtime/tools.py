@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic_core import PydanticUndefined, to_json
+from pydantic_core import PydanticUndefined
 
 from pytest_agentfaults.errors import InvalidArgsError, UsageError
+from pytest_agentfaults.runtime._invoke import ainvoke, invoke
 from pytest_agentfaults.runtime.models.base import ToolSpec
 from pytest_agentfaults.runtime.redact import redact_text
 
@@ -31,34 +32,10 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.policy import OnError
 
-__all__ = ["Tool", "ToolFailure", "as_tool", "render_result", "tool"]
+__all__ = ["Tool", "as_tool", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-class ToolFailure(BaseModel):
-    """An expected business failure, returned (not raised) by a tool.
-
-    ```python
-    @af.tool
-    def read(path: str) -> str | af.ToolFailure:
-        if not os.path.exists(path):
-            return af.ToolFailure(error="File not found", recommendations=["List the dir first"])
-        ...
-    ```
-
-    It is recorded as a ``tool.error`` event of kind ``"logical"``, fed back to the model,
-    and never retried.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    error: str
-    recommendations: list[str] = Field(default_factory=list)
-
-    def __str__(self) -> str:
-        return self.error
 
 
 class Tool(Generic[P, R]):
@@ -180,9 +157,7 @@ class Tool(Generic[P, R]):
 
         Returns the tool's result, or raises the error that recovery could not cure.
         """
-        from pytest_agentfaults.runtime.agent import invoke_tool  # noqa: PLC0415 - cycle
-
-        return invoke_tool(self, arguments, config=config, clock=clock)
+        return invoke(self, arguments, config, clock)
 
     async def ainvoke(
         self,
@@ -192,9 +167,7 @@ class Tool(Generic[P, R]):
         clock: Clock | None = None,
     ) -> Any:
         """The async twin of `invoke`: awaits async tools, waits through ``clock.asleep``."""
-        from pytest_agentfaults.runtime.agent import ainvoke_tool  # noqa: PLC0415 - cycle
-
-        return await ainvoke_tool(self, arguments, config=config, clock=clock)
+        return await ainvoke(self, arguments, config, clock)
 
 
 @overload
@@ -256,13 +229,6 @@ def as_tool(value: Tool[Any, Any] | Callable[..., Any]) -> Tool[Any, Any]:
     if isinstance(value, Tool):
         return value
     return Tool(value)
-
-
-def render_result(result: Any) -> str:
-    """The string the model sees for a successful result: a str as is, anything else JSON."""
-    if isinstance(result, str):
-        return result
-    return to_json(result, fallback=repr).decode()
 
 
 # --------------------------------------------------------------------------- internals

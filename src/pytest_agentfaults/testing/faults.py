@@ -30,8 +30,10 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.errors import UsageError
-from pytest_agentfaults.runtime._loop import (
+from pytest_agentfaults.runtime.clock import RealClock
+from pytest_agentfaults.runtime.hooks import (
     PROCEED,
     Attempt,
     Inject,
@@ -40,9 +42,7 @@ from pytest_agentfaults.runtime._loop import (
     install_interceptor,
     remove_interceptor,
 )
-from pytest_agentfaults.runtime.clock import RealClock
 from pytest_agentfaults.runtime.redact import redact_text
-from pytest_agentfaults.runtime.tools import ToolFailure
 from pytest_agentfaults.testing import _current
 from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing.scripted import ScriptedModel, Step, fail, malformed
