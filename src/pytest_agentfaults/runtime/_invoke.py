@@ -43,32 +43,33 @@ def invoke(
     no fault injection, no timeout that needs a worker thread or virtual deadline); the
     first failure then goes through the whole pipeline, as that attempt's outcome.
     """
-    config = _DEFAULT_CONFIG if config is None else config.for_tool(tool.name)
-    clock = clock if clock is not None else default_clock()
+    if config is None:
+        config, cut = _DEFAULT_CONFIG, False
+    else:
+        config = config.for_tool(tool.name)
+        cut = _cut(config)
+    if clock is None:
+        clock = default_clock()
     timeout = config.timeout_seconds
     if (
-        not tool.is_async
-        and not active_interceptors()
-        and not _trace_collectors.get()
-        and (
-            timeout is None
-            or (
-                "timeout_seconds" not in config.model_fields_set and type(clock) is not VirtualClock
-            )
-        )
+        tool.is_async
+        or active_interceptors()
+        or _trace_collectors.get()
+        or (timeout is not None and (cut or type(clock) is VirtualClock))
     ):
-        checked = tool.check_arguments(arguments)
-        if type(checked) is dict:
-            start = 0.0 if timeout is None else clock.now()
-            try:
-                result = tool.function(**checked)
-            except Exception as exc:
-                return drive(_first_failed(_standalone(tool, arguments, config, clock), exc))
-            if timeout is not None and clock.now() - start > timeout:
-                late = timed_out(tool.name, timeout)
-                return drive(_first_failed(_standalone(tool, arguments, config, clock), late))
-            return result
-    return drive(_standalone(tool, arguments, config, clock))
+        return drive(_standalone(tool, arguments, config, clock))
+    checked = tool.quick_check(arguments)
+    if checked is None:
+        return drive(_standalone(tool, arguments, config, clock))  # invalid: the pipeline
+    start = 0.0 if timeout is None else clock.now()
+    try:
+        result = tool.function(**checked)
+    except Exception as exc:
+        return drive(_first_failed(_standalone(tool, arguments, config, clock), exc))
+    if timeout is not None and clock.now() - start > timeout:
+        late = timed_out(tool.name, timeout)
+        return drive(_first_failed(_standalone(tool, arguments, config, clock), late))
+    return result
 
 
 async def ainvoke(

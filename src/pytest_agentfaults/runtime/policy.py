@@ -35,7 +35,6 @@ __all__ = [
     "feed_back",
     "fix",
     "raise_error",
-    "resolve_action",
     "respond_with",
     "retry",
 ]
@@ -296,11 +295,6 @@ class PolicySources:
         if self._config_retry is None:
             self._config_retry = Retry(max_attempts=self.config.max_retries + 1)
         return self._config_retry
-
-
-def resolve_action(kind: FailureKind, sources: PolicySources) -> Action:
-    """The action for a ``kind`` failure under ``sources`` (see `PolicySources.resolve`)."""
-    return sources.resolve(kind)
 
 
 def check_on_tool_error(value: Mapping[str, OnError] | None) -> dict[str, OnError]:

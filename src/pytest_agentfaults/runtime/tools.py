@@ -17,10 +17,21 @@ import inspect
 import json
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Generic,
+    NotRequired,
+    ParamSpec,
+    TypeVar,
+    get_type_hints,
+    overload,
+)
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic_core import PydanticUndefined
+from typing_extensions import TypedDict
 
 from pytest_agentfaults.errors import InvalidArgsError, UsageError
 from pytest_agentfaults.runtime._invoke import ainvoke, invoke
@@ -83,6 +94,7 @@ class Tool(Generic[P, R]):
         validator = self._args_model.__pydantic_validator__
         self._validate_json = validator.validate_json
         self._validate_python = validator.validate_python
+        self._quick: Any = None  # the happy-path validator, made on the first quick_check
         self.parameters = _clean_schema(self._args_model.model_json_schema(by_alias=True))
         self._spec = ToolSpec(
             name=self.name, description=self.description, parameters=self.parameters
@@ -145,6 +157,29 @@ class Tool(Generic[P, R]):
             return invalid
         values = parsed.__dict__
         return {public: values[internal] for internal, public in self._field_names.items()}
+
+    def quick_check(self, arguments: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """Keyword arguments for the function when ``arguments`` pass; None otherwise.
+
+        The happy path of `invoke`: the same types and constraints as `check_arguments`,
+        validated into a dict keyed by the parameter names (no model instance to unpack),
+        and no error built. Parameters left out are left to the function's defaults. None
+        says only "not quickly": `check_arguments` then says what is wrong.
+        """
+        quick = self._quick
+        if quick is None:
+            quick = self._quick = _quick_validator(self._args_model)
+        if quick is False:
+            return None
+        try:
+            if isinstance(arguments, str):
+                checked: dict[str, Any] = quick.validate_json(arguments)
+            else:
+                given: Any = arguments if type(arguments) is dict else dict(arguments or {})
+                checked = quick.validate_python(given)
+        except ValidationError:
+            return None
+        return checked
 
     def invoke(
         self,
@@ -288,6 +323,27 @@ def _arguments_model(
             "use JSON-friendly types (str, int, float, bool, lists, dicts, pydantic models)"
         ) from exc
     return model, names
+
+
+def _quick_validator(model: type[BaseModel]) -> Any:
+    """A validator of the arguments into a plain dict keyed by parameter name (False if none).
+
+    Built from the arguments model's fields, so types, constraints and ``extra="forbid"``
+    are the same; a TypedDict has no attribute a parameter name could shadow.
+    """
+    fields: dict[str, Any] = {}
+    for info in model.model_fields.values():
+        hint: Any = info.annotation
+        if info.metadata:
+            hint = Annotated[(hint, *info.metadata)]
+        fields[info.alias or ""] = hint if info.is_required() else NotRequired[hint]
+    try:
+        make: Any = TypedDict  # built from runtime names, which a type checker cannot follow
+        shape: Any = make(f"{model.__name__}Dict", fields)
+        shape.__pydantic_config__ = ConfigDict(extra="forbid")
+        return TypeAdapter(shape).validator
+    except Exception:  # pragma: no cover - the model was built from the same types
+        return False
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
