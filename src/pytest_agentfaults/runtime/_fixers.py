@@ -13,13 +13,13 @@ from pydantic import BaseModel
 
 from pytest_agentfaults.errors import NEVER_RECOVERED, EscalationError, ToolExecutionError
 from pytest_agentfaults.runtime._drivers import Steps
+from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.output import preview, unfence
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime._toolcalls import Outcome, ToolCalls
     from pytest_agentfaults.runtime.models.base import ToolCall
     from pytest_agentfaults.runtime.policy import Fix
-    from pytest_agentfaults.runtime.tools import Tool
 
 __all__ = ["run_fixer", "run_function_fixer"]
 
@@ -27,7 +27,7 @@ __all__ = ["run_fixer", "run_function_fixer"]
 def run_fixer(
     calls: ToolCalls,
     action: Fix,
-    tool: Tool[Any, Any],
+    tool: BaseTool[Any, Any],
     call: ToolCall,
     error: Exception,
     raw: str,
@@ -46,7 +46,7 @@ def run_fixer(
 def run_function_fixer(
     calls: ToolCalls,
     action: Fix,
-    tool: Tool[Any, Any],
+    tool: BaseTool[Any, Any],
     call: ToolCall,
     error: Exception,
     raw: str,
@@ -66,7 +66,7 @@ def run_function_fixer(
 def _fixer_call(
     calls: ToolCalls,
     action: Fix,
-    tool: Tool[Any, Any],
+    tool: BaseTool[Any, Any],
     call: ToolCall,
     error: Exception,
     round_: int,
@@ -84,7 +84,7 @@ def _fixer_call(
 
 
 def _fixer_failed(
-    calls: ToolCalls, tool: Tool[Any, Any], call: ToolCall, round_: int, exc: Exception
+    calls: ToolCalls, tool: BaseTool[Any, Any], call: ToolCall, round_: int, exc: Exception
 ) -> Outcome | None:
     """A fixer that escalated (an outcome), failed hard (raised) or broke (None)."""
     emit, name = calls.emit, tool.name
@@ -116,7 +116,7 @@ def _fixer_failed(
 
 
 def _fixer_done(
-    calls: ToolCalls, tool: Tool[Any, Any], call: ToolCall, raw: str, round_: int, produced: Any
+    calls: ToolCalls, tool: BaseTool[Any, Any], call: ToolCall, raw: str, round_: int, produced: Any
 ) -> str | None:
     """Record what a fixer returned: new arguments, or None when unusable or unchanged.
 

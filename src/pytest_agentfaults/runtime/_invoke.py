@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.runtime._drivers import Steps, adrive, drive, timed_out
+from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime._toolcalls import ToolCalls
 from pytest_agentfaults.runtime.backoff import ResilienceConfig, jitter_rng
 from pytest_agentfaults.runtime.clock import Clock, VirtualClock, default_clock
@@ -22,16 +23,13 @@ from pytest_agentfaults.runtime.events import _collectors as _trace_collectors
 from pytest_agentfaults.runtime.hooks import active_interceptors
 from pytest_agentfaults.runtime.models.base import ToolCall
 
-if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.tools import Tool
-
 __all__ = ["ainvoke", "invoke"]
 
 _DEFAULT_CONFIG: Final = ResilienceConfig()
 
 
 def invoke(
-    tool: Tool[Any, Any],
+    tool: BaseTool[Any, Any],
     arguments: str | Mapping[str, Any] | None,
     config: ResilienceConfig | None,
     clock: Clock | None,
@@ -73,7 +71,7 @@ def invoke(
 
 
 async def ainvoke(
-    tool: Tool[Any, Any],
+    tool: BaseTool[Any, Any],
     arguments: str | Mapping[str, Any] | None,
     config: ResilienceConfig | None,
     clock: Clock | None,
@@ -85,7 +83,7 @@ async def ainvoke(
 
 
 def _standalone(
-    tool: Tool[Any, Any],
+    tool: BaseTool[Any, Any],
     arguments: str | Mapping[str, Any] | None,
     config: ResilienceConfig,
     clock: Clock,

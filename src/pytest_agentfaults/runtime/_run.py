@@ -23,6 +23,7 @@ from pytest_agentfaults.runtime._drivers import Sleep, Steps, model_name
 from pytest_agentfaults.runtime._override import effective
 from pytest_agentfaults.runtime._parallel import JitterTurn, Parallel, branch_jitter, with_jitter
 from pytest_agentfaults.runtime._result import CancelToken, RunResult, RunStatus, Usage
+from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime._toolcalls import Cancelled, ToolCalls
 from pytest_agentfaults.runtime.backoff import jitter_rng
 from pytest_agentfaults.runtime.decisions import LlmErrorDecision
@@ -44,7 +45,6 @@ from pytest_agentfaults.runtime.output import (
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.agent import Agent
-    from pytest_agentfaults.runtime.tools import Tool
 
 __all__ = ["Run", "fixer_steps", "initial_messages", "run_steps"]
 
@@ -66,7 +66,7 @@ def run_steps(
 
 
 def fixer_steps(
-    fixer: Agent[Any], parent: ToolCalls, tool: Tool[Any, Any], error: Exception, raw: str
+    fixer: Agent[Any], parent: ToolCalls, tool: BaseTool[Any, Any], error: Exception, raw: str
 ) -> Steps[Any]:
     """Run ``fixer`` (an LLM fixer) for ``tool`` inside ``parent``; returns its answer.
 

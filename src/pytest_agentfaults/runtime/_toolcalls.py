@@ -28,6 +28,7 @@ from pytest_agentfaults.runtime._drivers import Sleep, Steps
 from pytest_agentfaults.runtime._fixers import run_fixer, run_function_fixer
 from pytest_agentfaults.runtime._idempotency import must_not_rerun, non_idempotent, with_recheck
 from pytest_agentfaults.runtime._result import CancelToken, Usage
+from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
 from pytest_agentfaults.runtime.events import ErrorRecord, Recorder
 from pytest_agentfaults.runtime.hooks import Attempt
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.policy import OnError
-    from pytest_agentfaults.runtime.tools import Tool
 
 __all__ = ["Cancelled", "Outcome", "ToolCalls"]
 
@@ -102,12 +102,12 @@ class ToolCalls:
     def __init__(
         self,
         *,
-        tools: Mapping[str, Tool[Any, Any]],
+        tools: Mapping[str, BaseTool[Any, Any]],
         resilience: ResilienceConfig,
         clock: Clock,
         rec: Recorder | None,
         uniform: Callable[[], float],
-        builtins: Mapping[str, Tool[Any, Any]] | None = None,
+        builtins: Mapping[str, BaseTool[Any, Any]] | None = None,
         on_tool_error: Mapping[str, OnError] | None = None,
         tool_defaults: OnError | None = None,
         usage: Usage | None = None,
@@ -260,7 +260,7 @@ class ToolCalls:
         action: Action,
         kind: FailureKind,
         error: Exception,
-        tool: Tool[Any, Any],
+        tool: BaseTool[Any, Any],
         call: ToolCall,
         raw: str,
         attempts: int,
@@ -323,7 +323,7 @@ class ToolCalls:
         assert isinstance(action, FeedBack)
         return self.fed_back(tool, error, attempts)
 
-    def fed_back(self, tool: Tool[Any, Any], error: Exception, attempts: int) -> Outcome:
+    def fed_back(self, tool: BaseTool[Any, Any], error: Exception, attempts: int) -> Outcome:
         """The failure as the model gets it.
 
         A non-idempotent tool's ambiguous failure comes with the advice to check first.

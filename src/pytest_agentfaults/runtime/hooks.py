@@ -12,12 +12,12 @@ from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.models.base import Model, ModelRequest
-    from pytest_agentfaults.runtime.tools import Tool
 
 __all__ = [
     "PROCEED",
@@ -49,7 +49,7 @@ class Attempt:
 
     def __init__(
         self,
-        tool: Tool[Any, Any],
+        tool: BaseTool[Any, Any],
         kwargs: dict[str, Any],
         timeout: float | None,
         clock: Clock,
