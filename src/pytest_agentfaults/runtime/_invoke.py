@@ -9,6 +9,7 @@ them as a run of its own, ``agent="tool:<name>"``.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -17,7 +18,7 @@ from pytest_agentfaults.runtime._drivers import Steps, adrive, drive, timed_out
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime._toolcalls import ToolCalls
 from pytest_agentfaults.runtime.backoff import ResilienceConfig, jitter_rng
-from pytest_agentfaults.runtime.clock import Clock, VirtualClock, default_clock
+from pytest_agentfaults.runtime.clock import Clock, RealClock, VirtualClock, default_clock
 from pytest_agentfaults.runtime.events import Recorder
 from pytest_agentfaults.runtime.events import _collectors as _trace_collectors
 from pytest_agentfaults.runtime.hooks import active_interceptors
@@ -26,6 +27,7 @@ from pytest_agentfaults.runtime.models.base import ToolCall
 __all__ = ["ainvoke", "invoke"]
 
 _DEFAULT_CONFIG: Final = ResilienceConfig()
+_DEFAULT_TIMEOUT: Final = _DEFAULT_CONFIG.timeout_seconds
 
 
 def invoke(
@@ -42,13 +44,12 @@ def invoke(
     first failure then goes through the whole pipeline, as that attempt's outcome.
     """
     if config is None:
-        config, cut = _DEFAULT_CONFIG, False
+        config, cut, timeout = _DEFAULT_CONFIG, False, _DEFAULT_TIMEOUT
     else:
         config = config.for_tool(tool.name)
-        cut = _cut(config)
+        cut, timeout = _cut(config), config.timeout_seconds
     if clock is None:
         clock = default_clock()
-    timeout = config.timeout_seconds
     if (
         tool.is_async
         or active_interceptors()
@@ -59,12 +60,13 @@ def invoke(
     checked = tool.quick_check(arguments)
     if checked is None:
         return drive(_standalone(tool, arguments, config, clock))  # invalid: the pipeline
-    start = 0.0 if timeout is None else clock.now()
+    now = time.monotonic if type(clock) is RealClock else clock.now  # RealClock.now, unwrapped
+    start = 0.0 if timeout is None else now()
     try:
         result = tool.function(**checked)
     except Exception as exc:
         return drive(_first_failed(_standalone(tool, arguments, config, clock), exc))
-    if timeout is not None and clock.now() - start > timeout:
+    if timeout is not None and now() - start > timeout:
         late = timed_out(tool.name, timeout)
         return drive(_first_failed(_standalone(tool, arguments, config, clock), late))
     return result
