@@ -27,6 +27,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pytest_agentfaults._failure import ToolFailure
     from pytest_agentfaults.errors import (
         AgentFaultsError,
         BudgetExceededError,
@@ -50,14 +51,8 @@ if TYPE_CHECKING:
         UsageError,
         classify,
     )
-    from pytest_agentfaults.runtime.agent import (
-        Agent,
-        Budget,
-        CancelToken,
-        Loop,
-        RunResult,
-        Usage,
-    )
+    from pytest_agentfaults.runtime._result import Budget, CancelToken, RunResult, Usage
+    from pytest_agentfaults.runtime.agent import Agent, Loop
     from pytest_agentfaults.runtime.backoff import (
         ResilienceConfig,
     )
@@ -114,7 +109,6 @@ if TYPE_CHECKING:
     )
     from pytest_agentfaults.runtime.tools import (
         Tool,
-        ToolFailure,
         tool,
     )
     from pytest_agentfaults.testing._fail_steps import fail
@@ -158,9 +152,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Agent": ("pytest_agentfaults.runtime.agent", "Agent"),
     "AgentFaultsError": ("pytest_agentfaults.errors", "AgentFaultsError"),
     "AnthropicModel": ("pytest_agentfaults.runtime.models.anthropic", "AnthropicModel"),
-    "Budget": ("pytest_agentfaults.runtime.agent", "Budget"),
+    "Budget": ("pytest_agentfaults.runtime._result", "Budget"),
     "BudgetExceededError": ("pytest_agentfaults.errors", "BudgetExceededError"),
-    "CancelToken": ("pytest_agentfaults.runtime.agent", "CancelToken"),
+    "CancelToken": ("pytest_agentfaults.runtime._result", "CancelToken"),
     "Classification": ("pytest_agentfaults.errors", "ErrorInfo"),
     "Clock": ("pytest_agentfaults.runtime.clock", "Clock"),
     "ErrorInfo": ("pytest_agentfaults.errors", "ErrorInfo"),
@@ -199,8 +193,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "RequestUsage": ("pytest_agentfaults.runtime.models.base", "TokenUsage"),
     "ResilienceConfig": ("pytest_agentfaults.runtime.backoff", "ResilienceConfig"),
     "RunLoop": ("pytest_agentfaults.runtime.agent", "Loop"),
-    "RunResult": ("pytest_agentfaults.runtime.agent", "RunResult"),
-    "RunUsage": ("pytest_agentfaults.runtime.agent", "Usage"),
+    "RunResult": ("pytest_agentfaults.runtime._result", "RunResult"),
+    "RunUsage": ("pytest_agentfaults.runtime._result", "Usage"),
     "ScheduleViolation": ("pytest_agentfaults.testing.schedules", "ScheduleViolation"),
     "ScriptExhaustedError": ("pytest_agentfaults.testing.scripted", "ScriptExhaustedError"),
     "ScriptStep": ("pytest_agentfaults.testing.steps", "ScriptStep"),
@@ -213,7 +207,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ToolCall": ("pytest_agentfaults.runtime.models.base", "ToolCall"),
     "ToolError": ("pytest_agentfaults.errors", "ToolError"),
     "ToolExecutionError": ("pytest_agentfaults.errors", "ToolExecutionError"),
-    "ToolFailure": ("pytest_agentfaults.runtime.tools", "ToolFailure"),
+    "ToolFailure": ("pytest_agentfaults._failure", "ToolFailure"),
     "ToolSpec": ("pytest_agentfaults.runtime.models.base", "ToolSpec"),
     "ToolTimeoutError": ("pytest_agentfaults.errors", "ToolTimeoutError"),
     "Trace": ("pytest_agentfaults.runtime.events", "Trace"),
@@ -221,7 +215,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "TransportRetry": ("pytest_agentfaults.runtime.models._http", "TransportRetry"),
     "UnknownToolError": ("pytest_agentfaults.errors", "UnknownToolError"),
     "UnmatchedRequestError": ("pytest_agentfaults.testing.http", "UnmatchedRequestError"),
-    "Usage": ("pytest_agentfaults.runtime.agent", "Usage"),
+    "Usage": ("pytest_agentfaults.runtime._result", "Usage"),
     "UsageError": ("pytest_agentfaults.errors", "UsageError"),
     "Verdict": ("pytest_agentfaults.testing.verdict", "Verdict"),
     "VirtualClock": ("pytest_agentfaults.runtime.clock", "VirtualClock"),

@@ -8,9 +8,9 @@ from typing import Any, Final
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults._strategy_common import ToolLike, tool_names
 from pytest_agentfaults.errors import ToolExecutionError, UsageError, classify
-from pytest_agentfaults.runtime.tools import ToolFailure
 from pytest_agentfaults.testing.faults import (
     HTTP_KINDS,
     LLM_KINDS,

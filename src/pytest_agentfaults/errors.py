@@ -42,9 +42,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.tools import ToolFailure
+    from pytest_agentfaults._failure import ToolFailure
 
 __all__ = [
+    "NEVER_RECOVERED",
     "AgentFaultsError",
     "BudgetExceededError",
     "ErrorInfo",
@@ -102,7 +103,8 @@ class AgentFaultsError(Exception):
     """
 
     def __init__(self, *args: object) -> None:
-        from pytest_agentfaults.runtime.redact import redact_text  # noqa: PLC0415 - a cycle
+        # The one import that dodges a cycle: redact.py sits in runtime/, above this layer.
+        from pytest_agentfaults.runtime.redact import redact_text  # noqa: PLC0415
 
         super().__init__(*[redact_text(a) if type(a) is str else a for a in args])
 
@@ -293,6 +295,11 @@ class BudgetExceededError(AgentFaultsError):
         self.value = value
 
 
+# The one place that says which errors no recovery ever handles (no retry, fixer, feed-back
+# or fallback): a budget cap, the developer's mistake, the test's (an AssertionError).
+NEVER_RECOVERED: Final = (BudgetExceededError, UsageError, AssertionError)
+
+
 # --------------------------------------------------------------------------- classify
 
 ErrorKind = Literal["validation", "runtime", "logical", "escalation", "exception", "aborted"]
@@ -422,12 +429,12 @@ def kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
         return "escalation", False
     if isinstance(exc, ToolExecutionError):
         return "exception", False
-    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | BudgetExceededError):
+    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
         return "aborted", False
-    if isinstance(exc, UsageError | AssertionError):
-        # A developer's or a test's mistake (an exhausted script, an unmatched mock):
-        # retrying it would only hide it.
-        return "exception", False
+    if isinstance(exc, NEVER_RECOVERED):
+        # A budget cap ends the run ("aborted"); a developer's or a test's mistake (an
+        # exhausted script, an unmatched mock) is never retried: that would only hide it.
+        return ("aborted" if isinstance(exc, BudgetExceededError) else "exception"), False
     if isinstance(explicit, bool):
         return "runtime", explicit
     return "runtime", _is_transient(exc)

@@ -221,10 +221,10 @@ REAL_SLEEP = time.sleep
 SEEN = []
 
 def pytest_unconfigure(config):
-    from pytest_agentfaults.runtime import _loop
+    from pytest_agentfaults.runtime import hooks
     SEEN.append(time.sleep is REAL_SLEEP)
     SEEN.append(not any(m.routers for m in respx.mocks.Mocker.registry.values()))
-    SEEN.append(_loop.active_interceptors() == ())
+    SEEN.append(hooks.active_interceptors() == ())
     print("LEAK CHECK", SEEN)
 """
     )
@@ -233,7 +233,7 @@ def pytest_unconfigure(config):
 
 
 def test_a_step_that_fails_to_switch_off_does_not_stop_the_others():
-    from pytest_agentfaults.runtime import _loop
+    from pytest_agentfaults.runtime import hooks
     from pytest_agentfaults.runtime.clock import VirtualClock
     from pytest_agentfaults.testing.session import TestState
 
@@ -241,15 +241,15 @@ def test_a_step_that_fails_to_switch_off_does_not_stop_the_others():
         def unpatch_sleep(self) -> None:
             raise OSError("cannot restore")
 
-    outer = _loop.active_interceptors()
+    outer = hooks.active_interceptors()
     state = TestState("t", seed=1, real_time=False)
     state.clock = BrokenClock()
     state.plan.tool("fetch").raises(ValueError("x"))
     state.start()
-    assert len(_loop.active_interceptors()) == len(outer) + 1
+    assert len(hooks.active_interceptors()) == len(outer) + 1
     errors = state.stop()
     assert [str(e) for e in errors] == ["cannot restore"]
-    assert _loop.active_interceptors() == outer  # the plan was switched off all the same
+    assert hooks.active_interceptors() == outer  # the plan was switched off all the same
     assert [str(e) for e in state.stop()] == ["cannot restore"]  # and only once
 
 

@@ -772,7 +772,7 @@ def test_running_without_a_prompt_is_a_usage_error():
 
 
 def test_a_broken_interceptor_is_an_assertion_error_never_a_tool_failure():
-    from pytest_agentfaults.runtime._loop import (
+    from pytest_agentfaults.runtime.hooks import (
         Interceptor,
         InterceptorError,
         install_interceptor,

@@ -8,12 +8,10 @@ its tokens are spent, and the next call would only spend more).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from pytest_agentfaults.errors import BudgetExceededError
-
-if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.agent import Budget, Usage
+from pytest_agentfaults.runtime._result import Budget, Usage
 
 __all__ = ["TOKEN_LIMITS", "check_tokens"]
 

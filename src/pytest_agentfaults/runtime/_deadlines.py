@@ -1,6 +1,6 @@
 """Per-attempt deadlines that cut: a worker thread for sync tools, an idle jump for async ones.
 
-Two mechanisms, used by the run loop (`_loop`) only when a timeout applies:
+Two mechanisms, used by the run loop (`_drivers`) only when a timeout applies:
 
 * **Sync tools in real time** run on a worker thread, in a copy of the caller's context
   (the test's trace, faults and attempt deadline follow). The caller waits for the result

@@ -14,21 +14,21 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentfaults.errors import is_ambiguous
-from pytest_agentfaults.runtime._loop import declared_non_idempotent
+from pytest_agentfaults.runtime._tool import BaseTool
+from pytest_agentfaults.runtime.hooks import declared_non_idempotent
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.policy import Retry
-    from pytest_agentfaults.runtime.tools import Tool
 
 __all__ = ["must_not_rerun", "non_idempotent", "with_recheck"]
 
 
-def non_idempotent(tool: Tool[Any, Any]) -> bool:
+def non_idempotent(tool: BaseTool[Any, Any]) -> bool:
     """Whether ``tool`` must not run twice, by its own mark or the test's declaration."""
     return not tool.idempotent or declared_non_idempotent(tool.name)
 
 
-def must_not_rerun(tool: Tool[Any, Any], error: BaseException, action: Retry) -> bool:
+def must_not_rerun(tool: BaseTool[Any, Any], error: BaseException, action: Retry) -> bool:
     """Whether ``action`` must not re-run ``tool`` after ``error``."""
     return not action.allow_non_idempotent and non_idempotent(tool) and is_ambiguous(error)
 

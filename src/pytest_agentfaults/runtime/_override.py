@@ -11,9 +11,10 @@ import copy
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._components import as_model, check_builtins, tool_table
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.agent import Agent
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 __all__ = ["Override", "effective"]
 
 # (agent, its overridden attributes) pairs, innermost last; agents compared by identity.
-_Overrides = tuple[tuple["Agent", dict[str, Any]], ...]
+_Overrides = tuple[tuple["Agent[Any]", dict[str, Any]], ...]
+A = TypeVar("A", bound="Agent[Any]")
 _active: ContextVar[_Overrides] = ContextVar("agentfaults_agent_overrides", default=())
 
 
@@ -34,23 +36,21 @@ class Override:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent[Any],
         model: Model | str | None,
         tools: Iterable[Tool[Any, Any] | Callable[..., Any]] | None,
         instructions: str | None,
     ) -> None:
-        from pytest_agentfaults.runtime import agent as agent_module  # noqa: PLC0415
-
         changes: dict[str, Any] = {}
         where = f"agent {agent.name!r}.override"
         if model is not None:
             try:
-                changes["model"] = agent_module.as_model(model)
+                changes["model"] = as_model(model)
             except UsageError as exc:
                 raise UsageError(f"{where}(model=...): {exc}") from None
         if tools is not None:
-            table = agent_module._tool_table(tools)
-            agent_module._check_builtins(agent.builtin_tools, table)
+            table = tool_table(tools)
+            check_builtins(agent.builtin_tools, table)
             changes["tools"] = table
         if instructions is not None:
             if not isinstance(instructions, str):
@@ -62,7 +62,7 @@ class Override:
         self._changes = changes
         self._tokens: list[Token[_Overrides]] = []
 
-    def __enter__(self) -> Agent:
+    def __enter__(self) -> Agent[Any]:
         current = _active.get()
         merged = {**_changes_for(self._agent, current), **self._changes}
         self._tokens.append(_active.set((*current, (self._agent, merged))))
@@ -76,7 +76,7 @@ class Override:
     ) -> None:
         _active.reset(self._tokens.pop())
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Agent[Any]:
         return self.__enter__()
 
     async def __aexit__(
@@ -88,14 +88,14 @@ class Override:
         self.__exit__(exc_type, exc, traceback)
 
 
-def _changes_for(agent: Agent, overrides: _Overrides) -> dict[str, Any]:
+def _changes_for(agent: Agent[Any], overrides: _Overrides) -> dict[str, Any]:
     for overridden, changes in reversed(overrides):
         if overridden is agent:
             return changes
     return {}
 
 
-def effective(agent: Agent) -> Agent:
+def effective(agent: A) -> A:
     """``agent`` itself, or a shallow copy with the overrides in force in this context."""
     overrides = _active.get()
     if not overrides:
@@ -107,5 +107,5 @@ def effective(agent: Agent) -> Agent:
     for name, value in changes.items():
         setattr(view, name, value)
     if "tools" in changes:
-        view._refresh_specs()
+        view.refresh_specs()
     return view

@@ -1,8 +1,9 @@
-"""Running one tool call through its recovery policy: the tool half of the run loop.
+"""Running one tool call through its recovery policy: the tool-call pipeline.
 
-`ToolCalls` is mixed into the run (`agent._Run`): it validates the model's arguments,
-runs attempts as effects, classifies failures, and applies the resolved action (retry
-after a wait, a fixer round, feed back, raise, respond), recording an event at each step.
+`ToolCalls` is a unit a run owns (and `Tool.invoke` uses on its own, with no agent): it
+validates the model's arguments, runs attempts as effects, classifies failures, and
+applies the resolved action (retry after a wait, a fixer round, feed back, raise,
+respond), recording an event at each step.
 """
 
 from __future__ import annotations
@@ -12,25 +13,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import BaseModel
-
+from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.errors import (
-    BudgetExceededError,
+    NEVER_RECOVERED,
     EscalationError,
     InvalidArgsError,
-    Severity,
     ToolExecutionError,
     ToolTimeoutError,
     UnknownToolError,
-    UsageError,
     classify,
     is_ambiguous,
 )
+from pytest_agentfaults.runtime._drivers import Sleep, Steps
+from pytest_agentfaults.runtime._fixers import run_fixer, run_function_fixer
 from pytest_agentfaults.runtime._idempotency import must_not_rerun, non_idempotent, with_recheck
-from pytest_agentfaults.runtime._loop import Attempt, Sleep, Steps
+from pytest_agentfaults.runtime._result import CancelToken, Usage
+from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
-from pytest_agentfaults.runtime.events import ErrorRecord
-from pytest_agentfaults.runtime.output import unfence
+from pytest_agentfaults.runtime.events import ErrorRecord, Recorder
+from pytest_agentfaults.runtime.hooks import Attempt
+from pytest_agentfaults.runtime.models.base import ToolCall
+from pytest_agentfaults.runtime.output import preview, render_result
 from pytest_agentfaults.runtime.policy import (
     Action,
     FailureKind,
@@ -41,48 +44,29 @@ from pytest_agentfaults.runtime.policy import (
     RespondWith,
     Retry,
 )
-from pytest_agentfaults.runtime.redact import redact_text
-from pytest_agentfaults.runtime.tools import Tool, ToolFailure, render_result
 
 if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.agent import Agent, CancelToken, Usage
+    from collections.abc import Callable
+
     from pytest_agentfaults.runtime.clock import Clock
-    from pytest_agentfaults.runtime.events import Recorder
-    from pytest_agentfaults.runtime.models.base import ToolCall
+    from pytest_agentfaults.runtime.policy import OnError
 
-__all__ = ["BUILTIN_TOOLS", "ToolCalls"]
-
-
-def _escalate(reason: str, severity: Severity = Severity.MEDIUM) -> str:
-    """Give up on the task and hand it back, with the reason and how serious it is."""
-    raise EscalationError(reason, severity)
-
-
-def _throw_exception(reason: str) -> str:
-    """Stop everything: a failure that must not be retried or worked around."""
-    raise ToolExecutionError(reason)
-
-
-BUILTIN_TOOLS: Final[dict[str, Tool[Any, Any]]] = {
-    "escalate": Tool(_escalate, name="escalate"),
-    "throw_exception": Tool(_throw_exception, name="throw_exception"),
-}
-
-
-# Never handled by a recovery policy: budget caps, and mistakes of the developer or the test
-# (a UsageError, an exhausted script or unmatched mock raising AssertionError).
-_PASS_THROUGH = (BudgetExceededError, UsageError, AssertionError)
+__all__ = ["Cancelled", "Outcome", "ToolCalls"]
 
 
 _NON_IDEMPOTENT: Final[dict[str, Any]] = {"idempotent": False}
 
 
-class _Cancelled(Exception):
+class Cancelled(Exception):
     """The run's CancelToken was cancelled during a wait."""
 
 
+def _no_event(type: str, /, **fields: Any) -> None:
+    return None
+
+
 @dataclass(slots=True)
-class _Outcome:
+class Outcome:
     """The end of one tool call: what the model is told, and what happened."""
 
     content: str
@@ -92,20 +76,67 @@ class _Outcome:
 
 
 class ToolCalls:
-    """The tool-call half of a run. The run provides the attributes declared here."""
+    """The tool-call pipeline: runs the tool calls of one run, or one `Tool.invoke`.
 
-    agent: Agent
-    rec: Recorder
-    clock: Clock
-    usage: Usage
-    cancel: CancelToken
-    _record: tuple[object, ErrorRecord] | None
+    It owns what a tool call needs and nothing of the run around it: the tools by name
+    (``builtins`` are the agent's chosen built-ins), the policy levels, where events go
+    (``rec``; None records nothing), the clock, the usage counters it bumps, the cancel
+    token, and ``uniform`` (the run's jitter stream).
+    """
 
-    if TYPE_CHECKING:  # supplied by the run
+    __slots__ = (
+        "_record",
+        "builtins",
+        "cancel",
+        "clock",
+        "emit",
+        "on_tool_error",
+        "rec",
+        "resilience",
+        "tool_defaults",
+        "tools",
+        "uniform",
+        "usage",
+    )
 
-        def uniform(self) -> float: ...
-        def check_cancel(self) -> None: ...
-        def absorb(self, child: Any) -> None: ...
+    def __init__(
+        self,
+        *,
+        tools: Mapping[str, BaseTool[Any, Any]],
+        resilience: ResilienceConfig,
+        clock: Clock,
+        rec: Recorder | None,
+        uniform: Callable[[], float],
+        builtins: Mapping[str, BaseTool[Any, Any]] | None = None,
+        on_tool_error: Mapping[str, OnError] | None = None,
+        tool_defaults: OnError | None = None,
+        usage: Usage | None = None,
+        cancel: CancelToken | None = None,
+    ) -> None:
+        self.tools = tools
+        self.builtins = builtins or {}
+        self.resilience = resilience
+        self.on_tool_error = on_tool_error or {}
+        self.tool_defaults = tool_defaults
+        self.clock = clock
+        self.rec = rec
+        self.emit: Callable[..., object] = rec.emit if rec is not None else _no_event
+        self.uniform = uniform
+        self.usage = usage if usage is not None else Usage()
+        self.cancel = cancel
+        self._record: tuple[object, ErrorRecord] | None = None
+
+    def check_cancel(self) -> None:
+        """Raise `Cancelled` when the run's token was cancelled."""
+        if self.cancel is not None and self.cancel.cancelled:
+            raise Cancelled
+
+    def absorb(self, child: Usage) -> None:
+        """Count a nested run's (a fixer's) model use in this pipeline's usage."""
+        mine = self.usage
+        mine.llm_calls += child.llm_calls
+        mine.input_tokens += child.input_tokens
+        mine.output_tokens += child.output_tokens
 
     def record(self, error: BaseException | ToolFailure) -> ErrorRecord:
         """The trace record of ``error``, built once however many events carry it."""
@@ -116,25 +147,25 @@ class ToolCalls:
         self._record = (error, record)
         return record
 
-    def tool_call(self, call: ToolCall) -> Steps[_Outcome]:
+    def tool_call(self, call: ToolCall) -> Steps[Outcome]:
         """Run one tool call the model asked for, through its recovery policy."""
-        agent, rec = self.agent, self.rec
+        emit = self.emit
         name = call.name
-        tool = agent.tools.get(name)
+        tool = self.tools.get(name)
         builtin = False
-        if tool is None and name in agent.builtin_tools:
-            tool, builtin = BUILTIN_TOOLS[name], True
+        if tool is None and name in self.builtins:
+            tool, builtin = self.builtins[name], True
         if tool is None:
-            available = [*agent.tools, *agent.builtin_tools]
+            available = [*self.tools, *self.builtins]
             error = UnknownToolError(
                 f"unknown tool {name!r}; available: {', '.join(available) or '(none)'}",
                 tool=name,
                 available=available,
             )
             self.tool_error(call, None, error)
-            return _Outcome(self.payload(name, error, 0), error=error)
+            return Outcome(self.payload(name, error, 0), error=error)
 
-        config = agent.resilience.for_tool(name)
+        config = self.resilience.for_tool(name)
         # A tool that must not run twice says so on its events, for the verdict.
         marks: dict[str, Any] = _NON_IDEMPOTENT if non_idempotent(tool) else {}
         sources: PolicySources | None = None  # built on the first failure only
@@ -150,12 +181,12 @@ class ToolCalls:
                 failure: Exception = checked
             else:
                 attempts += 1
-                rec.emit(
+                emit(
                     "tool.call",
                     tool=name,
                     call_id=call.id,
                     attempt=attempts,
-                    detail=_preview(raw),
+                    detail=preview(raw),
                     **marks,
                 )
                 try:
@@ -164,12 +195,12 @@ class ToolCalls:
                         checked,
                         config.timeout_seconds,
                         self.clock,
-                        rec.emit,
+                        emit,
                         call.id,
                         attempts,
                         "timeout_seconds" in config.model_fields_set,
                     )
-                except _PASS_THROUGH:
+                except NEVER_RECOVERED:
                     raise
                 except Exception as exc:
                     if isinstance(exc, ToolExecutionError | EscalationError):
@@ -189,25 +220,25 @@ class ToolCalls:
                 else:
                     if isinstance(result, ToolFailure):
                         self.tool_error(call, attempts, result)
-                        return _Outcome(
+                        return Outcome(
                             self.payload(name, result, attempts),
                             value=result,
                             error=result,
                             attempts=attempts,
                         )
                     content = render_result(result)
-                    rec.emit(
+                    emit(
                         "tool.result",
                         tool=name,
                         call_id=call.id,
                         attempt=attempts,
-                        detail=_preview(content),
+                        detail=preview(content),
                     )
-                    return _Outcome(content, value=result, attempts=attempts)
+                    return Outcome(content, value=result, attempts=attempts)
 
             if sources is None:
                 sources = PolicySources(
-                    levels=(tool.on_error, agent.on_tool_error.get(name), agent.tool_defaults),
+                    levels=(tool.on_error, self.on_tool_error.get(name), self.tool_defaults),
                     config=config,
                 )
             action = sources.resolve(kind)
@@ -220,7 +251,7 @@ class ToolCalls:
                 # exception -> traceback -> frame -> exception cycle outlives the call.
                 del failure
                 self._record = None
-            if isinstance(step, _Outcome):
+            if isinstance(step, Outcome):
                 return step
             raw = step
 
@@ -229,15 +260,15 @@ class ToolCalls:
         action: Action,
         kind: FailureKind,
         error: Exception,
-        tool: Tool[Any, Any],
+        tool: BaseTool[Any, Any],
         call: ToolCall,
         raw: str,
         attempts: int,
         used: dict[int, int],
         config: ResilienceConfig,
-    ) -> Steps[_Outcome | str]:
-        """Apply ``action`` to a failure: an `_Outcome` ends the call, a str is new arguments."""
-        rec, name = self.rec, tool.name
+    ) -> Steps[Outcome | str]:
+        """Apply ``action`` to a failure: an `Outcome` ends the call, a str is new arguments."""
+        emit, name = self.emit, tool.name
         key = id(action)
         if isinstance(action, Retry):
             runs = used.get(key, 0) + 1
@@ -249,7 +280,7 @@ class ToolCalls:
                         return self.exhausted(name, error, attempts, config)
                     return self.fed_back(tool, error, attempts)
                 delay = action.delay(runs, config, self.uniform())
-                rec.emit(
+                emit(
                     "tool.retry",
                     tool=name,
                     call_id=call.id,
@@ -268,31 +299,31 @@ class ToolCalls:
             used[key] = rounds
             if rounds > action.retries:
                 return self.exhausted(name, error, attempts, config)
-            if action.agent._function is not None:
-                fixed = self.run_function_fixer(action, tool, call, error, raw, rounds)
+            if action.agent.fixer_function is not None:
+                fixed = run_function_fixer(self, action, tool, call, error, raw, rounds)
             else:
-                fixed = yield from self.run_fixer(action, tool, call, error, raw, rounds)
-            if isinstance(fixed, _Outcome):
+                fixed = yield from run_fixer(self, action, tool, call, error, raw, rounds)
+            if isinstance(fixed, Outcome):
                 return fixed
             if fixed is None:  # unusable or unchanged: another round would change nothing
                 return self.exhausted(name, error, attempts, config)
             return fixed
         if isinstance(action, RespondWith):
             content = render_result(action.value)
-            rec.emit(
+            emit(
                 "tool.result",
                 tool=name,
                 call_id=call.id,
                 attempt=attempts or None,
-                detail=f"respond_with: {_preview(content)}",
+                detail=f"respond_with: {preview(content)}",
             )
-            return _Outcome(content, value=action.value, error=error, attempts=attempts)
+            return Outcome(content, value=action.value, error=error, attempts=attempts)
         if isinstance(action, RaiseError):
             raise error
         assert isinstance(action, FeedBack)
         return self.fed_back(tool, error, attempts)
 
-    def fed_back(self, tool: Tool[Any, Any], error: Exception, attempts: int) -> _Outcome:
+    def fed_back(self, tool: BaseTool[Any, Any], error: Exception, attempts: int) -> Outcome:
         """The failure as the model gets it.
 
         A non-idempotent tool's ambiguous failure comes with the advice to check first.
@@ -300,114 +331,7 @@ class ToolCalls:
         content = self.payload(tool.name, error, attempts)
         if is_ambiguous(error) and non_idempotent(tool):
             content = with_recheck(content, tool.name)
-        return _Outcome(content, error=error, attempts=attempts)
-
-    def run_fixer(
-        self,
-        action: Fix,
-        tool: Tool[Any, Any],
-        call: ToolCall,
-        error: Exception,
-        raw: str,
-        round_: int,
-    ) -> Steps[_Outcome | str | None]:
-        """One fixer round: new arguments (str), an `_Outcome` that ends the call, or None."""
-        fixer = action.agent
-        self.fixer_call(action, tool, call, error, round_)
-        try:
-            produced = yield from fixer._fixer_step(self, tool, error, raw)
-        except Exception as exc:
-            return self.fixer_failed(tool, call, round_, exc)
-        return self.fixer_done(tool, call, raw, round_, produced)
-
-    def run_function_fixer(
-        self,
-        action: Fix,
-        tool: Tool[Any, Any],
-        call: ToolCall,
-        error: Exception,
-        raw: str,
-        round_: int,
-    ) -> _Outcome | str | None:
-        """`run_fixer` for a function fixer: a plain call, no nested run and no generator."""
-        function = action.agent._function
-        assert function is not None
-        self.fixer_call(action, tool, call, error, round_)
-        try:
-            produced = function(raw)
-        except Exception as exc:
-            return self.fixer_failed(tool, call, round_, exc)
-        return self.fixer_done(tool, call, raw, round_, produced)
-
-    def fixer_call(
-        self, action: Fix, tool: Tool[Any, Any], call: ToolCall, error: Exception, round_: int
-    ) -> None:
-        self.rec.emit(
-            "fixer.call",
-            tool=tool.name,
-            call_id=call.id,
-            attempt=round_,
-            max_attempts=action.retries,
-            detail=action.agent.name,
-            error=self.record(error),
-        )
-        self.usage.fixer_calls += 1
-
-    def fixer_failed(
-        self, tool: Tool[Any, Any], call: ToolCall, round_: int, exc: Exception
-    ) -> _Outcome | None:
-        """A fixer that escalated (an outcome), failed hard (raised) or broke (None)."""
-        rec, name = self.rec, tool.name
-        if isinstance(exc, EscalationError):
-            rec.emit("fixer.result", tool=name, call_id=call.id, attempt=round_, status="escalated")
-            return self.escalated(name, call, exc, 0)
-        if isinstance(exc, ToolExecutionError):
-            exc.tool = exc.tool or name
-            rec.emit(
-                "fixer.result",
-                tool=name,
-                call_id=call.id,
-                attempt=round_,
-                status="failed",
-                error=self.record(exc),
-            )
-            raise exc
-        if isinstance(exc, _PASS_THROUGH):
-            raise exc
-        rec.emit(
-            "fixer.result",
-            tool=name,
-            call_id=call.id,
-            attempt=round_,
-            status="error",
-            error=self.record(exc),
-        )
-        return None
-
-    def fixer_done(
-        self, tool: Tool[Any, Any], call: ToolCall, raw: str, round_: int, produced: Any
-    ) -> str | None:
-        """Record what a fixer returned: new arguments, or None when unusable or unchanged.
-
-        Arguments are compared as the tool reads them (stripped, unfenced), so a fixer that
-        only trims whitespace has not changed them.
-        """
-        fixed = _as_arguments(produced)
-        if fixed is None:
-            status = "invalid"
-        else:
-            # unfence only shortens: longer output cannot be the same arguments.
-            same = fixed == raw or (len(fixed) < len(raw) and fixed == unfence(raw))
-            status = "unchanged" if same else "fixed"
-        self.rec.emit(
-            "fixer.result",
-            tool=tool.name,
-            call_id=call.id,
-            attempt=round_,
-            status=status,
-            detail=_preview(fixed if fixed is not None else repr(produced)),
-        )
-        return fixed if status == "fixed" else None
+        return Outcome(content, error=error, attempts=attempts)
 
     def payload(self, name: str, error: BaseException | ToolFailure, attempts: int) -> str:
         """The JSON object the model sees for a failed tool.
@@ -435,7 +359,7 @@ class ToolCalls:
         error: BaseException | ToolFailure,
         **marks: Any,
     ) -> None:
-        self.rec.emit(
+        self.emit(
             "tool.error",
             tool=call.name,
             call_id=call.id,
@@ -444,43 +368,23 @@ class ToolCalls:
             **marks,
         )
 
-    def escalated(self, name: str, call: ToolCall, exc: EscalationError, attempts: int) -> _Outcome:
-        self.rec.emit(
+    def escalated(self, name: str, call: ToolCall, exc: EscalationError, attempts: int) -> Outcome:
+        self.emit(
             "escalation",
             tool=name,
             call_id=call.id,
             reason=exc.reason,
             severity=exc.severity.name,
         )
-        return _Outcome(f"ERROR: Tool '{name}' failed: {exc.reason}", error=exc, attempts=attempts)
+        return Outcome(f"ERROR: Tool '{name}' failed: {exc.reason}", error=exc, attempts=attempts)
 
     def exhausted(
         self, name: str, error: Exception, attempts: int, config: ResilienceConfig
-    ) -> _Outcome:
+    ) -> Outcome:
         if config.on_exhaustion == "raise":
             raise ToolExecutionError(
                 f"tool {name!r} failed after {attempts} attempt(s): "
                 f"{type(error).__name__}: {error}",
                 tool=name,
             ) from error
-        return _Outcome(self.payload(name, error, attempts), error=error, attempts=attempts)
-
-
-def _as_arguments(produced: Any) -> str | None:
-    """A fixer's output as an arguments JSON string (None when it is not usable)."""
-    if isinstance(produced, str):
-        return unfence(produced)
-    if isinstance(produced, Mapping):
-        return json.dumps(dict(produced))
-    if isinstance(produced, BaseModel):
-        return produced.model_dump_json(by_alias=True)  # aliases are the wire names
-    return None
-
-
-def _preview(text: str, limit: int = 120) -> str:
-    text = text.replace("\n", " ")
-    if len(text) <= limit:
-        return text  # the recorder redacts it
-    # redacted before it is cut: a key cut short no longer looks like one
-    text = redact_text(text)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        return Outcome(self.payload(name, error, attempts), error=error, attempts=attempts)

@@ -14,15 +14,13 @@ import asyncio
 import json
 from typing import Any
 
-from pytest_agentfaults.errors import MalformedResponseError, UsageError
+from pytest_agentfaults.errors import NEVER_RECOVERED, MalformedResponseError, UsageError
+from pytest_agentfaults.runtime._components import as_model
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models.base import Model, ModelRequest, ModelResponse
 from pytest_agentfaults.runtime.output import soft_failure, unfence
 
 __all__ = ["FirstOf", "Speculative", "first_of", "speculative"]
-
-# Mistakes of the developer or of a test are never papered over by trying another model.
-_NEVER_HIDDEN = (UsageError, AssertionError)
 
 
 def _name(model: object) -> str:
@@ -30,8 +28,6 @@ def _name(model: object) -> str:
 
 
 def _check_models(models: tuple[Any, ...], where: str) -> tuple[Model, ...]:
-    from pytest_agentfaults.runtime.agent import as_model  # noqa: PLC0415 - cycle
-
     if not models:
         raise UsageError(f"{where} needs at least one model")
     return tuple(as_model(m) for m in models)
@@ -57,7 +53,7 @@ class FirstOf:
         for index, model in enumerate(self.models):
             try:
                 return model.request(request)
-            except _NEVER_HIDDEN:
+            except NEVER_RECOVERED:  # never papered over by another model
                 raise
             except Exception as exc:
                 first = first or exc
@@ -71,7 +67,7 @@ class FirstOf:
         for index, model in enumerate(self.models):
             try:
                 return await model.arequest(request)
-            except _NEVER_HIDDEN:
+            except NEVER_RECOVERED:  # never papered over by another model
                 raise
             except Exception as exc:
                 first = first or exc
@@ -118,7 +114,7 @@ class Speculative:
         for _ in range(self.n):
             try:
                 return self._valid(self.model.request(request), request)
-            except _NEVER_HIDDEN:
+            except NEVER_RECOVERED:  # never papered over by another model
                 raise
             except Exception as exc:
                 first = first or exc
@@ -137,7 +133,7 @@ class Speculative:
             for done in asyncio.as_completed(tasks):
                 try:
                     return await done
-                except _NEVER_HIDDEN:
+                except NEVER_RECOVERED:  # never papered over by another model
                     raise
                 except Exception as exc:
                     first = first or exc

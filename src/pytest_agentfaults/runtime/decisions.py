@@ -110,7 +110,7 @@ def _retry_after(error: BaseException) -> float | None:
     if isinstance(error, RateLimitError) and error.retry_after is not None:
         return error.retry_after
     if isinstance(error, ModelHTTPError) and error.headers:
-        # Only HTTP errors get here, so the HTTP layer is loaded (or cheap to load) by now.
+        # lazy: httpx and the HTTP layer load only when an HTTP error is handled here
         from pytest_agentfaults.runtime.models._http import parse_retry_after  # noqa: PLC0415
 
         return parse_retry_after(error.headers)

@@ -6,13 +6,23 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import to_json
 
 from pytest_agentfaults.errors import MalformedResponseError, UsageError
+from pytest_agentfaults.runtime.redact import redact_text
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.models.base import ModelResponse
 
-__all__ = ["BLOCKED_REASONS", "OutputSpec", "check_substitute", "soft_failure", "unfence"]
+__all__ = [
+    "BLOCKED_REASONS",
+    "OutputSpec",
+    "check_substitute",
+    "preview",
+    "render_result",
+    "soft_failure",
+    "unfence",
+]
 
 BLOCKED_REASONS = frozenset(
     {"content_filter", "safety", "blocked", "refusal", "recitation", "prohibited_content"}
@@ -139,3 +149,20 @@ def _problems(exc: ValidationError) -> str:
 
 def _type_name(output_type: Any) -> str:
     return str(getattr(output_type, "__name__", output_type))
+
+
+def render_result(result: Any) -> str:
+    """The string the model sees for a successful result: a str as is, anything else JSON."""
+    if isinstance(result, str):
+        return result
+    return to_json(result, fallback=repr).decode()
+
+
+def preview(text: str, limit: int = 120) -> str:
+    """``text`` on one line, cut to ``limit`` characters for an event's ``detail``."""
+    text = text.replace("\n", " ")
+    if len(text) <= limit:
+        return text  # the recorder redacts it
+    # redacted before it is cut: a key cut short no longer looks like one
+    text = redact_text(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -15,21 +15,19 @@ else that level's ``execution`` action, before looking at the next level.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pytest_agentfaults.errors import UsageError, classify
 from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig, backoff_delay
-
-if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.agent import Agent
 
 __all__ = [
     "Action",
     "FailureKind",
     "FeedBack",
     "Fix",
+    "Fixer",
     "OnError",
     "RaiseError",
     "RespondWith",
@@ -37,12 +35,26 @@ __all__ = [
     "feed_back",
     "fix",
     "raise_error",
-    "resolve_action",
     "respond_with",
     "retry",
 ]
 
 FailureKind = Literal["invalid_args", "execution", "timeout"]
+
+
+class Fixer(Protocol):
+    """What `fix` needs of its agent: an `af.Agent`, or `af.Agent.from_function(...)`."""
+
+    name: str
+
+    @property
+    def fixer_function(self) -> Callable[[str], Any] | None:
+        """The function of a function fixer, called with the raw arguments; else None."""
+
+    def fixer_steps(
+        self, parent: Any, tool: Any, error: Exception, raw: str
+    ) -> Generator[Any, Any, Any]:
+        """The steps of one LLM fixer round for ``tool``, run inside ``parent``'s pipeline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +148,13 @@ class Fix:
     Up to ``retries`` rounds; a fixer that returns the same arguments ends the rounds.
     """
 
-    agent: Agent
+    agent: Fixer
     retries: int = 1
 
     def __post_init__(self) -> None:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 1:
             raise UsageError(f"fix(retries={self.retries!r}): give an int >= 1")
-        if not hasattr(self.agent, "_fixer_step"):
+        if not hasattr(self.agent, "fixer_steps"):
             raise UsageError(
                 f"fix() needs an af.Agent (or af.Agent.from_function(...)), got {self.agent!r}"
             )
@@ -195,7 +207,7 @@ def retry(
     )
 
 
-def fix(agent: Agent, retries: int = 1) -> Fix:
+def fix(agent: Fixer, retries: int = 1) -> Fix:
     """Hand the failure to ``agent`` (a fixer) for up to ``retries`` rounds."""
     return Fix(agent, retries)
 
@@ -283,11 +295,6 @@ class PolicySources:
         if self._config_retry is None:
             self._config_retry = Retry(max_attempts=self.config.max_retries + 1)
         return self._config_retry
-
-
-def resolve_action(kind: FailureKind, sources: PolicySources) -> Action:
-    """The action for a ``kind`` failure under ``sources`` (see `PolicySources.resolve`)."""
-    return sources.resolve(kind)
 
 
 def check_on_tool_error(value: Mapping[str, OnError] | None) -> dict[str, OnError]:

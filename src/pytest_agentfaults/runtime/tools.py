@@ -13,55 +13,25 @@ fetch.invoke('{"url": "https://example.com"}')  # validated, with recovery
 
 from __future__ import annotations
 
-import inspect
-import json
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic_core import PydanticUndefined, to_json
-
-from pytest_agentfaults.errors import InvalidArgsError, UsageError
-from pytest_agentfaults.runtime.models.base import ToolSpec
-from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.runtime._invoke import ainvoke, invoke
+from pytest_agentfaults.runtime._tool import BaseTool
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.backoff import ResilienceConfig
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.policy import OnError
 
-__all__ = ["Tool", "ToolFailure", "as_tool", "render_result", "tool"]
+__all__ = ["Tool", "as_tool", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class ToolFailure(BaseModel):
-    """An expected business failure, returned (not raised) by a tool.
-
-    ```python
-    @af.tool
-    def read(path: str) -> str | af.ToolFailure:
-        if not os.path.exists(path):
-            return af.ToolFailure(error="File not found", recommendations=["List the dir first"])
-        ...
-    ```
-
-    It is recorded as a ``tool.error`` event of kind ``"logical"``, fed back to the model,
-    and never retried.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    error: str
-    recommendations: list[str] = Field(default_factory=list)
-
-    def __str__(self) -> str:
-        return self.error
-
-
-class Tool(Generic[P, R]):
+class Tool(BaseTool[P, R]):
     """A function the model may call, with its argument schema and recovery policy.
 
     Calling a `Tool` calls the plain function. `invoke` / `ainvoke` take the arguments as a
@@ -75,100 +45,6 @@ class Tool(Generic[P, R]):
     policy opts in with ``af.retry(..., allow_non_idempotent=True)``.
     """
 
-    def __init__(
-        self,
-        function: Callable[P, R],
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        on_error: OnError | None = None,
-        namespace: Mapping[str, Any] | None = None,
-        idempotent: bool = True,
-    ) -> None:
-        if not callable(function):
-            raise UsageError(f"@tool needs a function, got {function!r}")
-        if not isinstance(idempotent, bool):
-            raise UsageError(f"@tool(idempotent={idempotent!r}): give True or False")
-        self.idempotent = idempotent
-        self.function = function
-        self.name: str = name or str(getattr(function, "__name__", ""))
-        if not self.name or not self.name.replace("_", "a").replace("-", "a").isalnum():
-            raise UsageError(
-                f"tool name {self.name!r} is not usable; give a name of letters, digits, "
-                "'_' or '-' with @tool(name=...)"
-            )
-        doc = inspect.getdoc(function) or ""
-        self.description = description if description is not None else doc.strip()
-        self.on_error = on_error
-        self.is_async = inspect.iscoroutinefunction(function)
-        self._args_model, self._field_names = _arguments_model(function, self.name, namespace)
-        # The validator itself: model_validate_json's wrapper costs a third of a good check.
-        validator = self._args_model.__pydantic_validator__
-        self._validate_json = validator.validate_json
-        self._validate_python = validator.validate_python
-        self.parameters = _clean_schema(self._args_model.model_json_schema(by_alias=True))
-        self._spec = ToolSpec(
-            name=self.name, description=self.description, parameters=self.parameters
-        )
-        self.__doc__ = getattr(function, "__doc__", None)
-        self.__name__ = str(getattr(function, "__name__", self.name))
-        self.__qualname__ = str(getattr(function, "__qualname__", self.__name__))
-        self.__module__ = str(getattr(function, "__module__", __name__))
-        self.__wrapped__ = function
-
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        """Call the plain function, bypassing validation and recovery."""
-        return self.function(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<Tool {self.name!r}>"
-
-    @property
-    def spec(self) -> ToolSpec:
-        """What the model is told about this tool."""
-        return self._spec
-
-    def validate(self, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
-        """Check ``arguments`` against the schema; return keyword arguments for the function.
-
-        Raises `InvalidArgsError` (naming the tool and every problem) when they do not fit.
-        """
-        checked = self.check_arguments(arguments)
-        if isinstance(checked, InvalidArgsError):
-            raise checked
-        return checked
-
-    def check_arguments(
-        self, arguments: str | Mapping[str, Any] | None
-    ) -> dict[str, Any] | InvalidArgsError:
-        """Like `validate`, but returns the `InvalidArgsError` instead of raising it.
-
-        The agent loop uses this: an exception raised through its generator frames would
-        cost more than the whole check.
-        """
-        raw = arguments if isinstance(arguments, str) else None
-        try:
-            if raw is not None:
-                text = raw.strip()
-                if not text and not self._field_names:
-                    text = "{}"  # models often send "" for a tool without parameters
-                parsed = self._validate_json(text)
-            else:
-                parsed = self._validate_python(dict(arguments or {}))  # type: ignore[arg-type]
-        except ValidationError as exc:
-            shown = raw if raw is not None else _safe_json(arguments)
-            errors = exc.errors(include_url=False, include_input=False, include_context=False)
-            invalid = InvalidArgsError(
-                _describe_invalid(self.name, errors, shown), tool=self.name, raw_arguments=shown
-            )
-            # Keep pydantic's error as the cause (`errors` reads it), without its traceback:
-            # that would hold this frame, and this frame holds `invalid`, a cycle on every bad
-            # call.
-            invalid.__cause__ = exc.with_traceback(None)
-            return invalid
-        values = parsed.__dict__
-        return {public: values[internal] for internal, public in self._field_names.items()}
-
     def invoke(
         self,
         arguments: str | Mapping[str, Any] | None = None,
@@ -180,9 +56,7 @@ class Tool(Generic[P, R]):
 
         Returns the tool's result, or raises the error that recovery could not cure.
         """
-        from pytest_agentfaults.runtime.agent import invoke_tool  # noqa: PLC0415 - cycle
-
-        return invoke_tool(self, arguments, config=config, clock=clock)
+        return invoke(self, arguments, config, clock)
 
     async def ainvoke(
         self,
@@ -192,9 +66,7 @@ class Tool(Generic[P, R]):
         clock: Clock | None = None,
     ) -> Any:
         """The async twin of `invoke`: awaits async tools, waits through ``clock.asleep``."""
-        from pytest_agentfaults.runtime.agent import ainvoke_tool  # noqa: PLC0415 - cycle
-
-        return await ainvoke_tool(self, arguments, config=config, clock=clock)
+        return await ainvoke(self, arguments, config, clock)
 
 
 @overload
@@ -256,100 +128,3 @@ def as_tool(value: Tool[Any, Any] | Callable[..., Any]) -> Tool[Any, Any]:
     if isinstance(value, Tool):
         return value
     return Tool(value)
-
-
-def render_result(result: Any) -> str:
-    """The string the model sees for a successful result: a str as is, anything else JSON."""
-    if isinstance(result, str):
-        return result
-    return to_json(result, fallback=repr).decode()
-
-
-# --------------------------------------------------------------------------- internals
-
-
-def _arguments_model(
-    function: Callable[..., Any], tool_name: str, namespace: Mapping[str, Any] | None = None
-) -> tuple[type[BaseModel], dict[str, str]]:
-    """A pydantic model of the function's parameters.
-
-    Fields get neutral internal names with the real parameter name as alias, so a parameter
-    called ``json``, ``schema`` or ``copy`` never shadows a BaseModel attribute.
-    """
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"tool {tool_name!r}: cannot read the signature of {function!r}") from exc
-    try:
-        hints = get_type_hints(function, localns=dict(namespace or {}), include_extras=True)
-    except Exception as exc:
-        raise UsageError(
-            f"tool {tool_name!r}: its type hints cannot be resolved ({exc}); "
-            "import the names they use at module level"
-        ) from exc
-    fields: dict[str, Any] = {}
-    names: dict[str, str] = {}
-    for index, (param_name, param) in enumerate(signature.parameters.items()):
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise UsageError(
-                f"tool {tool_name!r}: *{param_name} / **{param_name} cannot be described to a "
-                "model; list the parameters explicitly"
-            )
-        if param.kind is param.POSITIONAL_ONLY:
-            raise UsageError(
-                f"tool {tool_name!r}: parameter {param_name!r} is positional-only; the model "
-                "passes arguments by name, so remove the '/'"
-            )
-        if param_name not in hints:
-            raise UsageError(
-                f"tool {tool_name!r}: parameter {param_name!r} has no type hint; annotate it "
-                f"(for example `{param_name}: str`) so its schema can be built"
-            )
-        internal = f"p{index}"
-        default = PydanticUndefined if param.default is param.empty else param.default
-        fields[internal] = (hints[param_name], Field(default, alias=param_name, title=param_name))
-        names[internal] = param_name
-    model_name = "".join(part.capitalize() for part in tool_name.replace("-", "_").split("_"))
-    try:
-        model = create_model(
-            f"{model_name or 'Tool'}Arguments",
-            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-            **fields,
-        )
-    except Exception as exc:
-        raise UsageError(
-            f"tool {tool_name!r}: pydantic cannot build a schema from its type hints ({exc}); "
-            "use JSON-friendly types (str, int, float, bool, lists, dicts, pydantic models)"
-        ) from exc
-    return model, names
-
-
-def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        if isinstance(prop, dict):
-            prop.pop("title", None)
-    return schema
-
-
-def _safe_json(arguments: object) -> str:
-    try:
-        return json.dumps(arguments, default=repr)
-    except (TypeError, ValueError):
-        return repr(arguments)
-
-
-def _describe_invalid(tool_name: str, errors: list[Any], raw: str) -> str:
-    problems = []
-    for error in errors:
-        if error["type"] == "json_invalid":
-            problems.append(f"arguments are not valid JSON ({error['msg']})")
-            continue
-        if error["type"] in ("model_type", "model_attributes_type"):
-            problems.append("arguments must be a JSON object")
-            continue
-        where = ".".join(str(part) for part in error["loc"]) or "arguments"
-        problems.append(f"{where}: {error['msg']}")
-    raw = redact_text(raw)  # before it is cut: a key cut short no longer looks like one
-    shown = raw if len(raw) <= 200 else raw[:200] + "..."
-    return f"invalid arguments for tool {tool_name!r}: {'; '.join(problems)} (got {shown})"

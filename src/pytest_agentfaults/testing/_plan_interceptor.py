@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentfaults.runtime._loop import PROCEED, Attempt, Inject, Interceptor, ModelCall
 from pytest_agentfaults.runtime.clock import RealClock
+from pytest_agentfaults.runtime.hooks import PROCEED, Attempt, Inject, Interceptor, ModelCall
 from pytest_agentfaults.testing._fault import LLMFault, ToolFault
 from pytest_agentfaults.testing.scripted import ScriptedModel
 

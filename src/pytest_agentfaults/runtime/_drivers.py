@@ -1,4 +1,4 @@
-"""The engine under `Agent.run` and `Agent.arun`: one loop, two drivers.
+"""The drivers under `Agent.run` and `Agent.arun`: one step generator, two drivers.
 
 The run logic is written once, as generators that *yield effects* (call the model, run a
 tool attempt, wait) and receive their results. A sync driver and an async driver perform
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Callable, Generator
-from contextvars import ContextVar
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agentfaults.errors import ToolTimeoutError, UsageError
@@ -31,16 +30,21 @@ from pytest_agentfaults.runtime.clock import (
     reset_attempt_deadline,
     set_attempt_deadline,
 )
+from pytest_agentfaults.runtime.hooks import (
+    PROCEED,
+    Attempt,
+    ModelCall,
+    active_interceptors,
+    intercept_model,
+    intercept_tool,
+    reset_current_emit,
+    set_current_emit,
+)
 
 if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.models.base import Model, ModelRequest, ModelResponse
-    from pytest_agentfaults.runtime.tools import Tool
+    from pytest_agentfaults.runtime.models.base import ModelResponse
 
 T = TypeVar("T")
-
-
-def _no_event(type: str, /, **fields: Any) -> None:
-    return None
 
 
 class Sleep:
@@ -53,166 +57,8 @@ class Sleep:
         self.seconds = seconds
 
 
-class Attempt:
-    """Run one attempt of ``tool`` with ``kwargs``, bounded by ``timeout`` on ``clock``.
-
-    ``emit`` records events in the run's trace; ``call_id`` and ``number`` say which tool
-    call and which attempt of it this is.
-    """
-
-    __slots__ = ("call_id", "clock", "cut", "emit", "kwargs", "number", "timeout", "tool")
-
-    def __init__(
-        self,
-        tool: Tool[Any, Any],
-        kwargs: dict[str, Any],
-        timeout: float | None,
-        clock: Clock,
-        emit: Callable[..., object] = _no_event,
-        call_id: str | None = None,
-        number: int = 1,
-        cut: bool = True,
-    ) -> None:
-        self.tool = tool
-        self.kwargs = kwargs
-        self.timeout = timeout
-        self.clock = clock
-        self.emit = emit
-        self.call_id = call_id
-        self.number = number
-        # False for the default timeout: a sync tool then runs on the caller's thread, and
-        # the timeout is checked when it returns (see ResilienceConfig.timeout_seconds)
-        self.cut = cut
-
-
-class ModelCall:
-    """Send ``request`` to ``model``."""
-
-    __slots__ = ("model", "request")
-
-    def __init__(self, model: Model, request: ModelRequest) -> None:
-        self.model = model
-        self.request = request
-
-
 Effect = Sleep | Attempt | ModelCall | Parallel
 Steps = Generator[Effect, Any, T]
-
-
-# ------------------------------------------------------------------------ interception
-
-# Hooks the test kit installs (fault injection). The runtime defines the seam, never the
-# faults: `intercept_tool` may raise, return a substitute result, or return PROCEED.
-PROCEED: Any = object()
-
-
-class Interceptor:
-    """Base class for the test kit's fault injection; the default does nothing."""
-
-    def tool_attempt(self, attempt: Attempt) -> Any:
-        """Called before each tool attempt.
-
-        Return `PROCEED`, a substitute result, or `Inject(error)` to fail the attempt. An
-        exception escaping the hook is a bug of the hook: it becomes `InterceptorError`.
-        """
-        return PROCEED
-
-    def model_call(self, call: ModelCall) -> Any:
-        """Called before each model call: `PROCEED`, a response, or `Inject(error)`."""
-        return PROCEED
-
-    def declares_non_idempotent(self, tool: str) -> bool:
-        """Whether the test declares ``tool`` must not run twice (``idempotent=False``)."""
-        return False
-
-
-# The interceptors in force in this context: per test (the plugin sets them at setup and
-# resets them at teardown), never process-wide, so a leaked plan cannot reach other tests.
-_interceptors: ContextVar[tuple[Interceptor, ...]] = ContextVar(
-    "agentfaults_interceptors", default=()
-)
-
-# The emit function of the run whose model call or tool attempt is in progress, so layers
-# below the runtime (the HTTP fault router) can record into that run's trace.
-_current_emit: ContextVar[Callable[..., object] | None] = ContextVar(
-    "agentfaults_current_emit", default=None
-)
-
-
-def current_emit() -> Callable[..., object] | None:
-    """The event recorder of the run in progress in this context, if any."""
-    return _current_emit.get()
-
-
-def install_interceptor(interceptor: Interceptor) -> None:
-    """Activate ``interceptor`` for every run in this context until removed.
-
-    Contexts copied from this one afterwards (asyncio tasks, ``contextvars.copy_context``)
-    see it too; other threads' contexts do not.
-    """
-    _interceptors.set((*_interceptors.get(), interceptor))
-
-
-def remove_interceptor(interceptor: Interceptor) -> None:
-    """Undo `install_interceptor` (in any order)."""
-    current = _interceptors.get()
-    if interceptor in current:
-        _interceptors.set(tuple(i for i in current if i is not interceptor))
-
-
-def active_interceptors() -> tuple[Interceptor, ...]:
-    """The interceptors in force in this context, oldest first."""
-    return _interceptors.get()
-
-
-def declared_non_idempotent(tool: str) -> bool:
-    """Whether an interceptor in force declares ``tool`` non-idempotent for this test."""
-    interceptors = _interceptors.get()
-    return bool(interceptors) and any(i.declares_non_idempotent(tool) for i in interceptors)
-
-
-class Inject:
-    """Returned by an interceptor: make ``error`` the outcome of the attempt or call."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-class InterceptorError(AssertionError):
-    """An interceptor (the test kit's fault injection) failed: a bug, never a tool failure.
-
-    An AssertionError, so no recovery policy retries it or feeds it to the model.
-    """
-
-
-def _call_interceptor(hook: Callable[[Any], Any], effect: Any) -> Any:
-    try:
-        outcome = hook(effect)
-    except AttemptDeadlineExceeded:
-        raise  # injected latency crossed the attempt's deadline: a timeout, as intended
-    except Exception as exc:
-        raise InterceptorError(f"fault injection failed in {hook!r}: {exc!r}") from exc
-    if isinstance(outcome, Inject):
-        raise outcome.error
-    return outcome
-
-
-def _intercept_tool(effect: Attempt) -> Any:
-    for interceptor in _interceptors.get():
-        outcome = _call_interceptor(interceptor.tool_attempt, effect)
-        if outcome is not PROCEED:
-            return outcome
-    return PROCEED
-
-
-def _intercept_model(effect: ModelCall) -> Any:
-    for interceptor in _interceptors.get():
-        outcome = _call_interceptor(interceptor.model_call, effect)
-        if outcome is not PROCEED:
-            return outcome
-    return PROCEED
 
 
 # ------------------------------------------------------------------------ sync driver
@@ -269,7 +115,7 @@ def _open_attempt(effect: Attempt) -> tuple[float, object, object]:
     start = clock.now()
     virtual = type(clock) is VirtualClock and timeout is not None
     deadline = set_attempt_deadline(clock, start + timeout) if virtual else None  # type: ignore[operator]
-    emitting = _current_emit.set(effect.emit) if _interceptors.get() else None
+    emitting = set_current_emit(effect.emit) if active_interceptors() else None
     return start, deadline, emitting
 
 
@@ -277,7 +123,7 @@ def _close_attempt(deadline: object, emitting: object) -> None:
     if deadline is not None:
         reset_attempt_deadline(deadline)
     if emitting is not None:
-        _current_emit.reset(emitting)  # type: ignore[arg-type]
+        reset_current_emit(emitting)  # type: ignore[arg-type]
 
 
 def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
@@ -287,7 +133,7 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
             # Real time: wait at most the timeout, then abandon the call in its thread.
             result = call_in_worker(lambda: _run_sync_tool(effect), effect.timeout)  # type: ignore[arg-type]
         else:
-            result = _intercept_tool(effect) if _interceptors.get() else PROCEED
+            result = intercept_tool(effect) if active_interceptors() else PROCEED
             if result is PROCEED:
                 result = effect.tool.function(**effect.kwargs)
                 if effect.tool.is_async:
@@ -307,20 +153,20 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
 
 
 def _model_call_sync(effect: ModelCall) -> ModelResponse:
-    token = _current_emit.set(effect.request.emit)
+    token = set_current_emit(effect.request.emit)
     try:
-        if _interceptors.get():
-            outcome = _intercept_model(effect)
+        if active_interceptors():
+            outcome = intercept_model(effect)
             if outcome is not PROCEED:
                 return outcome  # type: ignore[no-any-return]
         request = getattr(effect.model, "request", None)
         if request is None:
             raise UsageError(
-                f"model {_model_name(effect.model)!r} has no sync request(); use await agent.arun()"
+                f"model {model_name(effect.model)!r} has no sync request(); use await agent.arun()"
             )
         return request(effect.request)  # type: ignore[no-any-return]
     finally:
-        _current_emit.reset(token)
+        reset_current_emit(token)
 
 
 # ------------------------------------------------------------------------ async driver
@@ -358,7 +204,7 @@ async def _attempt_async(effect: Attempt) -> Any:
         if _in_worker(effect):
             result = await acall_in_worker(lambda: _run_sync_tool(effect), timeout)  # type: ignore[arg-type]
         else:
-            result = _intercept_tool(effect) if _interceptors.get() else PROCEED
+            result = intercept_tool(effect) if active_interceptors() else PROCEED
             if result is PROCEED:
                 if not tool.is_async:
                     result = tool.function(**effect.kwargs)
@@ -378,20 +224,20 @@ async def _attempt_async(effect: Attempt) -> Any:
 
 
 async def _model_call_async(effect: ModelCall) -> ModelResponse:
-    token = _current_emit.set(effect.request.emit)
+    token = set_current_emit(effect.request.emit)
     try:
-        if _interceptors.get():
-            outcome = _intercept_model(effect)
+        if active_interceptors():
+            outcome = intercept_model(effect)
             if outcome is not PROCEED:
                 return outcome  # type: ignore[no-any-return]
         arequest = getattr(effect.model, "arequest", None)
         if arequest is None:
             raise UsageError(
-                f"model {_model_name(effect.model)!r} has no async arequest(); use agent.run()"
+                f"model {model_name(effect.model)!r} has no async arequest(); use agent.run()"
             )
         return await arequest(effect.request)  # type: ignore[no-any-return]
     finally:
-        _current_emit.reset(token)
+        reset_current_emit(token)
 
 
 def _in_worker(effect: Attempt) -> bool:
@@ -402,7 +248,7 @@ def _in_worker(effect: Attempt) -> bool:
 
 def _run_sync_tool(effect: Attempt) -> Any:
     """The body of a sync attempt on a worker thread: fault injection, then the tool."""
-    result = _intercept_tool(effect) if _interceptors.get() else PROCEED
+    result = intercept_tool(effect) if active_interceptors() else PROCEED
     if result is PROCEED:
         result = effect.tool.function(**effect.kwargs)
     return result
@@ -431,13 +277,15 @@ async def _bounded(effect: Attempt, awaitable: Any, start: float) -> Any:
 
 
 def _timed_out(effect: Attempt) -> ToolTimeoutError:
-    timeout = effect.timeout or 0.0
+    return timed_out(effect.tool.name, effect.timeout or 0.0)
+
+
+def timed_out(tool: str, timeout: float) -> ToolTimeoutError:
+    """The error of an attempt of ``tool`` that ran past ``timeout`` seconds."""
     return ToolTimeoutError(
-        f"tool {effect.tool.name!r} did not finish within {timeout:g}s",
-        tool=effect.tool.name,
-        timeout=timeout,
+        f"tool {tool!r} did not finish within {timeout:g}s", tool=tool, timeout=timeout
     )
 
 
-def _model_name(model: object) -> str:
+def model_name(model: object) -> str:
     return str(getattr(model, "name", type(model).__name__))

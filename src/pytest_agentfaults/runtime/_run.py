@@ -1,0 +1,432 @@
+"""One run of an agent: the loop, model turns, output correction and fallback.
+
+`Run.main` is a step generator (see `_drivers`): it yields effects, and `drive` or
+`adrive` performs them. The tool calls of a turn go to the run's `ToolCalls` pipeline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pytest_agentfaults.errors import (
+    NEVER_RECOVERED,
+    BudgetExceededError,
+    MalformedResponseError,
+    UsageError,
+)
+from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
+from pytest_agentfaults.runtime._components import BUILTIN_TOOLS, as_model
+from pytest_agentfaults.runtime._drivers import Sleep, Steps, model_name
+from pytest_agentfaults.runtime._override import effective
+from pytest_agentfaults.runtime._parallel import JitterTurn, Parallel, branch_jitter, with_jitter
+from pytest_agentfaults.runtime._result import CancelToken, RunResult, RunStatus, Usage
+from pytest_agentfaults.runtime._tool import BaseTool
+from pytest_agentfaults.runtime._toolcalls import Cancelled, ToolCalls
+from pytest_agentfaults.runtime.backoff import jitter_rng
+from pytest_agentfaults.runtime.decisions import LlmErrorDecision
+from pytest_agentfaults.runtime.events import ErrorRecord, Recorder, Trace, logger
+from pytest_agentfaults.runtime.hooks import ModelCall
+from pytest_agentfaults.runtime.models.base import (
+    Message,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+)
+from pytest_agentfaults.runtime.output import (
+    check_substitute,
+    preview,
+    render_result,
+    soft_failure,
+)
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.agent import Agent
+
+__all__ = ["Run", "fixer_steps", "initial_messages", "run_steps"]
+
+
+def run_steps(
+    agent: Agent[Any],
+    prompt: str | None,
+    messages: Sequence[Message] | None,
+    cancel: CancelToken | None,
+    parent: Recorder | None,
+    trace: Trace | None = None,
+) -> Steps[RunResult[Any]]:
+    """The steps of one run of ``agent`` (overrides already applied)."""
+    history = initial_messages(agent, prompt, messages)
+    recorder = Recorder(
+        agent=agent.name, clock=agent.clock, observers=agent.observers, parent=parent, trace=trace
+    )
+    return Run(agent, history, recorder, cancel or CancelToken()).main()
+
+
+def fixer_steps(
+    fixer: Agent[Any], parent: ToolCalls, tool: BaseTool[Any, Any], error: Exception, raw: str
+) -> Steps[Any]:
+    """Run ``fixer`` (an LLM fixer) for ``tool`` inside ``parent``; returns its answer.
+
+    A function fixer never comes here: `ToolCalls.run_function_fixer` calls it directly.
+    """
+    agent = effective(fixer)
+    if agent.model is None:
+        raise UsageError(f"fixer agent {fixer.name!r} has no model and no function")
+    prompt = (
+        f"The tool {tool.name!r} failed.\n"
+        f"Error: {type(error).__name__}: {error}\n"
+        f"Raw arguments, as the model sent them:\n{raw}\n"
+        f"The tool's argument schema:\n{json.dumps(tool.parameters)}\n"
+        "Reply with only the corrected arguments as one JSON object."
+    )
+    clock = parent.clock
+    recorder = Recorder(agent=fixer.name, clock=clock, observers=fixer.observers, parent=parent.rec)
+    cancel = parent.cancel if parent.cancel is not None else CancelToken()
+    run = Run(agent, initial_messages(agent, prompt, None), recorder, cancel)
+    result = yield from run.main()
+    parent.absorb(run.usage)
+    return result.output
+
+
+class Run:
+    """The state of one run, and the generator methods that make it progress.
+
+    It owns its tool-call pipeline (`ToolCalls`), which shares its usage counters, clock,
+    recorder and cancel token.
+    """
+
+    def __init__(
+        self, agent: Agent[Any], messages: list[Message], rec: Recorder, cancel: CancelToken
+    ) -> None:
+        self.agent = agent
+        self.messages = messages
+        self.rec = rec
+        self.clock = clock = rec.clock
+        self.cancel = cancel
+        self.usage = usage = Usage()
+        self.calls = ToolCalls(
+            tools=agent.tools,
+            builtins={name: BUILTIN_TOOLS[name] for name in agent.builtin_tools},
+            resilience=agent.resilience,
+            on_tool_error=agent.on_tool_error,
+            tool_defaults=agent.tool_defaults,
+            clock=clock,
+            rec=rec,
+            uniform=self.uniform,
+            usage=usage,
+            cancel=cancel,
+        )
+        self.turns = 0
+        self.corrections = 0
+        self.fell_back = False
+        budget = agent.budget
+        self.token_caps = (
+            budget.max_input_tokens is not None
+            or budget.max_output_tokens is not None
+            or budget.max_total_tokens is not None
+        )
+        self._rng: Any = None
+
+    def uniform(self) -> float:
+        stream = branch_jitter(self) or self.jitter()
+        return float(stream.random())
+
+    def jitter(self) -> Any:
+        """The run's random stream for jitter, made on first use."""
+        if self._rng is None:
+            self._rng = jitter_rng()
+        return self._rng
+
+    # ------------------------------------------------------------------ the loop
+
+    def main(self) -> Steps[RunResult[Any]]:
+        agent, rec = self.agent, self.rec
+        rec.emit("run.start", detail=preview(self.messages[-1].content if self.messages else ""))
+        try:
+            if agent.fixer_function is not None:
+                output = agent.fixer_function(self.messages[-1].content if self.messages else "")
+                return self.finish("ok", output)
+            if agent.model is None:
+                raise UsageError(f"agent {agent.name!r} has no model; pass model=... to Agent()")
+            while True:
+                if self.stopping():
+                    return self.cancelled()
+                response = yield from self.model_turn()
+                self.messages.append(response.message)
+                calls = response.message.tool_calls
+                if not calls:
+                    if agent.output_spec is None:
+                        return self.finish("ok", response.message.content)
+                    checked = yield from self.check_output(response)
+                    if isinstance(checked, RunResult):
+                        return checked
+                    continue
+                if len(calls) > 1:
+                    yield from self.tool_turn(calls)
+                    continue
+                # One call (the usual turn): run inline, without the parallel machinery.
+                call = calls[0]
+                if self.stopping():
+                    return self.cancelled()
+                self.check_budget("max_tool_calls", self.usage.tool_calls)
+                self.usage.tool_calls += 1
+                outcome = yield from self.calls.tool_call(call)
+                self.messages.append(
+                    Message.tool_result(outcome.content, tool_call_id=call.id, name=call.name)
+                )
+        except BudgetExceededError as exc:
+            rec.emit("budget.exceeded", reason=str(exc), status=exc.limit, detail=str(exc.value))
+            status: RunStatus = "budget_exceeded" if exc.limit in TOKEN_LIMITS else "max_iterations"
+            return self.finish(status, self.last_text() if agent.output_spec is None else None)
+        except Cancelled:
+            return self.cancelled()
+        except GeneratorExit:
+            raise
+        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+            # Task cancellation and Ctrl-C are recorded, then re-raised: swallowing them
+            # would break the caller's task group or shutdown.
+            rec.emit("run.cancelled", reason=type(exc).__name__)
+            rec.emit("run.end", status="cancelled")
+            raise
+        except BaseException as exc:
+            rec.emit("run.end", status="error", error=ErrorRecord.from_exception(exc))
+            raise
+
+    def tool_turn(self, calls: list[ToolCall]) -> Steps[None]:
+        """Run several tool calls of one turn (together in ``arun``), in the model's order."""
+        turn = JitterTurn(self.jitter)
+        branches = [
+            with_jitter(self, turn, index, self.counted_call(call))
+            for index, call in enumerate(calls)
+        ]
+        outcomes: list[tuple[bool, Any]] = yield Parallel(branches, self.clock, self.rec.trace)
+        for call, (ok, outcome) in zip(calls, outcomes, strict=False):
+            if not ok:
+                raise outcome
+            self.messages.append(
+                Message.tool_result(outcome.content, tool_call_id=call.id, name=call.name)
+            )
+
+    def counted_call(self, call: ToolCall) -> Steps[Any]:
+        if self.stopping():
+            raise Cancelled
+        self.check_budget("max_tool_calls", self.usage.tool_calls)
+        self.usage.tool_calls += 1
+        return (yield from self.calls.tool_call(call))
+
+    def finish(self, status: RunStatus, output: Any) -> RunResult[Any]:
+        shown = None if output is None else preview(render_result(output))
+        self.rec.emit("run.end", status=status, detail=shown)
+        return RunResult(
+            output=output,
+            status=status,
+            trace=self.rec.trace,
+            messages=self.messages,
+            usage=self.usage,
+            run_id=self.rec.run_id,
+        )
+
+    def check_output(self, response: ModelResponse) -> Steps[RunResult[Any] | None]:
+        """Validate a final answer against ``output_type``; correct, fall back, or give up.
+
+        Returns the finished `RunResult`, or None after sending a correction message.
+        """
+        agent, rec = self.agent, self.rec
+        spec = agent.output_spec
+        assert spec is not None
+        try:
+            return self.finish("ok", spec.parse(response.message.content))
+        except MalformedResponseError as exc:
+            failure = exc
+        config = agent.resilience
+        rec.emit("llm.error", error=ErrorRecord.from_exception(failure), detail="output_type")
+        if self.corrections < config.max_retries:
+            self.corrections += 1
+            rec.emit(
+                "llm.retry",
+                attempt=self.corrections + 1,
+                max_attempts=config.max_retries + 1,
+                detail="output correction",
+                error=ErrorRecord.from_exception(failure),
+            )
+            self.messages.append(Message.user(spec.correction(failure)))
+            return None
+        if config.fallback_model is not None and not self.fell_back:
+            self.fell_back = True
+            self.check_budget("max_llm_calls", self.usage.llm_calls)
+            # The fallback is told why: its request ends with the failure and the schema
+            # expected, never with the bad answer (Anthropic would continue it as a prefill).
+            self.messages.append(Message.user(spec.correction(failure)))
+            fallback = yield from self.call_fallback(config.fallback_model, failure)
+            self.messages.append(fallback.message)
+            try:
+                return self.finish("ok", spec.parse(fallback.message.content))
+            except MalformedResponseError as exc:
+                rec.emit("llm.error", error=ErrorRecord.from_exception(exc), detail="output_type")
+                failure = exc
+        if config.on_exhaustion == "raise":
+            raise failure
+        return self.finish("max_iterations", None)
+
+    def cancelled(self) -> RunResult[Any]:
+        self.rec.emit("run.cancelled", reason=self.cancel.reason)
+        return self.finish("cancelled", self.last_text())
+
+    def last_text(self) -> str | None:
+        for message in reversed(self.messages):
+            if message.role == "assistant" and message.content:
+                return message.content
+        return None
+
+    def stopping(self) -> bool:
+        return self.cancel.cancelled
+
+    def check_cancel(self) -> None:
+        self.calls.check_cancel()
+
+    def check_budget(self, limit: str, used: int) -> None:
+        cap = getattr(self.agent.budget, limit)
+        if cap is not None and used >= cap:
+            raise BudgetExceededError(f"budget {limit}={cap} reached", limit=limit, value=cap)
+
+    # ------------------------------------------------------------------ model turns
+
+    def model_turn(self) -> Steps[ModelResponse]:
+        agent, rec = self.agent, self.rec
+        self.check_budget("max_turns", self.turns)
+        attempt = 1
+        while True:
+            self.check_budget("max_llm_calls", self.usage.llm_calls)
+            try:
+                response = yield from self.call_model(agent.model, attempt)  # type: ignore[arg-type]
+            except NEVER_RECOVERED:
+                raise
+            except Exception as exc:
+                decision = self.decide(exc, attempt)
+                delay = decision.delay(attempt, exc) if decision.action == "retry" else None
+                if delay is not None and attempt < decision.max_attempts:
+                    rec.emit(
+                        "llm.retry",
+                        attempt=attempt + 1,
+                        max_attempts=decision.max_attempts,
+                        delay=delay,
+                        error=ErrorRecord.from_exception(exc),
+                    )
+                    self.usage.retries += 1
+                    yield Sleep(self.clock, delay)
+                    self.check_cancel()
+                    attempt += 1
+                    continue
+                if decision.action == "respond_with":
+                    check_substitute(agent.name, agent.output_spec, decision.output, exc)
+                    response = ModelResponse(
+                        message=Message.assistant(render_result(decision.output)),
+                        finish_reason="stop",
+                        model="on_llm_error",
+                    )
+                    rec.emit("llm.response", attempt=attempt, detail="respond_with: substituted")
+                    self.turns += 1
+                    return response
+                fallback = self.agent.resilience.fallback_model
+                if fallback is not None:
+                    response = yield from self.call_fallback(fallback, exc)
+                    self.turns += 1
+                    return response
+                raise
+            self.turns += 1
+            return response
+
+    def call_model(self, model: Model, attempt: int) -> Steps[ModelResponse]:
+        agent, rec = self.agent, self.rec
+        request = ModelRequest(
+            messages=list(self.messages),
+            tools=agent.tool_specs,
+            stream=agent.stream,
+            output_schema=agent.output_spec.schema if agent.output_spec is not None else None,
+            clock=self.clock,
+            emit=rec.emit,
+            agent=agent.name,
+        )
+        name = model_name(model)
+        if self.token_caps:
+            check_tokens(agent.budget, self.usage, before_call=True)
+        rec.emit("llm.request", attempt=attempt, detail=name)
+        self.usage.llm_calls += 1
+        try:
+            response: ModelResponse = yield ModelCall(model, request)
+            _check_soft_failure(response, name)
+        except Exception as exc:
+            rec.emit("llm.error", attempt=attempt, error=ErrorRecord.from_exception(exc))
+            raise
+        usage = response.usage
+        self.usage.input_tokens += usage.input_tokens
+        self.usage.output_tokens += usage.output_tokens
+        rec.emit(
+            "llm.response",
+            attempt=attempt,
+            status=response.finish_reason,
+            detail=_describe_response(response),
+        )
+        if self.token_caps:
+            check_tokens(agent.budget, self.usage, before_call=False)
+        return response
+
+    def call_fallback(self, fallback: Any, primary_error: Exception) -> Steps[ModelResponse]:
+        model = as_model(fallback)
+        self.rec.emit(
+            "fallback",
+            detail=model_name(model),
+            error=ErrorRecord.from_exception(primary_error),
+        )
+        try:
+            return (yield from self.call_model(model, 1))
+        except NEVER_RECOVERED:
+            raise
+        except Exception:
+            raise primary_error from None
+
+    def decide(self, exc: Exception, attempt: int) -> LlmErrorDecision:
+        handler = self.agent.on_llm_error
+        if handler is None:
+            return LlmErrorDecision.rethrow()
+        try:
+            decision: object = handler(exc, attempt)
+        except Exception:
+            logger.exception("on_llm_error raised; the original error is re-raised")
+            return LlmErrorDecision.rethrow()
+        if not isinstance(decision, LlmErrorDecision):
+            logger.error(
+                "on_llm_error returned %r, not an af.LlmErrorDecision; treating it as rethrow",
+                decision,
+            )
+            return LlmErrorDecision.rethrow()
+        return decision
+
+
+def _check_soft_failure(response: ModelResponse, model: str) -> None:
+    error = soft_failure(response, model)
+    if error is not None:
+        raise error
+
+
+def _describe_response(response: ModelResponse) -> str:
+    calls = response.message.tool_calls
+    if calls:
+        return "tool calls: " + ", ".join(call.name for call in calls)
+    return preview(response.message.content)
+
+
+def initial_messages(
+    agent: Agent[Any], prompt: str | None, messages: Sequence[Message] | None
+) -> list[Message]:
+    history = list(messages or [])
+    if agent.instructions and not any(m.role == "system" for m in history):
+        history.insert(0, Message.system(agent.instructions))
+    if prompt is not None:
+        history.append(Message.user(prompt))
+    if not history or history[-1].role not in ("user", "tool"):
+        raise UsageError("run() needs a prompt (or messages ending with a user message)")
+    return history

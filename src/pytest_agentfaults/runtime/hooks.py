@@ -1,0 +1,205 @@
+"""The interception seam: where the test kit's fault injection reaches into a run.
+
+The runtime defines the seam, never the faults. An `Interceptor` installed for a context
+sees each tool `Attempt` and each `ModelCall` before it happens, and may let it proceed
+(`PROCEED`), substitute a result, or fail it (`Inject`). `current_emit` gives layers below
+the runtime (the HTTP fault router) the event recorder of the run in progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar, Token
+from typing import TYPE_CHECKING, Any
+
+from pytest_agentfaults.runtime._tool import BaseTool
+from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.clock import Clock
+    from pytest_agentfaults.runtime.models.base import Model, ModelRequest
+
+__all__ = [
+    "PROCEED",
+    "Attempt",
+    "Inject",
+    "Interceptor",
+    "InterceptorError",
+    "ModelCall",
+    "active_interceptors",
+    "current_emit",
+    "declared_non_idempotent",
+    "install_interceptor",
+    "remove_interceptor",
+]
+
+
+def _no_event(type: str, /, **fields: Any) -> None:
+    return None
+
+
+class Attempt:
+    """Run one attempt of ``tool`` with ``kwargs``, bounded by ``timeout`` on ``clock``.
+
+    ``emit`` records events in the run's trace; ``call_id`` and ``number`` say which tool
+    call and which attempt of it this is.
+    """
+
+    __slots__ = ("call_id", "clock", "cut", "emit", "kwargs", "number", "timeout", "tool")
+
+    def __init__(
+        self,
+        tool: BaseTool[Any, Any],
+        kwargs: dict[str, Any],
+        timeout: float | None,
+        clock: Clock,
+        emit: Callable[..., object] = _no_event,
+        call_id: str | None = None,
+        number: int = 1,
+        cut: bool = True,
+    ) -> None:
+        self.tool = tool
+        self.kwargs = kwargs
+        self.timeout = timeout
+        self.clock = clock
+        self.emit = emit
+        self.call_id = call_id
+        self.number = number
+        # False for the default timeout: a sync tool then runs on the caller's thread, and
+        # the timeout is checked when it returns (see ResilienceConfig.timeout_seconds)
+        self.cut = cut
+
+
+class ModelCall:
+    """Send ``request`` to ``model``."""
+
+    __slots__ = ("model", "request")
+
+    def __init__(self, model: Model, request: ModelRequest) -> None:
+        self.model = model
+        self.request = request
+
+
+# `Interceptor.tool_attempt` / `model_call` return this to let the attempt or call happen.
+PROCEED: Any = object()
+
+
+class Interceptor:
+    """Base class for the test kit's fault injection; the default does nothing."""
+
+    def tool_attempt(self, attempt: Attempt) -> Any:
+        """Called before each tool attempt.
+
+        Return `PROCEED`, a substitute result, or `Inject(error)` to fail the attempt. An
+        exception escaping the hook is a bug of the hook: it becomes `InterceptorError`.
+        """
+        return PROCEED
+
+    def model_call(self, call: ModelCall) -> Any:
+        """Called before each model call: `PROCEED`, a response, or `Inject(error)`."""
+        return PROCEED
+
+    def declares_non_idempotent(self, tool: str) -> bool:
+        """Whether the test declares ``tool`` must not run twice (``idempotent=False``)."""
+        return False
+
+
+class Inject:
+    """Returned by an interceptor: make ``error`` the outcome of the attempt or call."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class InterceptorError(AssertionError):
+    """An interceptor (the test kit's fault injection) failed: a bug, never a tool failure.
+
+    An AssertionError, so no recovery policy retries it or feeds it to the model.
+    """
+
+
+# The interceptors in force in this context: per test (the plugin sets them at setup and
+# resets them at teardown), never process-wide, so a leaked plan cannot reach other tests.
+_interceptors: ContextVar[tuple[Interceptor, ...]] = ContextVar(
+    "agentfaults_interceptors", default=()
+)
+
+# The emit function of the run whose model call or tool attempt is in progress, so layers
+# below the runtime (the HTTP fault router) can record into that run's trace.
+_current_emit: ContextVar[Callable[..., object] | None] = ContextVar(
+    "agentfaults_current_emit", default=None
+)
+
+
+def current_emit() -> Callable[..., object] | None:
+    """The event recorder of the run in progress in this context, if any."""
+    return _current_emit.get()
+
+
+def set_current_emit(emit: Callable[..., object]) -> Token[Callable[..., object] | None]:
+    """Make ``emit`` the `current_emit` of this context until `reset_current_emit`."""
+    return _current_emit.set(emit)
+
+
+def reset_current_emit(token: Token[Callable[..., object] | None]) -> None:
+    """Undo `set_current_emit`."""
+    _current_emit.reset(token)
+
+
+def install_interceptor(interceptor: Interceptor) -> None:
+    """Activate ``interceptor`` for every run in this context until removed.
+
+    Contexts copied from this one afterwards (asyncio tasks, ``contextvars.copy_context``)
+    see it too; other threads' contexts do not.
+    """
+    _interceptors.set((*_interceptors.get(), interceptor))
+
+
+def remove_interceptor(interceptor: Interceptor) -> None:
+    """Undo `install_interceptor` (in any order)."""
+    current = _interceptors.get()
+    if interceptor in current:
+        _interceptors.set(tuple(i for i in current if i is not interceptor))
+
+
+def active_interceptors() -> tuple[Interceptor, ...]:
+    """The interceptors in force in this context, oldest first."""
+    return _interceptors.get()
+
+
+def declared_non_idempotent(tool: str) -> bool:
+    """Whether an interceptor in force declares ``tool`` non-idempotent for this test."""
+    interceptors = _interceptors.get()
+    return bool(interceptors) and any(i.declares_non_idempotent(tool) for i in interceptors)
+
+
+def _call_interceptor(hook: Callable[[Any], Any], effect: Any) -> Any:
+    try:
+        outcome = hook(effect)
+    except AttemptDeadlineExceeded:
+        raise  # injected latency crossed the attempt's deadline: a timeout, as intended
+    except Exception as exc:
+        raise InterceptorError(f"fault injection failed in {hook!r}: {exc!r}") from exc
+    if isinstance(outcome, Inject):
+        raise outcome.error
+    return outcome
+
+
+def intercept_tool(effect: Attempt) -> Any:
+    """What the interceptors in force make of a tool attempt: `PROCEED` or a result."""
+    for interceptor in _interceptors.get():
+        outcome = _call_interceptor(interceptor.tool_attempt, effect)
+        if outcome is not PROCEED:
+            return outcome
+    return PROCEED
+
+
+def intercept_model(effect: ModelCall) -> Any:
+    """What the interceptors in force make of a model call: `PROCEED` or a response."""
+    for interceptor in _interceptors.get():
+        outcome = _call_interceptor(interceptor.model_call, effect)
+        if outcome is not PROCEED:
+            return outcome
+    return PROCEED
