@@ -82,7 +82,7 @@ from pytest_agentfaults.runtime import (
 )
 
 if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.models._http import TransportRetry
+    from pytest_agentfaults.runtime.models._retry import TransportRetry
     from pytest_agentfaults.runtime.models.anthropic import AnthropicModel
     from pytest_agentfaults.runtime.models.ollama import OllamaModel
     from pytest_agentfaults.runtime.models.openai import OpenAIModel
@@ -122,7 +122,7 @@ _LAZY: dict[str, str] = {
     "Verdict": "pytest_agentfaults.testing.verdict",
     "OllamaModel": "pytest_agentfaults.runtime.models.ollama",
     "OpenAIModel": "pytest_agentfaults.runtime.models.openai",
-    "TransportRetry": "pytest_agentfaults.runtime.models._http",
+    "TransportRetry": "pytest_agentfaults.runtime.models._retry",
     "resolve_model": "pytest_agentfaults.runtime.models.resolve",
     "ScriptExhaustedError": "pytest_agentfaults.testing",
     "ScriptedModel": "pytest_agentfaults.testing",

@@ -111,7 +111,7 @@ def _retry_after(error: BaseException) -> float | None:
         return error.retry_after
     if isinstance(error, ModelHTTPError) and error.headers:
         # Only HTTP errors get here, so the HTTP layer is loaded (or cheap to load) by now.
-        from pytest_agentfaults.runtime.models._http import parse_retry_after  # noqa: PLC0415
+        from pytest_agentfaults.runtime.models._retry_after import parse_retry_after  # noqa: PLC0415
 
         return parse_retry_after(error.headers)
     return None
