@@ -87,6 +87,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.models.ollama import OllamaModel
     from pytest_agentfaults.runtime.models.openai import OpenAIModel
     from pytest_agentfaults.runtime.models.resolve import resolve_model
+    from pytest_agentfaults.runtime.verdict import Finding, NotResilientError, Verdict
     from pytest_agentfaults.testing import (
         FaultPlan,
         FaultScope,
@@ -104,22 +105,21 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing.http import HttpFaultRouter, UnmatchedRequestError
     from pytest_agentfaults.testing.schedules import ScheduleViolation, check_schedule
     from pytest_agentfaults.testing.server import LLMServer, ReceivedRequest
-    from pytest_agentfaults.testing.verdict import Finding, NotResilientError, Verdict
 
 # name -> module that defines it; imported on first attribute access.
 _LAZY: dict[str, str] = {
     "AnthropicModel": "pytest_agentfaults.runtime.models.anthropic",
     "FaultPlan": "pytest_agentfaults.testing",
     "FaultScope": "pytest_agentfaults.testing",
-    "Finding": "pytest_agentfaults.testing.verdict",
+    "Finding": "pytest_agentfaults.runtime.verdict",
     "FiredFault": "pytest_agentfaults.testing",
     "HttpFaultRouter": "pytest_agentfaults.testing.http",
     "LLMServer": "pytest_agentfaults.testing.server",
-    "NotResilientError": "pytest_agentfaults.testing.verdict",
+    "NotResilientError": "pytest_agentfaults.runtime.verdict",
     "ReceivedRequest": "pytest_agentfaults.testing.server",
     "ScheduleViolation": "pytest_agentfaults.testing.schedules",
     "UnmatchedRequestError": "pytest_agentfaults.testing.http",
-    "Verdict": "pytest_agentfaults.testing.verdict",
+    "Verdict": "pytest_agentfaults.runtime.verdict",
     "OllamaModel": "pytest_agentfaults.runtime.models.ollama",
     "OpenAIModel": "pytest_agentfaults.runtime.models.openai",
     "TransportRetry": "pytest_agentfaults.runtime.models._retry",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -172,3 +174,28 @@ def test_recorded_events_behave_like_validated_ones():
     event.detail = "changed"
     assert "detail" in event.model_fields_set
     assert event == af.Event.model_validate(event.model_dump())
+
+
+def test_judging_a_trace_loads_nothing_of_the_test_kit(tmp_path):
+    # Trace.verdict(), assert_resilient() and assert_matches_snapshot() are runtime code:
+    # the verdict and the snapshot form live in runtime/, so none of them loads `testing`.
+    golden = tmp_path / "golden.json"
+    code = (
+        "import sys\n"
+        "from pytest_agentfaults.runtime.events import Recorder, Trace\n"
+        "from pytest_agentfaults.runtime.clock import VirtualClock\n"
+        "trace = Trace()\n"
+        "Recorder(agent='bot', clock=VirtualClock(), trace=trace).emit('run.start')\n"
+        "assert trace.verdict().passed\n"
+        "trace.assert_resilient()\n"
+        "from pytest_agentfaults.runtime.snapshot import SnapshotSettings, use_snapshots\n"
+        "with use_snapshots(SnapshotSettings(update=True)):\n"
+        f"    trace.assert_matches_snapshot({str(golden)!r})\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('pytest_agentfaults.testing'))\n"
+        "print(loaded)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
+    assert golden.exists()

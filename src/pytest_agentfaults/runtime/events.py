@@ -17,16 +17,15 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from pytest_agentfaults.errors import UsageError, kind_and_retryable
 from pytest_agentfaults.runtime.clock import Clock
 from pytest_agentfaults.runtime.redact import redact_text, redact_value
-
-if TYPE_CHECKING:
-    from pytest_agentfaults.testing.verdict import Verdict
+from pytest_agentfaults.runtime.snapshot import assert_matches_snapshot
+from pytest_agentfaults.runtime.verdict import NotResilientError, Verdict, verdict
 
 __all__ = [
     "EVENT_TYPES",
@@ -315,10 +314,10 @@ class Trace:
             lines.append(f"  {mark} {event.seq:3d} {event.label()}")
         raise AssertionError("\n".join(lines))
 
-    # ------------------------------------------------------------------ test kit
+    # ------------------------------------------------------------------ judging
 
     def assert_matches_snapshot(self, path: str | Path, exact_times: bool = False) -> None:
-        """Compare with the golden trace at ``path``; see `pytest_agentfaults.testing.snapshots`.
+        """Compare with the golden trace at ``path``; see `pytest_agentfaults.runtime.snapshot`.
 
         The file keeps what the seed cannot change (event kinds, targets, attempts,
         outcomes), so it passes under any ``--agentfaults-seed``; ``exact_times=True``
@@ -326,14 +325,10 @@ class Trace:
         ``pytest --agentfaults-update-snapshots``.
         """
         __tracebackhide__ = True
-        from pytest_agentfaults.testing.snapshots import (  # noqa: PLC0415 - the kit is optional
-            assert_matches_snapshot,
-        )
-
         assert_matches_snapshot(self, path, exact_times=exact_times)
 
     def verdict(self, **options: Any) -> Verdict:
-        """Judge how the code under test retried; see `pytest_agentfaults.testing.verdict`.
+        """Judge how the code under test retried; see `pytest_agentfaults.runtime.verdict`.
 
         ```python
         v = trace.verdict()          # v.passed, v.findings (code, advice), v.render()
@@ -341,8 +336,6 @@ class Trace:
         ``ignore=("gave_up_early",)`` drops codes; ``max_attempts``, ``min_backoff``,
         ``storm_rate`` and ``storm_window`` tune the thresholds.
         """
-        from pytest_agentfaults.testing.verdict import verdict  # noqa: PLC0415 - the kit
-
         return verdict(self, **options)
 
     def assert_resilient(self, **options: Any) -> None:
@@ -350,11 +343,6 @@ class Trace:
 
         Takes the options of `verdict`, e.g. ``trace.assert_resilient(ignore=("no_backoff",))``.
         """
-        from pytest_agentfaults.testing.verdict import (  # noqa: PLC0415 - the kit
-            NotResilientError,
-            verdict,
-        )
-
         judged = verdict(self, **options)
         if not judged.passed:
             raise NotResilientError(judged)

@@ -22,8 +22,8 @@ from pytest_agentfaults.runtime.backoff import seeded_jitter
 from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_default_clock
 from pytest_agentfaults.runtime.events import Recorder, Trace, collecting
 from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.runtime.snapshot import SnapshotSettings, use_snapshots
 from pytest_agentfaults.testing.faults import Fault, FaultPlan, without_addresses
-from pytest_agentfaults.testing.snapshots import SnapshotSettings, use_snapshots
 
 __all__ = ["Counts", "TestState", "test_seed", "trace_file_name", "write_html_report"]
 

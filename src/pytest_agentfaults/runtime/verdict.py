@@ -55,10 +55,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from pytest_agentfaults.errors import AMBIGUOUS_ERROR_NAMES, UNSENT_ERROR_NAMES
-from pytest_agentfaults.runtime.events import Event, Trace
+from pytest_agentfaults.errors import AMBIGUOUS_ERROR_NAMES, UNSENT_ERROR_NAMES, UsageError
+
+if TYPE_CHECKING:
+    # Only for annotations: events.py imports this module (Trace.verdict), not the reverse.
+    from pytest_agentfaults.runtime.events import Event, Trace
 
 __all__ = ["CODES", "Finding", "NotResilientError", "Verdict", "verdict"]
 
@@ -234,12 +237,10 @@ def verdict(
     ignored = tuple(ignore)
     unknown = [code for code in ignored if code not in CODES]
     if unknown:
-        from pytest_agentfaults.errors import UsageError  # noqa: PLC0415
-
         raise UsageError(
             f"verdict(ignore=...): unknown code {unknown[0]!r}; the codes are {', '.join(CODES)}"
         )
-    events = list(trace.events if isinstance(trace, Trace) else trace)
+    events = list(trace)  # a Trace iterates over its events
     requests = _group(events)
     retry_events = [e for e in events if e.type in ("tool.retry", "llm.retry", "transport.retry")]
     findings: list[Finding] = []
