@@ -6,12 +6,14 @@ import itertools
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 import pytest_agentfaults as af
 from pytest_agentfaults import ScriptedModel, call_tool, say
-from pytest_agentfaults.runtime.events import EVENT_TYPES, Recorder, collecting
+from pytest_agentfaults.runtime.events import EVENT_TYPES, Recorder, Trace, collecting
 
 
 @pytest.fixture
@@ -199,3 +201,37 @@ def test_judging_a_trace_loads_nothing_of_the_test_kit(tmp_path):
     )
     assert out.stdout.strip() == "[]"
     assert golden.exists()
+
+
+def test_a_mistyped_event_field_is_refused_where_it_is_recorded():
+    # Events are built through pydantic's validator (not by writing its private slots), so
+    # a field of the wrong type fails at emit time instead of breaking Trace.from_json later.
+    recorder = Recorder(agent="bot", clock=af.VirtualClock())
+    with pytest.raises(ValidationError, match="attempt"):
+        recorder.emit("tool.retry", tool="fetch", attempt="twice")
+    event = recorder.emit("tool.retry", tool="fetch", attempt=2, delay=1)
+    assert event.delay == 1.0
+    assert isinstance(event.delay, float)
+    assert af.Trace.from_json(recorder.trace.to_json()) == recorder.trace
+
+
+def test_the_runtime_writes_no_pydantic_private_slot():
+    runtime = Path(af.__file__).parent / "runtime"
+    private = ("__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+    offenders = [
+        f"{path.relative_to(runtime)}: {name}"
+        for path in sorted(runtime.rglob("*.py"))
+        for name in private
+        if name in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == []
+
+
+def test_renumbering_an_event_keeps_what_was_set():
+    first, second = Trace(), Trace()
+    Recorder(agent="a", clock=af.VirtualClock(), trace=first).emit("run.start", custom=1)
+    stored = second.add(af.Event(type="run.start"))
+    moved = second.add(first[0])
+    assert (stored.seq, moved.seq, first[0].seq) == (0, 1, 0)
+    assert moved.model_fields_set == first[0].model_fields_set
+    assert moved.model_extra == {"custom": 1}
