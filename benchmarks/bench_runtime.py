@@ -23,8 +23,8 @@ import pytest_agentfaults as af
 from pytest_agentfaults import ScriptedModel, call_tool, malformed, say
 from pytest_agentfaults.runtime import _loop
 from pytest_agentfaults.runtime._loop import Attempt
+from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.agent import CancelToken, _Run
-from pytest_agentfaults.runtime.events import Recorder
 from pytest_agentfaults.runtime.models.base import ToolCall
 
 

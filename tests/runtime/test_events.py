@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 import pytest_agentfaults as af
 from pytest_agentfaults import ScriptedModel, call_tool, say
-from pytest_agentfaults.runtime.events import EVENT_TYPES, Recorder, Trace, collecting
+from pytest_agentfaults.runtime._recorder import Recorder, collecting
+from pytest_agentfaults.runtime.events import EVENT_TYPES, Trace
 
 
 @pytest.fixture
@@ -184,7 +185,8 @@ def test_judging_a_trace_loads_nothing_of_the_test_kit(tmp_path):
     golden = tmp_path / "golden.json"
     code = (
         "import sys\n"
-        "from pytest_agentfaults.runtime.events import Recorder, Trace\n"
+        "from pytest_agentfaults.runtime._recorder import Recorder\n"
+        "from pytest_agentfaults.runtime.events import Trace\n"
         "from pytest_agentfaults.runtime.clock import VirtualClock\n"
         "trace = Trace()\n"
         "Recorder(agent='bot', clock=VirtualClock(), trace=trace).emit('run.start')\n"

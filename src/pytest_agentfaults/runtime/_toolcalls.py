@@ -45,9 +45,9 @@ from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.runtime.tools import Tool, ToolFailure, render_result
 
 if TYPE_CHECKING:
+    from pytest_agentfaults.runtime._recorder import Recorder
     from pytest_agentfaults.runtime.agent import Agent, CancelToken, Usage
     from pytest_agentfaults.runtime.clock import Clock
-    from pytest_agentfaults.runtime.events import Recorder
     from pytest_agentfaults.runtime.models.base import ToolCall
 
 __all__ = ["BUILTIN_TOOLS", "ToolCalls"]

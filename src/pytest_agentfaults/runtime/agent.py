@@ -25,6 +25,7 @@ from pytest_agentfaults.errors import (
 )
 from pytest_agentfaults.runtime import _loop
 from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
+from pytest_agentfaults.runtime._log import logger
 from pytest_agentfaults.runtime._loop import ModelCall, Sleep, Steps
 from pytest_agentfaults.runtime._override import Override, effective
 from pytest_agentfaults.runtime._parallel import (
@@ -33,6 +34,7 @@ from pytest_agentfaults.runtime._parallel import (
     branch_jitter,
     with_jitter,
 )
+from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime._toolcalls import (
     _PASS_THROUGH,
     BUILTIN_TOOLS,
@@ -43,7 +45,7 @@ from pytest_agentfaults.runtime._toolcalls import (
 from pytest_agentfaults.runtime.backoff import ResilienceConfig, jitter_rng
 from pytest_agentfaults.runtime.clock import Clock, default_clock
 from pytest_agentfaults.runtime.decisions import LlmErrorDecision
-from pytest_agentfaults.runtime.events import ErrorRecord, Observer, Recorder, Trace, logger
+from pytest_agentfaults.runtime.events import ErrorRecord, Observer, Trace
 from pytest_agentfaults.runtime.models.base import (
     Message,
     Model,

@@ -48,7 +48,7 @@ from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing.scripted import ScriptedModel, Step, fail, malformed
 
 if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.events import Recorder
+    from pytest_agentfaults.runtime._recorder import Recorder
     from pytest_agentfaults.runtime.models.base import ModelResponse
     from pytest_agentfaults.testing.http import HttpInjector
 

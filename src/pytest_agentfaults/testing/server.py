@@ -77,8 +77,9 @@ from pytest_agentfaults.errors import (
     ModelTransportError,
     UsageError,
 )
+from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import RealClock
-from pytest_agentfaults.runtime.events import ErrorRecord, Recorder, Trace
+from pytest_agentfaults.runtime.events import ErrorRecord, Trace
 from pytest_agentfaults.runtime.models.base import (
     Message,
     ModelRequest,
