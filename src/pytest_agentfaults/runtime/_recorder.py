@@ -153,12 +153,10 @@ class Recorder:
                 fields[key] = redact_value(value)
         trace = self.trace
         events = trace.events
-        values = self._stamp.copy()
-        values["type"] = type
-        values["seq"] = len(events)
-        values["at"] = self.clock.now() - self.start
-        values.update(fields)
-        event: Event = _build_event(values)
+        at = self.clock.now() - self.start
+        event: Event = _build_event(
+            {**self._stamp, "type": type, "seq": len(events), "at": at, **fields}
+        )
         buffer = _buffer.get()
         if buffer is not None and buffer[0] is trace:
             buffer[1].append((event, self))  # a parallel call: merged in order later
