@@ -36,8 +36,9 @@ from pathlib import Path
 import httpx
 import respx
 
+from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import VirtualClock, use_default_clock
-from pytest_agentfaults.runtime.events import Recorder, Trace
+from pytest_agentfaults.runtime.events import Trace
 from pytest_agentfaults.testing import fail, say
 from pytest_agentfaults.testing.faults import FaultPlan
 from pytest_agentfaults.testing.server import LLMServer

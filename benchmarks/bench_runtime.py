@@ -23,8 +23,8 @@ from collections.abc import Callable
 import pytest_agentfaults as af
 from pytest_agentfaults import ScriptedModel, call_tool, malformed, say
 from pytest_agentfaults.runtime._drivers import drive
+from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime._toolcalls import ToolCalls
-from pytest_agentfaults.runtime.events import Recorder
 from pytest_agentfaults.runtime.hooks import Attempt
 from pytest_agentfaults.runtime.models.base import ToolCall
 

@@ -27,8 +27,9 @@ from unittest import mock
 
 import httpx
 
-from pytest_agentfaults.runtime.models import _http
-from pytest_agentfaults.runtime.models._http import LineBuffer, WireFormatError
+from pytest_agentfaults.runtime.models import _client
+from pytest_agentfaults.runtime.models._stream import LineBuffer
+from pytest_agentfaults.runtime.models._wire import WireFormatError
 from pytest_agentfaults.runtime.models.base import Message, ModelRequest
 from pytest_agentfaults.runtime.models.openai import OpenAIModel
 
@@ -185,7 +186,7 @@ def main() -> int:
     after = best_of(run, args.repeats)
     before = None
     if not args.skip_before:
-        with mock.patch.object(_http, "LineBuffer", QuadraticLineBuffer):
+        with mock.patch.object(_client, "LineBuffer", QuadraticLineBuffer):
             before = best_of(run, 1)
     row(f"(c) OpenAIModel stream, one {args.mb:g} MB delta", len(long_event), before, after)
     verdict = "OK" if worst < TARGET_SECONDS else "OVER TARGET"

@@ -70,12 +70,8 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.decisions import (
         LlmErrorDecision,
     )
-    from pytest_agentfaults.runtime.events import (
-        ErrorRecord,
-        Event,
-        Trace,
-    )
-    from pytest_agentfaults.runtime.models._http import (
+    from pytest_agentfaults.runtime.events import ErrorRecord, Event, Trace
+    from pytest_agentfaults.runtime.models._retry import (
         TransportRetry,
     )
     from pytest_agentfaults.runtime.models.anthropic import (
@@ -111,6 +107,11 @@ if TYPE_CHECKING:
         Tool,
         tool,
     )
+    from pytest_agentfaults.runtime.verdict import (
+        Finding,
+        NotResilientError,
+        Verdict,
+    )
     from pytest_agentfaults.testing._fail_steps import fail
     from pytest_agentfaults.testing._malformed_steps import malformed
     from pytest_agentfaults.testing._serve import ReceivedRequest
@@ -133,11 +134,6 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError
     from pytest_agentfaults.testing.server import LLMServer
     from pytest_agentfaults.testing.steps import Step, call_tool, call_tools, say
-    from pytest_agentfaults.testing.verdict import (
-        Finding,
-        NotResilientError,
-        Verdict,
-    )
 
     # the clearer twins: the same objects (see the docstring)
     Classification = ErrorInfo
@@ -163,7 +159,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Event": ("pytest_agentfaults.runtime.events", "Event"),
     "FaultPlan": ("pytest_agentfaults.testing.faults", "FaultPlan"),
     "FaultScope": ("pytest_agentfaults.testing.scope", "FaultScope"),
-    "Finding": ("pytest_agentfaults.testing.verdict", "Finding"),
+    "Finding": ("pytest_agentfaults.runtime.verdict", "Finding"),
     "FiredFault": ("pytest_agentfaults.testing.faults", "FiredFault"),
     "FirstOf": ("pytest_agentfaults.runtime.combinators", "FirstOf"),
     "HttpFaultRouter": ("pytest_agentfaults.testing.http", "HttpFaultRouter"),
@@ -183,7 +179,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ModelStreamError": ("pytest_agentfaults.errors", "ModelStreamError"),
     "ModelTimeoutError": ("pytest_agentfaults.errors", "ModelTimeoutError"),
     "ModelTransportError": ("pytest_agentfaults.errors", "ModelTransportError"),
-    "NotResilientError": ("pytest_agentfaults.testing.verdict", "NotResilientError"),
+    "NotResilientError": ("pytest_agentfaults.runtime.verdict", "NotResilientError"),
     "OllamaModel": ("pytest_agentfaults.runtime.models.ollama", "OllamaModel"),
     "OnError": ("pytest_agentfaults.runtime.policy", "OnError"),
     "OpenAIModel": ("pytest_agentfaults.runtime.models.openai", "OpenAIModel"),
@@ -212,12 +208,12 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ToolTimeoutError": ("pytest_agentfaults.errors", "ToolTimeoutError"),
     "Trace": ("pytest_agentfaults.runtime.events", "Trace"),
     "TracedError": ("pytest_agentfaults.runtime.events", "ErrorRecord"),
-    "TransportRetry": ("pytest_agentfaults.runtime.models._http", "TransportRetry"),
+    "TransportRetry": ("pytest_agentfaults.runtime.models._retry", "TransportRetry"),
     "UnknownToolError": ("pytest_agentfaults.errors", "UnknownToolError"),
     "UnmatchedRequestError": ("pytest_agentfaults.testing.http", "UnmatchedRequestError"),
     "Usage": ("pytest_agentfaults.runtime._result", "Usage"),
     "UsageError": ("pytest_agentfaults.errors", "UsageError"),
-    "Verdict": ("pytest_agentfaults.testing.verdict", "Verdict"),
+    "Verdict": ("pytest_agentfaults.runtime.verdict", "Verdict"),
     "VirtualClock": ("pytest_agentfaults.runtime.clock", "VirtualClock"),
     "call_tool": ("pytest_agentfaults.testing.steps", "call_tool"),
     "call_tools": ("pytest_agentfaults.testing.steps", "call_tools"),

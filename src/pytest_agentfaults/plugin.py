@@ -262,7 +262,7 @@ class _Kit:
 
 
 def _load_kit(config: pytest.Config, session: _Session) -> _Kit:
-    from pytest_agentfaults.testing.snapshots import SnapshotSettings  # noqa: PLC0415 - lazy
+    from pytest_agentfaults.runtime.snapshot import SnapshotSettings  # noqa: PLC0415 - lazy
 
     session.kit = _Kit()
     # This session's, switched on per test: a pytester session inside never changes it.

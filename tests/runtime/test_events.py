@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 import pytest_agentfaults as af
 from pytest_agentfaults import ScriptedModel, call_tool, say
-from pytest_agentfaults.runtime.events import EVENT_TYPES, Recorder, collecting
+from pytest_agentfaults.runtime._recorder import Recorder, collecting
+from pytest_agentfaults.runtime.events import EVENT_TYPES, Trace
 
 
 @pytest.fixture
@@ -172,3 +177,63 @@ def test_recorded_events_behave_like_validated_ones():
     event.detail = "changed"
     assert "detail" in event.model_fields_set
     assert event == af.Event.model_validate(event.model_dump())
+
+
+def test_judging_a_trace_loads_nothing_of_the_test_kit(tmp_path):
+    # Trace.verdict(), assert_resilient() and assert_matches_snapshot() are runtime code:
+    # the verdict and the snapshot form live in runtime/, so none of them loads `testing`.
+    golden = tmp_path / "golden.json"
+    code = (
+        "import sys\n"
+        "from pytest_agentfaults.runtime._recorder import Recorder\n"
+        "from pytest_agentfaults.runtime.events import Trace\n"
+        "from pytest_agentfaults.runtime.clock import VirtualClock\n"
+        "trace = Trace()\n"
+        "Recorder(agent='bot', clock=VirtualClock(), trace=trace).emit('run.start')\n"
+        "assert trace.verdict().passed\n"
+        "trace.assert_resilient()\n"
+        "from pytest_agentfaults.runtime.snapshot import SnapshotSettings, use_snapshots\n"
+        "with use_snapshots(SnapshotSettings(update=True)):\n"
+        f"    trace.assert_matches_snapshot({str(golden)!r})\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('pytest_agentfaults.testing'))\n"
+        "print(loaded)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
+    assert golden.exists()
+
+
+def test_a_mistyped_event_field_is_refused_where_it_is_recorded():
+    # Events are built through pydantic's validator (not by writing its private slots), so
+    # a field of the wrong type fails at emit time instead of breaking Trace.from_json later.
+    recorder = Recorder(agent="bot", clock=af.VirtualClock())
+    with pytest.raises(ValidationError, match="attempt"):
+        recorder.emit("tool.retry", tool="fetch", attempt="twice")
+    event = recorder.emit("tool.retry", tool="fetch", attempt=2, delay=1)
+    assert event.delay == 1.0
+    assert isinstance(event.delay, float)
+    assert af.Trace.from_json(recorder.trace.to_json()) == recorder.trace
+
+
+def test_the_runtime_writes_no_pydantic_private_slot():
+    runtime = Path(af.__file__).parent / "runtime"
+    private = ("__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+    offenders = [
+        f"{path.relative_to(runtime)}: {name}"
+        for path in sorted(runtime.rglob("*.py"))
+        for name in private
+        if name in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == []
+
+
+def test_renumbering_an_event_keeps_what_was_set():
+    first, second = Trace(), Trace()
+    Recorder(agent="a", clock=af.VirtualClock(), trace=first).emit("run.start", custom=1)
+    stored = second.add(af.Event(type="run.start"))
+    moved = second.add(first[0])
+    assert (stored.seq, moved.seq, first[0].seq) == (0, 1, 0)
+    assert moved.model_fields_set == first[0].model_fields_set
+    assert moved.model_extra == {"custom": 1}

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 import pytest_agentfaults as af
 from pytest_agentfaults.errors import NEVER_RECOVERED, classify
-from pytest_agentfaults.runtime.events import collecting
+from pytest_agentfaults.runtime._recorder import collecting
 
 T = TypeVar("T")
 

@@ -14,8 +14,9 @@ import respx
 
 import pytest_agentfaults as af
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import VirtualClock
-from pytest_agentfaults.runtime.events import Recorder, Trace
+from pytest_agentfaults.runtime.events import Trace
 from pytest_agentfaults.testing import call_tool, say
 from pytest_agentfaults.testing.faults import FaultPlan
 from pytest_agentfaults.testing.http import HttpFaultRouter, UnmatchedRequestError, is_loopback

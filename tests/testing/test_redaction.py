@@ -14,8 +14,8 @@ import pytest
 
 import pytest_agentfaults as af
 from pytest_agentfaults import call_tool, say
+from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import VirtualClock
-from pytest_agentfaults.runtime.events import Recorder
 from pytest_agentfaults.testing.faults import FaultPlan
 from pytest_agentfaults.testing.session import TestState, write_html_report
 

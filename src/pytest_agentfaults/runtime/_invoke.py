@@ -15,12 +15,11 @@ from typing import Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.runtime._drivers import Steps, adrive, drive, timed_out
+from pytest_agentfaults.runtime._recorder import Recorder, active_collectors
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime._toolcalls import ToolCalls
 from pytest_agentfaults.runtime.backoff import ResilienceConfig, jitter_rng
 from pytest_agentfaults.runtime.clock import Clock, RealClock, VirtualClock, default_clock
-from pytest_agentfaults.runtime.events import Recorder
-from pytest_agentfaults.runtime.events import _collectors as _trace_collectors
 from pytest_agentfaults.runtime.hooks import active_interceptors
 from pytest_agentfaults.runtime.models.base import ToolCall
 
@@ -53,7 +52,7 @@ def invoke(
     if (
         tool.is_async
         or active_interceptors()
-        or _trace_collectors.get()
+        or active_collectors()
         or (timeout is not None and (cut or type(clock) is VirtualClock))
     ):
         return drive(_standalone(tool, arguments, config, clock))
@@ -91,7 +90,7 @@ def _standalone(
     clock: Clock,
 ) -> Steps[Any]:
     """One tool call through a pipeline of its own: events only for a trace collector."""
-    rec = Recorder(agent=f"tool:{tool.name}", clock=clock) if _trace_collectors.get() else None
+    rec = Recorder(agent=f"tool:{tool.name}", clock=clock) if active_collectors() else None
     rng: list[Any] = []
 
     def uniform() -> float:

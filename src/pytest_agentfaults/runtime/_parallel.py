@@ -24,8 +24,9 @@ from collections.abc import Awaitable, Callable, Generator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentfaults.runtime._recorder import Recorder, buffer_events
 from pytest_agentfaults.runtime.clock import VirtualClock, fork_virtual_time, join_virtual_time
-from pytest_agentfaults.runtime.events import Event, Recorder, buffer_events
+from pytest_agentfaults.runtime.events import Event
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock

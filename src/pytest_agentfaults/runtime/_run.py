@@ -20,14 +20,16 @@ from pytest_agentfaults.errors import (
 from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
 from pytest_agentfaults.runtime._components import BUILTIN_TOOLS, as_model
 from pytest_agentfaults.runtime._drivers import Sleep, Steps, model_name
+from pytest_agentfaults.runtime._log import logger
 from pytest_agentfaults.runtime._override import effective
 from pytest_agentfaults.runtime._parallel import JitterTurn, Parallel, branch_jitter, with_jitter
+from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime._result import CancelToken, RunResult, RunStatus, Usage
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime._toolcalls import Cancelled, ToolCalls
 from pytest_agentfaults.runtime.backoff import jitter_rng
 from pytest_agentfaults.runtime.decisions import LlmErrorDecision
-from pytest_agentfaults.runtime.events import ErrorRecord, Recorder, Trace, logger
+from pytest_agentfaults.runtime.events import ErrorRecord, Trace
 from pytest_agentfaults.runtime.hooks import ModelCall
 from pytest_agentfaults.runtime.models.base import (
     Message,

@@ -27,10 +27,11 @@ from pytest_agentfaults.errors import (
 from pytest_agentfaults.runtime._drivers import Sleep, Steps
 from pytest_agentfaults.runtime._fixers import run_fixer, run_function_fixer
 from pytest_agentfaults.runtime._idempotency import must_not_rerun, non_idempotent, with_recheck
+from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime._result import CancelToken, Usage
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
-from pytest_agentfaults.runtime.events import ErrorRecord, Recorder
+from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.hooks import Attempt
 from pytest_agentfaults.runtime.models.base import ToolCall
 from pytest_agentfaults.runtime.output import preview, render_result

@@ -22,13 +22,14 @@ from pytest_agentfaults.runtime._components import (
     tool_table,
 )
 from pytest_agentfaults.runtime._drivers import Steps, adrive, drive, model_name
+from pytest_agentfaults.runtime._log import logger
 from pytest_agentfaults.runtime._override import Override, effective
 from pytest_agentfaults.runtime._result import Budget, CancelToken, OutputT, RunResult, Usage
 from pytest_agentfaults.runtime._run import fixer_steps, run_steps
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
 from pytest_agentfaults.runtime.clock import Clock, default_clock
 from pytest_agentfaults.runtime.decisions import LlmErrorDecision
-from pytest_agentfaults.runtime.events import Observer, Trace, logger
+from pytest_agentfaults.runtime.events import Observer, Trace
 from pytest_agentfaults.runtime.models.base import Message, Model, ToolSpec
 from pytest_agentfaults.runtime.output import OutputSpec
 from pytest_agentfaults.runtime.policy import OnError, check_on_tool_error

@@ -110,8 +110,8 @@ def _retry_after(error: BaseException) -> float | None:
     if isinstance(error, RateLimitError) and error.retry_after is not None:
         return error.retry_after
     if isinstance(error, ModelHTTPError) and error.headers:
-        # lazy: httpx and the HTTP layer load only when an HTTP error is handled here
-        from pytest_agentfaults.runtime.models._http import parse_retry_after  # noqa: PLC0415
+        # Only HTTP errors get here, so the HTTP layer is loaded (or cheap to load) by now.
+        from pytest_agentfaults.runtime.models._retry_after import parse_retry_after  # noqa: PLC0415
 
         return parse_retry_after(error.headers)
     return None

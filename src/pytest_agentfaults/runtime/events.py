@@ -11,22 +11,18 @@ print(result.trace.render())
 from __future__ import annotations
 
 import fnmatch
-import itertools
 import json
-import logging
 from collections.abc import Callable, Iterator, Sequence
-from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from pytest_agentfaults.errors import UsageError, kind_and_retryable
-from pytest_agentfaults.runtime.clock import Clock
-from pytest_agentfaults.runtime.redact import redact_text, redact_value
-
-if TYPE_CHECKING:
-    from pytest_agentfaults.testing.verdict import Verdict
+from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults.runtime.snapshot import assert_matches_snapshot
+from pytest_agentfaults.runtime.timeline import render_svg
+from pytest_agentfaults.runtime.verdict import NotResilientError, Verdict, verdict
 
 __all__ = [
     "EVENT_TYPES",
@@ -34,27 +30,9 @@ __all__ = [
     "Event",
     "EventType",
     "Observer",
-    "Recorder",
     "Trace",
-    "collecting",
 ]
 
-
-class _RedactingFilter(logging.Filter):
-    """Keeps secrets out of this package's log records, tracebacks included."""
-
-    _formatter = logging.Formatter()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact_text(record.getMessage())
-        record.args = None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = redact_text(self._formatter.formatException(record.exc_info))
-        return True
-
-
-logger = logging.getLogger("pytest_agentfaults")
-logger.addFilter(_RedactingFilter())
 
 EventType = Literal[
     "run.start",
@@ -81,13 +59,6 @@ EventType = Literal[
 ]
 EVENT_TYPES: Final[tuple[str, ...]] = EventType.__args__  # type: ignore[attr-defined]
 _RETRY_TYPES: Final = ("tool.retry", "llm.retry", "transport.retry")
-# Fields that hold a name, an id or a status word, never free text (see `Recorder.emit`).
-_NAME_FIELDS: Final = frozenset({"tool", "call_id", "status", "severity", "method", "fault"})
-
-
-_new_object = object.__new__
-_set_attribute = object.__setattr__
-_RECORD_FIELDS: Final = frozenset({"type", "message", "kind", "retryable"})
 
 
 class ErrorRecord(BaseModel):
@@ -108,17 +79,7 @@ class ErrorRecord(BaseModel):
             name, message = type(exc).__name__, str(exc)
         else:
             name, message = "ToolFailure", str(getattr(exc, "error", exc))
-        # Trusted fields, built without validation: errors are recorded on the hot path.
-        record = _new_object(cls)
-        _set_attribute(
-            record,
-            "__dict__",
-            {"type": name, "message": redact_text(message), "kind": kind, "retryable": retryable},
-        )
-        _set_attribute(record, "__pydantic_fields_set__", _RECORD_FIELDS)
-        _set_attribute(record, "__pydantic_extra__", None)
-        _set_attribute(record, "__pydantic_private__", None)
-        return record
+        return cls(type=name, message=redact_text(message), kind=kind, retryable=retryable)
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}" if self.message else self.type
@@ -182,39 +143,10 @@ class Event(BaseModel):
 
 Observer = Callable[[Event], object]
 
-_EVENT_DEFAULTS: Final[dict[str, Any]] = {
-    name: info.default for name, info in Event.model_fields.items()
-}
-_FIELD_COUNT: Final = len(_EVENT_DEFAULTS)
-_ALWAYS_SET: Final = frozenset({"type", "seq", "at", "run_id", "agent", "parent_run_id"})
-
-
-# BaseModel keeps these in slots; their descriptors set them without BaseModel.__setattr__.
-_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
-def _assemble(values: dict[str, Any], fields_set: set[str], extra: dict[str, Any]) -> Event:
-    """An `Event` from trusted, complete values, without validation.
-
-    Recording is on the hot path: this is ``Event.model_construct`` at a third of the cost.
-    """
-    event = _new_object(Event)
-    _set_attribute(event, "__dict__", values)
-    _set_fields(event, fields_set)
-    _set_extra(event, extra)
-    _set_private(event, None)
-    return event
-
 
 def _renumbered(event: Event, seq: int) -> Event:
     """A copy of ``event`` with another ``seq`` (for a trace that collects several runs)."""
-    return _assemble(
-        {**event.__dict__, "seq": seq},
-        set(event.__pydantic_fields_set__),
-        dict(event.__pydantic_extra__ or {}),
-    )
+    return event.model_copy(update={"seq": seq})
 
 
 class Trace:
@@ -315,10 +247,10 @@ class Trace:
             lines.append(f"  {mark} {event.seq:3d} {event.label()}")
         raise AssertionError("\n".join(lines))
 
-    # ------------------------------------------------------------------ test kit
+    # ------------------------------------------------------------------ judging
 
     def assert_matches_snapshot(self, path: str | Path, exact_times: bool = False) -> None:
-        """Compare with the golden trace at ``path``; see `pytest_agentfaults.testing.snapshots`.
+        """Compare with the golden trace at ``path``; see `pytest_agentfaults.runtime.snapshot`.
 
         The file keeps what the seed cannot change (event kinds, targets, attempts,
         outcomes), so it passes under any ``--agentfaults-seed``; ``exact_times=True``
@@ -326,14 +258,10 @@ class Trace:
         ``pytest --agentfaults-update-snapshots``.
         """
         __tracebackhide__ = True
-        from pytest_agentfaults.testing.snapshots import (  # noqa: PLC0415 - the kit is optional
-            assert_matches_snapshot,
-        )
-
         assert_matches_snapshot(self, path, exact_times=exact_times)
 
     def verdict(self, **options: Any) -> Verdict:
-        """Judge how the code under test retried; see `pytest_agentfaults.testing.verdict`.
+        """Judge how the code under test retried; see `pytest_agentfaults.runtime.verdict`.
 
         ```python
         v = trace.verdict()          # v.passed, v.findings (code, advice), v.render()
@@ -341,8 +269,6 @@ class Trace:
         ``ignore=("gave_up_early",)`` drops codes; ``max_attempts``, ``min_backoff``,
         ``storm_rate`` and ``storm_window`` tune the thresholds.
         """
-        from pytest_agentfaults.testing.verdict import verdict  # noqa: PLC0415 - the kit
-
         return verdict(self, **options)
 
     def assert_resilient(self, **options: Any) -> None:
@@ -350,11 +276,6 @@ class Trace:
 
         Takes the options of `verdict`, e.g. ``trace.assert_resilient(ignore=("no_backoff",))``.
         """
-        from pytest_agentfaults.testing.verdict import (  # noqa: PLC0415 - the kit
-            NotResilientError,
-            verdict,
-        )
-
         judged = verdict(self, **options)
         if not judged.passed:
             raise NotResilientError(judged)
@@ -368,8 +289,6 @@ class Trace:
         faults and backoff waits on the time axis (see `pytest_agentfaults.runtime.timeline`).
         """
         if format == "svg":
-            from pytest_agentfaults.runtime.timeline import render_svg  # noqa: PLC0415
-
             return render_svg(self.events, title=title)
         if format != "text":
             raise UsageError(f"render(format={format!r}): use 'text' or 'svg'")
@@ -414,168 +333,3 @@ def _label_matches(label: str, event: Event) -> bool:
     if kind != event.type and not fnmatch.fnmatchcase(event.type, kind):
         return False
     return not tool or event.tool == tool
-
-
-# Traces that collect every event recorded in this context (the plugin's `trace` fixture).
-_collectors: ContextVar[tuple[Trace, ...]] = ContextVar("agentfaults_collectors", default=())
-
-
-class collecting:
-    """Also record every event of every run in this context into ``trace``.
-
-    ``only=True``: into ``trace`` alone, the enclosing collectors sit out the context.
-    ``fresh_run_ids=True`` numbers the runs started in the block from ``run-1``.
-    """
-
-    def __init__(self, trace: Trace, *, only: bool = False, fresh_run_ids: bool = False) -> None:
-        self._trace = trace
-        self._only = only
-        self._token: object = None
-        self._fresh = fresh_run_ids
-        self._ids_token: object = None
-
-    def __enter__(self) -> Trace:
-        if self._fresh:
-            # Runs started in the block are numbered from 1 (the plugin's per-test trace):
-            # no id depends on what ran before in the process (same seed, same bytes).
-            self._ids_token = _scoped_run_ids.set(itertools.count(1))
-        outer = () if self._only else _collectors.get()
-        self._token = _collectors.set((*outer, self._trace))
-        return self._trace
-
-    def __exit__(self, *exc_info: object) -> None:
-        _collectors.reset(self._token)  # type: ignore[arg-type]
-        if self._ids_token is not None:
-            token, self._ids_token = self._ids_token, None
-            _scoped_run_ids.reset(token)  # type: ignore[arg-type]
-
-
-_run_ids = itertools.count(1)
-_scoped_run_ids: ContextVar[Iterator[int] | None] = ContextVar("agentfaults_run_ids", default=None)
-
-# While the parallel tool calls of one turn run, each keeps its events here, per context:
-# (the trace they belong to, [(event, recorder)]). `_parallel` merges them in order.
-_buffer: ContextVar[tuple[Trace, list[tuple[Event, Recorder]]] | None] = ContextVar(
-    "agentfaults_event_buffer", default=None
-)
-
-
-def buffer_events(trace: Trace) -> list[tuple[Event, Recorder]]:
-    """Keep the events this context records into ``trace`` in a list, returned."""
-    kept: list[tuple[Event, Recorder]] = []
-    _buffer.set((trace, kept))
-    return kept
-
-
-def new_run_id() -> str:
-    """A short id: unique in a ``collecting(fresh_run_ids=True)`` block, else in the process."""
-    scoped = _scoped_run_ids.get()
-    return f"run-{next(scoped if scoped is not None else _run_ids)}"
-
-
-class Recorder:
-    """Stamps and stores the events of one run, and tells observers and collectors."""
-
-    __slots__ = (
-        "_collectors",
-        "_observers",
-        "_stamp",
-        "agent",
-        "clock",
-        "parent_run_id",
-        "run_id",
-        "start",
-        "trace",
-    )
-
-    def __init__(
-        self,
-        *,
-        agent: str,
-        clock: Clock,
-        trace: Trace | None = None,
-        observers: Sequence[Observer] = (),
-        parent: Recorder | None = None,
-        run_id: str | None = None,
-    ) -> None:
-        self.agent = agent
-        self.clock = clock
-        self.run_id = run_id if run_id is not None else new_run_id()
-        self.trace: Trace
-        self.start: float
-        if parent is not None:
-            # A nested run (a fixer) writes into its parent's trace, on the parent's time axis.
-            self.trace = parent.trace
-            self.start = parent.start
-            self.parent_run_id: str | None = parent.run_id
-            self._observers: tuple[Observer, ...] = (*parent._observers, *observers)
-            self._collectors: tuple[Trace, ...] = parent._collectors
-        else:
-            self.trace = trace if trace is not None else Trace()
-            self.start = clock.now()
-            self.parent_run_id = None
-            self._observers = tuple(observers)
-            self._collectors = _collectors.get()
-        # Every event of this run starts as a copy of this: copying is cheaper than merging.
-        self._stamp = {
-            **_EVENT_DEFAULTS,
-            "run_id": self.run_id,
-            "agent": agent,
-            "parent_run_id": self.parent_run_id,
-        }
-
-    def emit(self, type: str, /, **fields: Any) -> Event:
-        """Record one event now; returns it.
-
-        Every text field is redacted here (``detail``, ``reason``, a ``url`` ...): this is
-        where events are made, so nothing recorded holds a key. Names and ids (``tool``,
-        ``call_id``, ``status`` ...) are not text and skip the scan: this is the hot path.
-        """
-        for key, value in fields.items():
-            if value.__class__ is str:  # `type` is the event's type here
-                if key not in _NAME_FIELDS:
-                    fields[key] = redact_text(value)
-            elif isinstance(value, dict | list):
-                fields[key] = redact_value(value)
-        trace = self.trace
-        events = trace.events
-        values = self._stamp.copy()
-        values["type"] = type
-        values["seq"] = len(events)
-        values["at"] = self.clock.now() - self.start
-        values.update(fields)
-        extra: dict[str, Any] = {}
-        if len(values) != _FIELD_COUNT:
-            for key in fields:
-                if key not in _EVENT_DEFAULTS:
-                    extra[key] = values.pop(key)
-        event = _assemble(values, {*_ALWAYS_SET, *fields}, extra)
-        buffer = _buffer.get()
-        if buffer is not None and buffer[0] is trace:
-            buffer[1].append((event, self))  # a parallel call: merged in order later
-            return event
-        events.append(event)
-        if self._collectors or self._observers:
-            self._publish(event)
-        return event
-
-    def deliver(self, event: Event) -> None:
-        """Record an ``event`` this recorder made earlier (a buffered parallel call's)."""
-        trace = self.trace
-        buffer = _buffer.get()
-        if buffer is not None and buffer[0] is trace:
-            buffer[1].append((event, self))
-            return
-        self._publish(trace.add(event))
-
-    def _publish(self, event: Event) -> None:
-        trace = self.trace
-        for collector in self._collectors:
-            if collector is not trace:
-                collector.add(event)
-        for observer in self._observers:
-            try:
-                observer(event)
-            except Exception:
-                # An observer must never break a run; the failure is logged, not hidden.
-                logger.exception("observer %r raised on %s; the run goes on", observer, event.type)

@@ -12,8 +12,11 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from pytest_agentfaults.runtime.events import Event
+if TYPE_CHECKING:
+    # Only for annotations: events.py imports this module (Trace.render), not the reverse.
+    from pytest_agentfaults.runtime.events import Event
 
 __all__ = ["render_svg"]
 

@@ -24,8 +24,9 @@ from pytest_agentfaults.errors import (
     ModelTransportError,
     UsageError,
 )
+from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import RealClock
-from pytest_agentfaults.runtime.events import ErrorRecord, Recorder
+from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models.base import ModelRequest
 from pytest_agentfaults.runtime.redact import redact_headers, redact_text
 from pytest_agentfaults.testing._handler import Handler, Reply, send

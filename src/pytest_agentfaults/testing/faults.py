@@ -54,7 +54,7 @@ from pytest_agentfaults.testing._marker import parse_marker
 from pytest_agentfaults.testing._plan_interceptor import PlanInterceptor
 
 if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.events import Recorder
+    from pytest_agentfaults.runtime._recorder import Recorder
     from pytest_agentfaults.testing.http import HttpInjector
 
 # `testing.faults` is where the kit's users (and the docs) find the fault vocabulary: the

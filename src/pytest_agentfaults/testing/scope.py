@@ -24,9 +24,10 @@ from types import TracebackType
 from typing import Any
 
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._recorder import Recorder, collecting
 from pytest_agentfaults.runtime.backoff import active_seed, seeded_jitter
 from pytest_agentfaults.runtime.clock import VirtualClock, use_default_clock
-from pytest_agentfaults.runtime.events import Recorder, Trace, collecting
+from pytest_agentfaults.runtime.events import Trace
 from pytest_agentfaults.testing.faults import FaultPlan, suspend_earlier_plans
 
 __all__ = ["FaultScope", "fault_scope"]

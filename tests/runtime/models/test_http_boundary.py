@@ -19,20 +19,17 @@ from pytest_agentfaults.errors import (
     RateLimitError,
     UsageError,
 )
-from pytest_agentfaults.runtime.models._http import (
+from pytest_agentfaults.runtime.models._errors import (
     EXCEPTION_TABLE,
-    LineBuffer,
-    SSEDecoder,
-    SSEEvent,
-    WireFormatError,
-    check_base_url,
-    decode_json,
     is_transport_retryable,
-    parse_retry_after,
     provider_message,
     status_error,
     translate_exception,
 )
+from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
+from pytest_agentfaults.runtime.models._settings import check_base_url
+from pytest_agentfaults.runtime.models._stream import LineBuffer, SSEDecoder, SSEEvent
+from pytest_agentfaults.runtime.models._wire import WireFormatError, decode_json
 
 MODEL = "openai:gpt-4o-mini"
 URL = "https://api.openai.com/v1/chat/completions"

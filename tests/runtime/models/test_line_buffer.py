@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from pytest_agentfaults.runtime.models._http import LineBuffer, WireFormatError
 from pytest_agentfaults.runtime.models._limits import TooLargeError
+from pytest_agentfaults.runtime.models._stream import LineBuffer
+from pytest_agentfaults.runtime.models._wire import WireFormatError
 
 # LF, CRLF, a lone CR inside a line (not a line end here), CRs before an LF, an empty
 # line, multi-byte characters (2, 3 and 4 bytes) and an unterminated last line.

@@ -16,7 +16,7 @@ from pytest_agentfaults.errors import (
     RateLimitError,
     UsageError,
 )
-from pytest_agentfaults.runtime.events import Recorder
+from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.models.base import Message, Model, ModelRequest, ToolCall
 from pytest_agentfaults.runtime.models.openai import OpenAIModel
 

@@ -20,7 +20,7 @@ from pytest_agentfaults.errors import (
     ModelServerError,
     ModelStreamError,
 )
-from pytest_agentfaults.runtime.models._http import HTTPModel
+from pytest_agentfaults.runtime.models._client import HTTPModel
 from pytest_agentfaults.runtime.models.anthropic import AnthropicModel
 from pytest_agentfaults.runtime.models.base import Message, ModelRequest, ToolCall
 from pytest_agentfaults.runtime.models.ollama import OllamaModel

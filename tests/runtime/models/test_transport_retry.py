@@ -20,7 +20,7 @@ from pytest_agentfaults.errors import (
 )
 from pytest_agentfaults.runtime.clock import VirtualClock, use_default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
-from pytest_agentfaults.runtime.models._http import TransportRetry
+from pytest_agentfaults.runtime.models._retry import TransportRetry
 from pytest_agentfaults.runtime.models.anthropic import AnthropicModel
 from pytest_agentfaults.runtime.models.base import Message, ModelRequest
 from pytest_agentfaults.runtime.models.ollama import OllamaModel

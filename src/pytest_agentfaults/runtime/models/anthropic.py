@@ -24,26 +24,23 @@ from typing import Any, Final
 import httpx
 
 from pytest_agentfaults.errors import UsageError
-from pytest_agentfaults.runtime.models._http import (
-    DEFAULT_TIMEOUT,
-    HTTPModel,
-    SSEDecoder,
-    SSEEvent,
+from pytest_agentfaults.runtime.models._client import DEFAULT_TIMEOUT, HTTPModel
+from pytest_agentfaults.runtime.models._limits import DEFAULT_MAX_RESPONSE_BYTES
+from pytest_agentfaults.runtime.models._retry import TransportRetry
+from pytest_agentfaults.runtime.models._settings import api_key_for, check_base_url
+from pytest_agentfaults.runtime.models._stream import SSEDecoder, SSEEvent
+from pytest_agentfaults.runtime.models._wire import (
     StreamBrokenError,
-    TransportRetry,
     WireFormatError,
-    api_key_for,
     arguments_object,
     arguments_text,
     as_object,
-    check_base_url,
     count,
     get_list,
     get_str,
     loads_event,
     opt_str,
 )
-from pytest_agentfaults.runtime.models._limits import DEFAULT_MAX_RESPONSE_BYTES
 from pytest_agentfaults.runtime.models.base import (
     Message,
     ModelRequest,

@@ -23,17 +23,16 @@ from typing import Any, Final
 import httpx
 
 from pytest_agentfaults.errors import UsageError
-from pytest_agentfaults.runtime.models._http import (
-    DEFAULT_TIMEOUT,
-    HTTPModel,
-    SSEDecoder,
+from pytest_agentfaults.runtime.models._client import DEFAULT_TIMEOUT, HTTPModel
+from pytest_agentfaults.runtime.models._limits import DEFAULT_MAX_RESPONSE_BYTES
+from pytest_agentfaults.runtime.models._retry import TransportRetry
+from pytest_agentfaults.runtime.models._settings import api_key_for, check_base_url
+from pytest_agentfaults.runtime.models._stream import SSEDecoder
+from pytest_agentfaults.runtime.models._wire import (
     StreamBrokenError,
-    TransportRetry,
     WireFormatError,
-    api_key_for,
     arguments_text,
     as_object,
-    check_base_url,
     count,
     get_list,
     get_object,
@@ -42,7 +41,6 @@ from pytest_agentfaults.runtime.models._http import (
     opt_list,
     opt_str,
 )
-from pytest_agentfaults.runtime.models._limits import DEFAULT_MAX_RESPONSE_BYTES
 from pytest_agentfaults.runtime.models.base import (
     Message,
     ModelRequest,

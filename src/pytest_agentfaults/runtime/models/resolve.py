@@ -60,17 +60,17 @@ def resolve_model(spec: str | Model) -> Model:
 
 
 def _factory(prefix: str) -> Callable[[str], Model] | None:
-    # Imported here so that importing the runtime does not import every client.
+    # Imported here so that importing the runtime does not import every client (and httpx).
     if prefix == "openai":
-        from pytest_agentfaults.runtime.models.openai import OpenAIModel  # noqa: PLC0415
+        from pytest_agentfaults.runtime.models.openai import OpenAIModel  # noqa: PLC0415  # lazy: httpx
 
         return OpenAIModel
     if prefix == "anthropic":
-        from pytest_agentfaults.runtime.models.anthropic import AnthropicModel  # noqa: PLC0415
+        from pytest_agentfaults.runtime.models.anthropic import AnthropicModel  # noqa: PLC0415  # lazy: httpx
 
         return AnthropicModel
     if prefix == "ollama":
-        from pytest_agentfaults.runtime.models.ollama import OllamaModel  # noqa: PLC0415
+        from pytest_agentfaults.runtime.models.ollama import OllamaModel  # noqa: PLC0415  # lazy: httpx
 
         return OllamaModel
     return None

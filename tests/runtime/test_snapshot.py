@@ -10,7 +10,7 @@ import pytest_agentfaults as af
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.backoff import seeded_jitter
 from pytest_agentfaults.runtime.events import Event, Trace
-from pytest_agentfaults.testing.snapshots import SnapshotSettings, normalise, use_snapshots
+from pytest_agentfaults.runtime.snapshot import SnapshotSettings, normalise, use_snapshots
 
 
 @af.tool

@@ -7,8 +7,9 @@ import pytest
 
 import pytest_agentfaults as af
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._verdict_codes import CODES
 from pytest_agentfaults.runtime.events import ErrorRecord, Event, Trace
-from pytest_agentfaults.testing.verdict import CODES, Finding, NotResilientError, Verdict, verdict
+from pytest_agentfaults.runtime.verdict import Finding, NotResilientError, Verdict, verdict
 
 URL = "https://api.example.com/v1/chat/completions"
 
@@ -234,7 +235,7 @@ def test_findings_render_their_events():
 
 
 def test_every_code_has_advice():
-    from pytest_agentfaults.testing.verdict import ADVICE
+    from pytest_agentfaults.runtime._verdict_codes import ADVICE
 
     assert set(ADVICE) == set(CODES)
 

@@ -1,0 +1,193 @@
+"""Recording: the `Recorder` that stamps and stores a run's events, and `collecting`.
+
+A run records into its own `Trace`; `collecting(trace)` also sends every event recorded in
+the context to ``trace`` (the plugin's ``trace`` fixture), and `buffer_events` holds the
+events of parallel tool calls until `_parallel` merges them in order.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import TypeAdapter
+
+from pytest_agentfaults.runtime._log import logger
+from pytest_agentfaults.runtime.events import Event, Observer, Trace
+from pytest_agentfaults.runtime.redact import redact_text, redact_value
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.clock import Clock
+
+__all__ = ["Recorder", "active_collectors", "buffer_events", "collecting", "new_run_id"]
+
+# Fields that hold a name, an id or a status word, never free text (see `Recorder.emit`).
+_NAME_FIELDS: Final = frozenset({"tool", "call_id", "status", "severity", "method", "fault"})
+
+# The one TypeAdapter events are built through: its validator fills the defaults, keeps the
+# fields given as ``model_fields_set`` and the others as extra fields, all in pydantic-core.
+_EVENT_ADAPTER: Final = TypeAdapter(Event)
+_build_event: Final = _EVENT_ADAPTER.validator.validate_python
+
+# Traces that collect every event recorded in this context (the plugin's `trace` fixture).
+_collectors: ContextVar[tuple[Trace, ...]] = ContextVar("agentfaults_collectors", default=())
+
+
+def active_collectors() -> tuple[Trace, ...]:
+    """The traces collecting events in this context (empty: nothing records)."""
+    return _collectors.get()
+
+
+class collecting:
+    """Also record every event of every run in this context into ``trace``.
+
+    ``only=True``: into ``trace`` alone, the enclosing collectors sit out the context.
+    ``fresh_run_ids=True`` numbers the runs started in the block from ``run-1``.
+    """
+
+    def __init__(self, trace: Trace, *, only: bool = False, fresh_run_ids: bool = False) -> None:
+        self._trace = trace
+        self._only = only
+        self._token: object = None
+        self._fresh = fresh_run_ids
+        self._ids_token: object = None
+
+    def __enter__(self) -> Trace:
+        if self._fresh:
+            # Runs started in the block are numbered from 1 (the plugin's per-test trace):
+            # no id depends on what ran before in the process (same seed, same bytes).
+            self._ids_token = _scoped_run_ids.set(itertools.count(1))
+        outer = () if self._only else _collectors.get()
+        self._token = _collectors.set((*outer, self._trace))
+        return self._trace
+
+    def __exit__(self, *exc_info: object) -> None:
+        _collectors.reset(self._token)  # type: ignore[arg-type]
+        if self._ids_token is not None:
+            token, self._ids_token = self._ids_token, None
+            _scoped_run_ids.reset(token)  # type: ignore[arg-type]
+
+
+_run_ids = itertools.count(1)
+_scoped_run_ids: ContextVar[Iterator[int] | None] = ContextVar("agentfaults_run_ids", default=None)
+
+# While the parallel tool calls of one turn run, each keeps its events here, per context:
+# (the trace they belong to, [(event, recorder)]). `_parallel` merges them in order.
+_buffer: ContextVar[tuple[Trace, list[tuple[Event, Recorder]]] | None] = ContextVar(
+    "agentfaults_event_buffer", default=None
+)
+
+
+def buffer_events(trace: Trace) -> list[tuple[Event, Recorder]]:
+    """Keep the events this context records into ``trace`` in a list, returned."""
+    kept: list[tuple[Event, Recorder]] = []
+    _buffer.set((trace, kept))
+    return kept
+
+
+def new_run_id() -> str:
+    """A short id: unique in a ``collecting(fresh_run_ids=True)`` block, else in the process."""
+    scoped = _scoped_run_ids.get()
+    return f"run-{next(scoped if scoped is not None else _run_ids)}"
+
+
+class Recorder:
+    """Stamps and stores the events of one run, and tells observers and collectors."""
+
+    __slots__ = (
+        "_collectors",
+        "_observers",
+        "_stamp",
+        "agent",
+        "clock",
+        "parent_run_id",
+        "run_id",
+        "start",
+        "trace",
+    )
+
+    def __init__(
+        self,
+        *,
+        agent: str,
+        clock: Clock,
+        trace: Trace | None = None,
+        observers: Sequence[Observer] = (),
+        parent: Recorder | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        self.agent = agent
+        self.clock = clock
+        self.run_id = run_id if run_id is not None else new_run_id()
+        self.trace: Trace
+        self.start: float
+        if parent is not None:
+            # A nested run (a fixer) writes into its parent's trace, on the parent's time axis.
+            self.trace = parent.trace
+            self.start = parent.start
+            self.parent_run_id: str | None = parent.run_id
+            self._observers: tuple[Observer, ...] = (*parent._observers, *observers)
+            self._collectors: tuple[Trace, ...] = parent._collectors
+        else:
+            self.trace = trace if trace is not None else Trace()
+            self.start = clock.now()
+            self.parent_run_id = None
+            self._observers = tuple(observers)
+            self._collectors = _collectors.get()
+        # Every event of this run starts as a copy of this: copying is cheaper than merging.
+        self._stamp: dict[str, Any] = {
+            "run_id": self.run_id,
+            "agent": agent,
+            "parent_run_id": self.parent_run_id,
+        }
+
+    def emit(self, type: str, /, **fields: Any) -> Event:
+        """Record one event now; returns it.
+
+        Every text field is redacted here (``detail``, ``reason``, a ``url`` ...): this is
+        where events are made, so nothing recorded holds a key. Names and ids (``tool``,
+        ``call_id``, ``status`` ...) are not text and skip the scan: this is the hot path.
+        """
+        for key, value in fields.items():
+            if value.__class__ is str:  # `type` is the event's type here
+                if key not in _NAME_FIELDS:
+                    fields[key] = redact_text(value)
+            elif isinstance(value, dict | list):
+                fields[key] = redact_value(value)
+        trace = self.trace
+        events = trace.events
+        at = self.clock.now() - self.start
+        event: Event = _build_event(
+            {**self._stamp, "type": type, "seq": len(events), "at": at, **fields}
+        )
+        buffer = _buffer.get()
+        if buffer is not None and buffer[0] is trace:
+            buffer[1].append((event, self))  # a parallel call: merged in order later
+            return event
+        events.append(event)
+        if self._collectors or self._observers:
+            self._publish(event)
+        return event
+
+    def deliver(self, event: Event) -> None:
+        """Record an ``event`` this recorder made earlier (a buffered parallel call's)."""
+        trace = self.trace
+        buffer = _buffer.get()
+        if buffer is not None and buffer[0] is trace:
+            buffer[1].append((event, self))
+            return
+        self._publish(trace.add(event))
+
+    def _publish(self, event: Event) -> None:
+        trace = self.trace
+        for collector in self._collectors:
+            if collector is not trace:
+                collector.add(event)
+        for observer in self._observers:
+            try:
+                observer(event)
+            except Exception:
+                # An observer must never break a run; the failure is logged, not hidden.
+                logger.exception("observer %r raised on %s; the run goes on", observer, event.type)
