@@ -41,6 +41,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from pytest_agentfaults._redact import redact_text
+
 if TYPE_CHECKING:
     from pytest_agentfaults._failure import ToolFailure
 
@@ -103,9 +105,6 @@ class AgentFaultsError(Exception):
     """
 
     def __init__(self, *args: object) -> None:
-        # The one import that dodges a cycle: redact.py sits in runtime/, above this layer.
-        from pytest_agentfaults.runtime.redact import redact_text  # noqa: PLC0415
-
         super().__init__(*[redact_text(a) if type(a) is str else a for a in args])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentfaults.runtime.redact import REDACTED, redact_headers, redact_text, redact_value
+from pytest_agentfaults._redact import REDACTED, redact_headers, redact_text, redact_value
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def test_redact_value_walks_dicts_and_lists():
 
 def test_the_quick_check_lets_every_rule_run():
     # redact_text first checks a short list of markers; each rule's own markers must pass it
-    from pytest_agentfaults.runtime import redact
+    from pytest_agentfaults import _redact as redact
 
     for marker in redact._MARKERS:
         assert any(gate in marker for gate in redact._GATE), marker

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults._redact import redact_text
 
 __all__ = ["logger"]
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import TypeAdapter
 
+from pytest_agentfaults._redact import redact_text, redact_value
 from pytest_agentfaults.runtime._log import logger
 from pytest_agentfaults.runtime.events import Event, Observer, Trace
-from pytest_agentfaults.runtime.redact import redact_text, redact_value
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock

@@ -24,9 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from pydantic_core import PydanticUndefined
 from typing_extensions import TypedDict
 
+from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import InvalidArgsError, UsageError
 from pytest_agentfaults.runtime.models.base import ToolSpec
-from pytest_agentfaults.runtime.redact import redact_text
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.policy import OnError

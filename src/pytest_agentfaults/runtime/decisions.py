@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_agentfaults.errors import ModelHTTPError, RateLimitError, UsageError
+from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
 
 __all__ = ["LlmErrorDecision"]
 
@@ -110,9 +111,6 @@ def _retry_after(error: BaseException) -> float | None:
     if isinstance(error, RateLimitError) and error.retry_after is not None:
         return error.retry_after
     if isinstance(error, ModelHTTPError) and error.headers:
-        # Only HTTP errors get here, so the HTTP layer is loaded (or cheap to load) by now.
-        from pytest_agentfaults.runtime.models._retry_after import parse_retry_after  # noqa: PLC0415
-
         return parse_retry_after(error.headers)
     return None
 

@@ -18,8 +18,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import UsageError, kind_and_retryable
-from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.runtime.snapshot import assert_matches_snapshot
 from pytest_agentfaults.runtime.timeline import render_svg
 from pytest_agentfaults.runtime.verdict import NotResilientError, Verdict, verdict

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_json
 
+from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import MalformedResponseError, UsageError
-from pytest_agentfaults.runtime.redact import redact_text
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.models.base import ModelResponse

@@ -16,8 +16,8 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Final, Literal, Self, TypeAlias
 
 from pytest_agentfaults._failure import ToolFailure
+from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import UsageError
-from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.testing._fail_steps import fail
 from pytest_agentfaults.testing._malformed_steps import malformed
 from pytest_agentfaults.testing.steps import ScriptStep

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from respx.patterns import Noop, _And
 
-from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults._redact import redact_text
 
 if TYPE_CHECKING:
     from respx.models import Route

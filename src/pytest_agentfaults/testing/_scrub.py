@@ -15,7 +15,7 @@ import dataclasses
 import logging
 from typing import Any
 
-from pytest_agentfaults.runtime.redact import redact_text
+from pytest_agentfaults._redact import redact_text
 
 __all__ = ["redact_log_output", "scrub_report"]
 

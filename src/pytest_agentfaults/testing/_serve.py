@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from pytest_agentfaults._redact import redact_headers, redact_text
 from pytest_agentfaults.errors import (
     MalformedResponseError,
     ModelHTTPError,
@@ -28,7 +29,6 @@ from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import RealClock
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models.base import ModelRequest
-from pytest_agentfaults.runtime.redact import redact_headers, redact_text
 from pytest_agentfaults.testing._handler import Handler, Reply, send
 from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
 from pytest_agentfaults.testing._wire import (

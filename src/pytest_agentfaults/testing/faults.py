@@ -27,9 +27,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.hooks import Interceptor, install_interceptor, remove_interceptor
-from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.testing import _current
 from pytest_agentfaults.testing._builders import (
     HttpFaultBuilder,

@@ -54,12 +54,12 @@ import httpx
 import respx
 from respx.models import AllMockedAssertionError, PassThrough
 
+from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.hooks import current_emit
-from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.testing._clients import (
     Injected,
     Library,

@@ -62,11 +62,11 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
+from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.events import Trace
-from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.testing._handler import Endpoint, Handler, HTTPServer
 from pytest_agentfaults.testing._httpd import (
     RECORDED_ORIGIN,

@@ -18,11 +18,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.runtime._recorder import Recorder, collecting
 from pytest_agentfaults.runtime.backoff import seeded_jitter
 from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_default_clock
 from pytest_agentfaults.runtime.events import Event, Trace
-from pytest_agentfaults.runtime.redact import redact_text
 from pytest_agentfaults.runtime.snapshot import SnapshotSettings, use_snapshots
 from pytest_agentfaults.testing._fault import Fault, without_addresses
 from pytest_agentfaults.testing.faults import FaultPlan

@@ -37,6 +37,7 @@ from typing import Final
 
 import httpx
 
+from pytest_agentfaults._redact import redact_headers, redact_text
 from pytest_agentfaults.errors import (
     AgentFaultsError,
     MalformedResponseError,
@@ -51,7 +52,6 @@ from pytest_agentfaults.errors import (
     UsageError,
 )
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
-from pytest_agentfaults.runtime.redact import redact_headers, redact_text
 
 __all__ = [
     "EXCEPTION_TABLE",

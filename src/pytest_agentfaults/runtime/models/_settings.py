@@ -8,8 +8,8 @@ from typing import Final
 
 import httpx
 
+from pytest_agentfaults._redact import REDACTED, redact_text
 from pytest_agentfaults.errors import UsageError
-from pytest_agentfaults.runtime.redact import REDACTED, redact_text
 
 __all__ = ["api_key_for", "check_base_url", "check_setup", "scrubber", "wrong_client"]
 
