@@ -24,7 +24,11 @@ def test_importing_the_entry_point_loads_only_the_stdlib_and_pytest():
     modules = loaded_after("import pytest_agentfaults.plugin")
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
     ours = sorted(m for m in modules if m.startswith("pytest_agentfaults"))
-    assert ours == ["pytest_agentfaults", "pytest_agentfaults.plugin"]
+    assert ours == [
+        "pytest_agentfaults",
+        "pytest_agentfaults._plugin_state",
+        "pytest_agentfaults.plugin",
+    ]
 
 
 def test_the_lazy_package_still_lists_and_resolves_every_name():

@@ -1,0 +1,160 @@
+"""The plugin's per-session and per-test state, and how a test's state is built.
+
+Kept apart from ``plugin.py`` (the hooks and fixtures) and, like it, light: only the
+standard library and pytest load with it; the kit loads on the first test that uses it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing.session import Counts, TestState
+
+__all__ = [
+    "SESSION",
+    "STATE",
+    "Kit",
+    "Session",
+    "may_use_kit",
+    "start_state",
+]
+
+
+class Session:
+    """Session-wide settings and totals, kept in ``config.stash``."""
+
+    def __init__(
+        self,
+        seed: int,
+        trace_mode: str,
+        trace_dir: Path | None,
+        update: bool,
+        html: Path | None = None,
+    ) -> None:
+        self.seed = seed
+        self.trace_mode = trace_mode
+        self.trace_dir = trace_dir
+        self.update_snapshots = update
+        self.html = html
+        self.totals: Counts | None = None
+        self.always: list[tuple[str, str]] = []
+        self.html_tests: list[dict[str, Any]] = []
+        self.kit: Kit | None = None
+        self.kit_modules: dict[str, bool] = {}  # test module -> holds pytest_agentfaults
+
+
+SESSION = pytest.StashKey[Session]()
+STATE = pytest.StashKey["TestState"]()
+
+
+# The fixtures that read the test's state: asking for one means using the kit.
+KIT_FIXTURES = frozenset(
+    ("faults", "trace", "virtual_clock", "http_faults", "llm_server", "scripted_model")
+)
+
+
+def may_use_kit(item: pytest.Item) -> bool:
+    """Whether the test could build an agent, fire a fault or read a trace.
+
+    True once the runtime is loaded (any code that builds an agent imported it: the
+    virtual clock and the trace then reach every agent built with ``clock=None``, marked
+    or not), for a marked test, for a test asking for a kit fixture, and for a test whose
+    module holds the lazy package (``import pytest_agentfaults as af``).
+    """
+    if _RUNTIME in sys.modules:
+        return True
+    if item.get_closest_marker("inject_fault") or item.get_closest_marker("real_time"):
+        return True
+    if not KIT_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
+        return True
+    module = getattr(item, "module", None)
+    return module is not None and imports_the_kit(module, item.config.stash[SESSION])
+
+
+_RUNTIME = "pytest_agentfaults.runtime.clock"  # every agent reads its default clock there
+
+
+def imports_the_kit(module: ModuleType, session: Session) -> bool:
+    cached = session.kit_modules.get(module.__name__)
+    if cached is None:
+        cached = any(is_kit(value) for value in list(vars(module).values()))
+        session.kit_modules[module.__name__] = cached
+    return cached
+
+
+def is_kit(value: object) -> bool:
+    name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
+    return isinstance(name, str) and name.startswith("pytest_agentfaults")
+
+
+def start_state(item: pytest.Item) -> TestState:
+    __tracebackhide__ = True
+    session = item.config.stash[SESSION]
+    kit = session.kit or load_kit(item.config, session)
+    state = kit.TestState(
+        item.nodeid,
+        seed=kit.test_seed(session.seed, item.nodeid),
+        real_time=item.get_closest_marker("real_time") is not None,
+        snapshots=kit.snapshots,
+    )
+    markers = list(item.iter_markers("inject_fault"))
+    if markers:
+        state.add_faults(parsed(m, kit) for m in top_down(markers, item))
+    item.stash[STATE] = state
+    state.start()
+    return state
+
+
+class Kit:
+    """The test-kit names the hooks use, imported once, on the first test."""
+
+    def __init__(self) -> None:
+        from pytest_agentfaults.testing.faults import parse_marker  # noqa: PLC0415 - lazy
+        from pytest_agentfaults.testing.session import (  # noqa: PLC0415
+            Counts,
+            TestState,
+            test_seed,
+            write_trace_file,
+        )
+
+        self.parse_marker = parse_marker
+        self.TestState = TestState
+        self.test_seed = test_seed
+        self.Counts = Counts
+        self.write_trace_file = write_trace_file
+        self.parsed: dict[int, tuple[pytest.Mark, Any]] = {}
+        self.snapshots: Any = None
+
+
+def load_kit(config: pytest.Config, session: Session) -> Kit:
+    from pytest_agentfaults.runtime.snapshot import SnapshotSettings  # noqa: PLC0415 - lazy
+
+    session.kit = Kit()
+    # This session's, switched on per test: a pytester session inside never changes it.
+    session.kit.snapshots = SnapshotSettings(
+        config.rootpath, session.update_snapshots, session.seed
+    )
+    return session.kit
+
+
+def parsed(mark: pytest.Mark, kit: Kit) -> Any:
+    # A parametrized test shares one Mark object across its items: parse it once a session.
+    cached = kit.parsed.get(id(mark))
+    if cached is None or cached[0] is not mark:
+        cached = (mark, kit.parse_marker(mark.args, mark.kwargs, label=mark.name))
+        kit.parsed[id(mark)] = cached
+    return cached[1].fresh()  # a fresh copy: a Fault counts its own hits
+
+
+def top_down(markers: list[pytest.Mark], item: pytest.Item) -> list[pytest.Mark]:
+    # iter_markers yields the function's own markers bottom-up (the decorator nearest the
+    # def first); users read them top-down, and the contract says "from the top down".
+    own = [m for m in getattr(item, "own_markers", []) if m.name == "inject_fault"]
+    inherited = [m for m in markers if not any(m is o for o in own)]
+    return [*reversed(own), *reversed(inherited)]
