@@ -80,11 +80,14 @@ def test_it(llm_server, trace, faults):
     result.assert_outcomes(passed=1)
 
 
-def test_a_malformed_marker_on_our_client_never_reaches_the_llm_server(suite):
-    # documented on docs/howto/loopback-server.md: the answer is replaced in-process
+def test_a_malformed_marker_uses_up_the_llm_server_step_it_replaces(suite):
+    # The same rule as in-process: the call is made, the server's step is used, and the
+    # answer the client gets is the malformed one. So fetch's step never runs, as with a
+    # ScriptedModel, and no step is left over.
     result = suite("""
 @pytest.mark.inject_fault(llm="malformed_tool_args")
-def test_it(llm_server):
+def test_over_the_wire(llm_server, trace):
+    CALLS.clear()
     script = llm_server.script([call_tool("fetch", url="u"), say("done")])
     with af.OpenAIModel("m", base_url=llm_server.base_url("openai"),
                         api_key="sk-key-0123456789") as model:
@@ -92,8 +95,28 @@ def test_it(llm_server):
     assert result.output == "done"
     assert len(llm_server.requests) == 2
     assert script.remaining == 0
-""").runpytest()
-    result.assert_outcomes(passed=1)
+    assert trace.count("tool.result") == 0 and CALLS == []
+
+@pytest.mark.asyncio
+@pytest.mark.inject_fault(llm="malformed_tool_args")
+async def test_over_the_wire_async(llm_server, trace):
+    CALLS.clear()
+    script = llm_server.script([call_tool("fetch", url="u"), say("done")])
+    async with af.OpenAIModel("m", base_url=llm_server.base_url("openai"),
+                              api_key="sk-key-0123456789") as model:
+        result = await af.Agent("bot", model=model, tools=[fetch]).arun("go")
+    assert result.output == "done"
+    assert (len(llm_server.requests), script.remaining, CALLS) == (2, 0, [])
+
+@pytest.mark.inject_fault(llm="malformed_tool_args")
+def test_in_process(trace):
+    CALLS.clear()
+    model = ScriptedModel([call_tool("fetch", url="u"), say("done")])
+    assert af.Agent("bot", model=model, tools=[fetch]).run("go").output == "done"
+    assert len(model.requests) == 2
+    assert trace.count("tool.result") == 0 and CALLS == []
+""").runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=3)
 
 
 # ------------------------------------------------------------ leftover steps fail the test

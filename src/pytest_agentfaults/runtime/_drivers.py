@@ -33,6 +33,7 @@ from pytest_agentfaults.runtime.clock import (
 from pytest_agentfaults.runtime.hooks import (
     PROCEED,
     Attempt,
+    InsteadOfAnswer,
     ModelCall,
     active_interceptors,
     intercept_model,
@@ -152,19 +153,26 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     return result
 
 
+def _sync_request(effect: ModelCall) -> ModelResponse:
+    request = getattr(effect.model, "request", None)
+    if request is None:
+        raise UsageError(
+            f"model {model_name(effect.model)!r} has no sync request(); use await agent.arun()"
+        )
+    return request(effect.request)  # type: ignore[no-any-return]
+
+
 def _model_call_sync(effect: ModelCall) -> ModelResponse:
     token = set_current_emit(effect.request.emit)
     try:
         if active_interceptors():
             outcome = intercept_model(effect)
+            if type(outcome) is InsteadOfAnswer:
+                _sync_request(effect)  # the call happens; its answer is replaced
+                return outcome.response  # type: ignore[no-any-return]
             if outcome is not PROCEED:
                 return outcome  # type: ignore[no-any-return]
-        request = getattr(effect.model, "request", None)
-        if request is None:
-            raise UsageError(
-                f"model {model_name(effect.model)!r} has no sync request(); use await agent.arun()"
-            )
-        return request(effect.request)  # type: ignore[no-any-return]
+        return _sync_request(effect)
     finally:
         reset_current_emit(token)
 
@@ -223,19 +231,26 @@ async def _attempt_async(effect: Attempt) -> Any:
     return result
 
 
+async def _async_request(effect: ModelCall) -> ModelResponse:
+    arequest = getattr(effect.model, "arequest", None)
+    if arequest is None:
+        raise UsageError(
+            f"model {model_name(effect.model)!r} has no async arequest(); use agent.run()"
+        )
+    return await arequest(effect.request)  # type: ignore[no-any-return]
+
+
 async def _model_call_async(effect: ModelCall) -> ModelResponse:
     token = set_current_emit(effect.request.emit)
     try:
         if active_interceptors():
             outcome = intercept_model(effect)
+            if type(outcome) is InsteadOfAnswer:
+                await _async_request(effect)  # the call happens; its answer is replaced
+                return outcome.response  # type: ignore[no-any-return]
             if outcome is not PROCEED:
                 return outcome  # type: ignore[no-any-return]
-        arequest = getattr(effect.model, "arequest", None)
-        if arequest is None:
-            raise UsageError(
-                f"model {model_name(effect.model)!r} has no async arequest(); use agent.run()"
-            )
-        return await arequest(effect.request)  # type: ignore[no-any-return]
+        return await _async_request(effect)
     finally:
         reset_current_emit(token)
 

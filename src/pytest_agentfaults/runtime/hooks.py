@@ -23,6 +23,7 @@ __all__ = [
     "PROCEED",
     "Attempt",
     "Inject",
+    "InsteadOfAnswer",
     "Interceptor",
     "InterceptorError",
     "ModelCall",
@@ -111,6 +112,19 @@ class Inject:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+
+
+class InsteadOfAnswer:
+    """Returned by an interceptor: make the model call, then answer with ``response``.
+
+    For a fault that replaces what the model answered: the call still happens (a scripted
+    server uses its step up), and the run sees ``response`` in place of the answer.
+    """
+
+    __slots__ = ("response",)
+
+    def __init__(self, response: Any) -> None:
+        self.response = response
 
 
 class InterceptorError(AssertionError):

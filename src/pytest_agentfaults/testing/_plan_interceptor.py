@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentfaults.runtime.clock import RealClock
-from pytest_agentfaults.runtime.hooks import PROCEED, Attempt, Inject, Interceptor, ModelCall
+from pytest_agentfaults.runtime.hooks import (
+    PROCEED,
+    Attempt,
+    Inject,
+    InsteadOfAnswer,
+    Interceptor,
+    ModelCall,
+)
 from pytest_agentfaults.testing._fault import LLMFault, ToolFault
 from pytest_agentfaults.testing.scripted import ScriptedModel
 
@@ -96,7 +103,7 @@ def _respond_instead(
     model_name: str,
     plan: FaultPlan,
     uses_step: bool,
-) -> ModelResponse | Inject:
+) -> ModelResponse | Inject | InsteadOfAnswer:
     """Answer ``call`` with ``step`` in place of the model.
 
     A transient kind fails the call and leaves the scripted step for the next call; a
@@ -106,6 +113,10 @@ def _respond_instead(
     try:
         if isinstance(model, ScriptedModel):
             return model.substitute(call.request, step, uses_step=uses_step)
-        return step.respond(call.request, model=model_name, next_call_id=plan.next_call_id)
+        response = step.respond(call.request, model=model_name, next_call_id=plan.next_call_id)
     except Exception as exc:  # the injected failure itself
         return Inject(exc)
+    # Another model (a client of llm_server, of http_faults routes): a malformed kind lets
+    # the call happen, so whatever scripts the model uses that step up, as a ScriptedModel
+    # does, and only the answer is replaced.
+    return InsteadOfAnswer(response) if uses_step else response
