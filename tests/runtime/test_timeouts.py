@@ -103,7 +103,8 @@ def test_sync_tool_errors_cross_the_worker_thread_unchanged():
     assert [e.error.type for e in errors] == ["ValueError"]  # not retried, not a timeout
 
 
-def test_no_timeout_means_no_thread():
+def thread_recording_tool():
+    """A sync tool that records the thread each of its calls ran on."""
     seen: list[threading.Thread] = []
 
     @af.tool
@@ -112,6 +113,11 @@ def test_no_timeout_means_no_thread():
         seen.append(threading.current_thread())
         return "charged"
 
+    return charge, seen
+
+
+def test_no_timeout_means_no_thread():
+    charge, seen = thread_recording_tool()
     real_time_agent(charge, timeout_seconds=None).run("pay")
     assert seen == [threading.current_thread()]
 
@@ -119,14 +125,7 @@ def test_no_timeout_means_no_thread():
 def test_the_default_timeout_keeps_a_sync_tool_on_the_callers_thread():
     # The default 60 s is a backstop checked on return: tools using thread-bound objects
     # (a sqlite3 connection, thread-locals) keep working, and pay no thread hand-off.
-    seen: list[threading.Thread] = []
-
-    @af.tool
-    def charge(amount: int) -> str:
-        """Charge."""
-        seen.append(threading.current_thread())
-        return "charged"
-
+    charge, seen = thread_recording_tool()
     model = ScriptedModel([call_tool("charge", amount=7), say("ok")])
     agent = af.Agent("bot", model=model, tools=[charge], clock=af.RealClock())
     assert agent.resilience.timeout_seconds == 60.0
@@ -135,14 +134,7 @@ def test_the_default_timeout_keeps_a_sync_tool_on_the_callers_thread():
 
 
 def test_a_timeout_set_for_one_tool_cuts_it_on_a_worker_thread():
-    seen: list[threading.Thread] = []
-
-    @af.tool
-    def charge(amount: int) -> str:
-        """Charge."""
-        seen.append(threading.current_thread())
-        return "charged"
-
+    charge, seen = thread_recording_tool()
     config = af.ResilienceConfig(tool_overrides={"charge": {"timeout_seconds": 30}})
     model = ScriptedModel([call_tool("charge", amount=7), say("ok")])
     agent = af.Agent("bot", model=model, tools=[charge], clock=af.RealClock(), resilience=config)
