@@ -52,6 +52,7 @@ from pytest_agentfaults.testing._fault import (
 )
 from pytest_agentfaults.testing._marker import parse_marker
 from pytest_agentfaults.testing._plan_interceptor import PlanInterceptor
+from pytest_agentfaults.testing._undo import raise_together, run_all
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime._recorder import Recorder
@@ -218,16 +219,7 @@ class FaultPlan:
             layer, self._http = self._http, None
             steps.append(layer.stop)
         steps.append(lambda: remove_interceptor(interceptor))
-        errors: list[Exception] = []
-        for step in steps:
-            try:
-                step()
-            except Exception as error:
-                errors.append(error)
-        if len(errors) == 1:
-            raise errors[0]
-        if errors:
-            raise ExceptionGroup("FaultPlan.deactivate: some layers failed to switch off", errors)
+        raise_together(run_all(steps), "FaultPlan.deactivate: some layers failed to switch off")
 
     def http_layer(self) -> HttpInjector:
         """Switch on (once) and return the in-process HTTP layer of this active plan.

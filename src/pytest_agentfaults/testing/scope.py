@@ -20,6 +20,7 @@ raises. Works in a test, inside ``@given`` and outside pytest.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -28,6 +29,7 @@ from pytest_agentfaults.runtime._recorder import Recorder, collecting
 from pytest_agentfaults.runtime.backoff import active_seed, seeded_jitter
 from pytest_agentfaults.runtime.clock import VirtualClock, use_default_clock
 from pytest_agentfaults.runtime.events import Trace
+from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan, suspend_earlier_plans
 
 __all__ = ["FaultScope", "fault_scope"]
@@ -113,11 +115,6 @@ class fault_scope:
     def _unwind(self) -> None:
         """Undo everything entered, last first; every step runs, the first error wins."""
         undo, self._undo = self._undo, []
-        failure: BaseException | None = None
-        for step in reversed(undo):
-            try:
-                step(None, None, None)
-            except BaseException as exc:  # re-raised below, once every step has run
-                failure = failure or exc
-        if failure is not None:
-            raise failure
+        errors = run_all(partial(step, None, None, None) for step in reversed(undo))
+        if errors:
+            raise errors[0]

@@ -25,6 +25,7 @@ from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_defaul
 from pytest_agentfaults.runtime.events import Event, Trace
 from pytest_agentfaults.runtime.snapshot import SnapshotSettings, use_snapshots
 from pytest_agentfaults.testing._fault import Fault, without_addresses
+from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan
 from pytest_agentfaults.testing.report import ReportEntry, render_html
 
@@ -134,19 +135,13 @@ class TestState:
         Every step runs even if an earlier one fails; the failures are returned, so the
         caller can report them without leaving anything of this test switched on.
         """
-        errors: list[Exception] = []
         steps: list[Callable[[], object]] = [self.clock.unpatch_sleep]
         if self._plan_handle is not None:
             handle, self._plan_handle = self._plan_handle, None
             steps.append(lambda: self.plan.deactivate(handle))
         contexts, self._contexts = self._contexts, []
         steps.extend(partial(context.__exit__, None, None, None) for context in reversed(contexts))
-        for step in steps:
-            try:
-                step()
-            except Exception as error:
-                errors.append(error)
-        return errors
+        return run_all(steps)
 
     # ------------------------------------------------------------------ reporting
 
