@@ -147,10 +147,15 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     finally:
         if deadline is not None or emitting is not None:
             _close_attempt(deadline, emitting)
+    _check_late(effect, start)
+    return result
+
+
+def _check_late(effect: Attempt, start: float) -> None:
+    """An attempt that returned past its timeout timed out all the same."""
     timeout = effect.timeout
     if timeout is not None and effect.clock.now() - start > timeout:
         raise _timed_out(effect)
-    return result
 
 
 def _sync_request(effect: ModelCall) -> ModelResponse:
@@ -225,9 +230,7 @@ async def _attempt_async(effect: Attempt) -> Any:
     finally:
         if deadline is not None or emitting is not None:
             _close_attempt(deadline, emitting)
-    timeout = effect.timeout
-    if timeout is not None and effect.clock.now() - start > timeout:
-        raise _timed_out(effect)
+    _check_late(effect, start)
     return result
 
 
