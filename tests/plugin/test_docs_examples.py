@@ -1,12 +1,16 @@
 """Every runnable documentation example runs, as a user would paste it.
 
-Two ways a page marks its examples:
+Every ```python block of every page runs, in one of three ways:
 
-- `<!-- test -->` right before a ```python block: that block alone is a test module;
-- `<!-- test-page -->` anywhere in a page: all its ```python blocks, in order, make one
-  test module (for pages whose examples build on each other).
+- `<!-- test -->` right before a block: that block alone is a test module, and every test
+  it defines must pass;
+- `<!-- test-page -->` anywhere in a page: all its blocks, in order, make one test module
+  (for pages whose examples build on each other);
+- any other block is a script: it runs top to bottom as a module and must not raise. A
+  fragment that needs names defined elsewhere gets them from a hidden prelude, an HTML
+  comment right before the block: `<!-- prelude` newline, code, newline, `-->`.
 
-Either way the module runs through pytester, and every test it defines must pass.
+Every module runs through pytester, as a user would paste it.
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ for _module in ("httpcore2", "httpx2", "openai", "anthropic"):
         __import__(_module)
 
 DOCS = Path(__file__).parent.parent.parent / "docs"
-MARKED = re.compile(r"<!-- test -->\s*```python\n(.*?)\n```[ \t]*$", re.DOTALL | re.MULTILINE)
-BLOCK = re.compile(r"^```python\n(.*?)\n```[ \t]*$", re.DOTALL | re.MULTILINE)
+BLOCK = re.compile(
+    r"(?:<!-- (?P<mark>test) -->\s*|<!-- prelude\n(?P<prelude>.*?)\n-->\s*)?"
+    r"^```python\n(?P<code>.*?)\n```[ \t]*$",
+    re.DOTALL | re.MULTILINE,
+)
 PAGE_MARK = "<!-- test-page -->"
 TEST_FUNCTION = re.compile(r"^(?:async )?def test_", re.MULTILINE)
 
@@ -37,15 +44,28 @@ settings.register_profile(
 
 
 def examples() -> list[tuple[str, str]]:
+    """(where, module) for every test module the pages make; scripts are the other blocks."""
+    return [(where, code) for where, code, is_test in _blocks() if is_test]
+
+
+def scripts() -> list[tuple[str, str]]:
+    return [(where, code) for where, code, is_test in _blocks() if not is_test]
+
+
+def _blocks() -> list[tuple[str, str, bool]]:
     found = []
     for page in sorted(DOCS.rglob("*.md")):
         text = page.read_text(encoding="utf-8")
         name = str(page.relative_to(DOCS))
+        blocks = list(BLOCK.finditer(text))
         if PAGE_MARK in text:
-            found.append((name, "\n\n".join(BLOCK.findall(text))))
+            found.append((name, "\n\n".join(b["code"] for b in blocks), True))
             continue
-        for index, block in enumerate(MARKED.findall(text)):
-            found.append((f"{name}#{index + 1}", block))
+        for index, block in enumerate(blocks):
+            code = block["code"]
+            if block["prelude"]:
+                code = f"{block['prelude']}\n\n{code}"
+            found.append((f"{name}#{index + 1}", code, block["mark"] is not None))
     return found
 
 
@@ -53,6 +73,26 @@ def test_there_are_runnable_examples():
     pages = {where.split("#")[0] for where, _ in examples()}
     assert len(examples()) >= 10
     assert {"howto/sdk-clients.md", "howto/property-testing.md", "tutorial.md"} <= pages
+
+
+def test_every_python_block_of_the_docs_runs():
+    # each block is a test module, part of a test page, or a script run below: none is
+    # left out (a block the regex missed, e.g. a typo in its marker, fails here)
+    on_pages = sum(
+        len(re.findall(r"^```python$", page.read_text(encoding="utf-8"), re.MULTILINE))
+        for page in DOCS.rglob("*.md")
+        if PAGE_MARK not in page.read_text(encoding="utf-8")
+    )
+    single = [where for where, _, _ in _blocks() if "#" in where]
+    assert len(single) == on_pages
+
+
+@pytest.mark.parametrize(("where", "code"), scripts(), ids=[w for w, _ in scripts()])
+def test_documented_snippet_runs(pytester, where, code):
+    assert not TEST_FUNCTION.search(code), f"{where}: a block with tests needs <!-- test -->"
+    pytester.makepyfile(snippet=code)
+    result = pytester.runpython(pytester.path / "snippet.py")
+    assert result.ret == 0, f"{where}: the snippet raised\n{result.stderr.str()}"
 
 
 @pytest.mark.parametrize(("where", "code"), examples(), ids=[w for w, _ in examples()])

@@ -69,7 +69,10 @@ class LlmKind:
 
 LLM_FAULT_KINDS: Final[Mapping[str, LlmKind]] = MappingProxyType(
     {
-        "malformed_tool_args": LlmKind(malformed.tool_args),
+        "malformed_tool_args": LlmKind(
+            lambda args='{"arguments": ', tool=None: malformed.tool_args(args, tool),
+            ("args",),
+        ),
         "rate_limit": LlmKind(fail.rate_limit, ("retry_after",), transient=True),
         "server_error": LlmKind(lambda status=503: fail.http(status), ("status",), transient=True),
         "timeout": LlmKind(fail.timeout, transient=True),

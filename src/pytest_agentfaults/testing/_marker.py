@@ -150,6 +150,11 @@ def _parse_llm(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) ->
         options["retry_after"] = seconds_or_none(options["retry_after"], "retry_after", shown)
     if "status" in options:
         options["status"] = error_status(options["status"], shown)
+    if "args" in options and not isinstance(options["args"], str):
+        raise UsageError(
+            f"{shown}: args= is the raw arguments text the model sends, a str; "
+            f"got {options['args']!r}, e.g. args='{{\"query\": '"
+        )
     fault = LLMFault(kind=kind, options=options, **common)
     try:
         fault.step()

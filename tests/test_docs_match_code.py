@@ -1,0 +1,47 @@
+"""The docs name what the code has: the fault kinds, with one count everywhere."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pytest_agentfaults.testing._fault import HTTP_KINDS, LLM_FAULT_KINDS
+
+DOCS = Path(__file__).parent.parent / "docs"
+
+
+def _table_rows(page: str, first_column: str) -> list[str]:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    return re.findall(rf'^\| `{first_column}"([a-z_]+)"` \|', text, re.MULTILINE)
+
+
+def test_the_llm_kinds_table_lists_exactly_the_kinds_the_marker_takes():
+    rows = _table_rows("testing.md", "")
+    assert sorted(rows) == sorted(LLM_FAULT_KINDS)
+
+
+def test_the_llm_kind_options_in_the_table_are_the_ones_the_marker_takes():
+    text = (DOCS / "testing.md").read_text(encoding="utf-8")
+    for kind, spec in LLM_FAULT_KINDS.items():
+        [row] = [line for line in text.splitlines() if line.startswith(f'| `"{kind}"` |')]
+        options_cell = row.split(" | ")[2]
+        named = set(re.findall(r"`([a-z_]+)=", options_cell))
+        assert named == set(spec.options), (kind, named, spec.options)
+
+
+def test_no_page_gives_another_count_of_the_llm_kinds():
+    count = len(LLM_FAULT_KINDS)
+    words = {8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve"}
+    for page in [*DOCS.rglob("*.md"), DOCS.parent / "README.md"]:
+        text = page.read_text(encoding="utf-8")
+        for number, word in words.items():
+            if number == count:
+                continue
+            for claim in (f"{number} `llm=` kinds", f"{word} `llm=` kinds", f"{number} llm kinds"):
+                assert claim.lower() not in text.lower(), (page, claim)
+
+
+def test_every_http_kind_is_documented_on_the_sdk_page():
+    text = (DOCS / "howto" / "sdk-clients.md").read_text(encoding="utf-8")
+    missing = [kind for kind in HTTP_KINDS if f'"{kind}"' not in text]
+    assert not missing, f"docs/howto/sdk-clients.md does not name http= kinds {missing}"
