@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_agentfaults.testing._coverage import Matrix
     from pytest_agentfaults.testing.session import Counts, TestState
 
 __all__ = [
     "SESSION",
     "STATE",
+    "CoverageSettings",
     "Kit",
     "Session",
     "may_use_kit",
@@ -47,6 +49,17 @@ class Session:
         self.html_tests: list[dict[str, Any]] = []
         self.kit: Kit | None = None
         self.kit_modules: dict[str, bool] = {}  # test module -> holds pytest_agentfaults
+        self.coverage: CoverageSettings | None = None
+        self.matrix: Matrix | None = None  # the fault coverage, built on the first test
+
+
+class CoverageSettings:
+    """``--agentfaults-coverage`` and its gate and exclusions, as configured."""
+
+    def __init__(self, path: Path | None, fail_under: float | None, exclude: list[str]) -> None:
+        self.path = path
+        self.fail_under = fail_under
+        self.exclude = exclude
 
 
 SESSION = pytest.StashKey[Session]()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentfaults import _plugin_coverage as _coverage
 from pytest_agentfaults._plugin_state import (
     SESSION as _SESSION,
 )
@@ -95,6 +96,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="write an HTML report drawing every test's attempts, faults and waits",
     )
+    _coverage.add_options(parser, group)
     parser.addini("agentfaults_trace", "default for --agentfaults-trace", default="on-failure")
     parser.addini("agentfaults_html", "default for --agentfaults-html", default="")
     parser.addini("agentfaults_trace_dir", "default for --agentfaults-trace-dir", default="")
@@ -119,6 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
         update=bool(config.getoption("agentfaults_update_snapshots")),
         html=Path(html) if html else None,
     )
+    config.stash[_SESSION].coverage = _coverage.settings(config)
     config.pluginmanager.register(_Totals(config.stash[_SESSION]))
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed())
@@ -237,6 +240,13 @@ def pytest_runtest_makereport(
             shipped["render"] = state.render()
         if session.html is not None:
             shipped["html"] = state.as_dict(outcome)
+        if session.coverage is not None:
+            from pytest_agentfaults.testing._coverage import observe  # noqa: PLC0415 - lazy
+
+            shipped["coverage"] = observe(state.trace.events)
+            shipped["passed"] = (
+                item.stash.get(_PASSED, False) and outcome == "passed" and report.passed
+            )
         report.agentfaults = shipped  # type: ignore[attr-defined]
         # Items live until the session ends: keeping every test's plan, trace and clock
         # alive would grow the heap, and with it the garbage collector's work, per test.
@@ -301,6 +311,10 @@ class _Totals:
             session.always.append((report.nodeid, shipped["render"]))
         if "html" in shipped:
             session.html_tests.append(shipped["html"])
+        if "coverage" in shipped:
+            _coverage.session_matrix(session).add(
+                shipped["coverage"], report.nodeid, shipped["passed"]
+            )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if getattr(session.config, "workerinput", None) is not None:
@@ -309,6 +323,7 @@ class _Totals:
             from pytest_agentfaults.testing.session import write_html_report  # noqa: PLC0415
 
             write_html_report(self.session.html, self.session.html_tests)
+        _coverage.finish(self.session, session)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -326,6 +341,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(session.totals.summary())
     if session.html is not None:
         terminalreporter.write_line(f"agentfaults: HTML report written to {session.html}")
+    if session.coverage is not None:
+        _coverage.summary(terminalreporter, session)
 
 
 # ---------------------------------------------------------------------------- fixtures

@@ -1,0 +1,136 @@
+"""The plugin's fault coverage glue: options, settings, the session's matrix and outputs.
+
+Light like ``plugin.py``: the standard library and pytest only; the matrix itself
+(`testing._coverage`) loads when the first test reports.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_agentfaults._plugin_state import CoverageSettings, Session
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing._coverage import Matrix
+
+__all__ = ["add_options", "finish", "session_matrix", "settings", "summary"]
+
+
+def add_options(parser: pytest.Parser, group: Any) -> None:
+    """``--agentfaults-coverage[=PATH]``, its gate, and their ini twins."""
+    group.addoption(
+        "--agentfaults-coverage",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH.json",
+        help="report which fault classes each tool, model and host met in passing tests "
+        "(a matrix at the end; with PATH, also as JSON)",
+    )
+    group.addoption(
+        "--agentfaults-coverage-fail-under",
+        type=float,
+        default=None,
+        metavar="PCT",
+        help="fail the session when fault coverage is below PCT percent of its cells",
+    )
+    parser.addini(
+        "agentfaults_coverage",
+        "default for --agentfaults-coverage: true, or the JSON path",
+        default="",
+    )
+    parser.addini(
+        "agentfaults_coverage_fail_under",
+        "default for --agentfaults-coverage-fail-under",
+        default="",
+    )
+    parser.addini(
+        "agentfaults_coverage_exclude",
+        "fault coverage cells that do not apply, one 'tool_or_host:fault_class' per line",
+        type="linelist",
+        default=[],
+    )
+
+
+def settings(config: pytest.Config) -> CoverageSettings | None:
+    """The coverage settings of this session; None when coverage is off."""
+    option = config.getoption("agentfaults_coverage")
+    ini = str(config.getini("agentfaults_coverage")).strip()
+    gate = config.getoption("agentfaults_coverage_fail_under")
+    ini_gate = str(config.getini("agentfaults_coverage_fail_under")).strip()
+    if option is None and ini.lower() in ("", "false", "0", "no") and gate is None:
+        return None
+    path = option if option is not None else ("" if ini.lower() in ("true", "1", "yes") else ini)
+    if gate is None and ini_gate:
+        try:
+            gate = float(ini_gate)
+        except ValueError:
+            raise pytest.UsageError(
+                f"agentfaults_coverage_fail_under = {ini_gate!r}: give a percentage, e.g. 80"
+            ) from None
+    if gate is not None and not 0 <= gate <= 100:
+        raise pytest.UsageError(
+            f"--agentfaults-coverage-fail-under={gate:g}: give a percentage from 0 to 100"
+        )
+    exclude = [str(line) for line in config.getini("agentfaults_coverage_exclude")]
+    if exclude:
+        from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - lazy
+        from pytest_agentfaults.testing._coverage import parse_exclusions  # noqa: PLC0415
+
+        try:
+            parse_exclusions(exclude)
+        except UsageError as bad:
+            raise pytest.UsageError(str(bad)) from None
+    return CoverageSettings(Path(path) if path else None, gate, exclude)
+
+
+def finish(state: Session, session: pytest.Session) -> None:
+    """At the controller's session end: write the JSON and the HTML section; apply the gate."""
+    settings = state.coverage
+    if settings is None:
+        return
+    matrix = session_matrix(state)
+    if settings.path is not None:
+        matrix.write_json(settings.path)
+    if state.html is not None:
+        from pytest_agentfaults.testing._coverage import insert_into_html  # noqa: PLC0415
+
+        anchors = {str(t.get("nodeid")): f"t{i}" for i, t in enumerate(state.html_tests)}
+        insert_into_html(state.html, matrix.html_section(anchors))
+    below = settings.fail_under is not None and matrix.percent() < settings.fail_under
+    if below and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def session_matrix(session: Session) -> Matrix:
+    """The matrix of the session, built on first use."""
+    if session.matrix is None:
+        from pytest_agentfaults.testing._coverage import (  # noqa: PLC0415
+            Matrix,
+            parse_exclusions,
+        )
+
+        exclude = session.coverage.exclude if session.coverage is not None else []
+        session.matrix = Matrix(parse_exclusions(exclude))
+    return session.matrix
+
+
+def summary(terminalreporter: Any, session: Session) -> None:
+    """The terminal section: the table, the suggestions and the verdict of the gate."""
+    settings = session.coverage
+    assert settings is not None
+    matrix = session_matrix(session)
+    terminalreporter.section("agentfaults fault coverage")
+    for line in matrix.render():
+        terminalreporter.write_line(line)
+    if settings.path is not None:
+        terminalreporter.write_line(f"fault coverage written to {settings.path}")
+    if settings.fail_under is not None and matrix.percent() < settings.fail_under:
+        terminalreporter.write_line(
+            f"FAIL: fault coverage {matrix.percent():.1f}% is below "
+            f"--agentfaults-coverage-fail-under={settings.fail_under:g}%",
+            red=True,
+        )

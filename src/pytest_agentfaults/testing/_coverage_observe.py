@@ -1,0 +1,231 @@
+"""Fault coverage, one test: which fault classes fired on which tool, model and host.
+
+`observe` reads a test's trace once, at its teardown, into plain JSON data: the rows it saw
+and the fault classes that fired on each, injected by the kit or raised by the user's own
+code. The data rides on the teardown report, so xdist workers' tests reach the controller
+as local ones do; `_coverage.Matrix` adds them up there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from pytest_agentfaults.runtime.events import Event
+
+__all__ = ["INJECTED", "MODEL_CLASSES", "TOOL_CLASSES", "USER", "classes_of", "observe"]
+
+#: Tool rows: the fault classes a tool's recovery can meet, with their column headers.
+TOOL_CLASSES: Final = {
+    "retryable": "retryable exception",
+    "non_retryable": "non-retryable exception",
+    "timeout": "timeout",
+    "invalid_args": "invalid arguments",
+    "tool_failure": "ToolFailure",
+    "unknown_tool": "unknown tool",
+}
+#: Model and host rows: the fault classes a model call can meet.
+MODEL_CLASSES: Final = {
+    "rate_limit": "429 + Retry-After",
+    "server_error": "5xx",
+    "timeout": "timeout",
+    "connection": "connection error",
+    "stream_cut": "stream cut",
+    "malformed_tool_args": "malformed tool args",
+    "empty_or_blocked": "empty / blocked",
+    "not_json": "not JSON",
+}
+
+# What an injected fault's label (an llm= kind, an http= kind) covers.
+_LABELS: Final = {
+    "rate_limit": "rate_limit",
+    "quota": "rate_limit",
+    "server_error": "server_error",
+    "proxy_html": "server_error",
+    "timeout": "timeout",
+    "stall": "timeout",
+    "slow_first_token": "timeout",
+    "connection": "connection",
+    "connect_error": "connection",
+    "read_error": "connection",
+    "reset": "connection",
+    "truncated": "stream_cut",
+    "truncated_stream": "stream_cut",
+    "malformed_tool_args": "malformed_tool_args",
+    "empty": "empty_or_blocked",
+    "blocked": "empty_or_blocked",
+    "not_json": "not_json",
+    "malformed_body": "not_json",
+}
+# What an error a model call raised covers, by the taxonomy's type name.
+_MODEL_ERRORS: Final = {
+    "RateLimitError": "rate_limit",
+    "ModelServerError": "server_error",
+    "ModelTimeoutError": "timeout",
+    "ModelTransportError": "connection",
+    "ModelStreamError": "stream_cut",
+    "MalformedResponseError": "not_json",
+}
+INJECTED: Final = "injected"
+USER: Final = "user"
+
+
+def classes_of(kind: str) -> dict[str, str]:
+    """The columns of a row of ``kind`` (``tool``, ``model`` or ``host``)."""
+    return TOOL_CLASSES if kind == "tool" else MODEL_CLASSES
+
+
+# --------------------------------------------------------------------------- one test
+
+
+def observe(events: Sequence[Event]) -> dict[str, Any]:
+    """What one test's trace exercised, as plain JSON data (it travels in reports).
+
+    ``rows``: ``[kind, name, framework]`` of every tool, model and host seen; ``hits``:
+    ``[kind, name, class, source]`` with source ``"injected"`` (the kit's fault) or
+    ``"user"`` (the user's own code raised it).
+    """
+    rows: dict[tuple[str, str], str] = {}
+    hits: set[tuple[str, str, str, str]] = set()
+    faulted: set[tuple[str | None, str | None, int | None]] = set()
+    model_of_run: dict[str, str] = {}
+    tools_of_run: dict[str, set[str]] = {}
+    llm_fault_of_run: dict[str, str] = {}
+    unknown_runs: list[tuple[str, str]] = []
+    for event in events:
+        kind = event.type
+        if kind.startswith("tool."):
+            _observe_tool(
+                event,
+                rows,
+                hits,
+                faulted,
+                tools_of_run,
+                unknown_runs,
+                llm_fault_of_run,
+                model_of_run,
+            )
+        elif kind.startswith("llm."):
+            _observe_model(event, rows, hits, model_of_run, llm_fault_of_run)
+        elif kind in ("http.request", "http.fault"):
+            _observe_host(event, rows, hits)
+    for run_id, source in unknown_runs:
+        for tool in tools_of_run.get(run_id, ()):
+            hits.add(("tool", tool, "unknown_tool", source))
+    return {
+        "rows": sorted([k, n, f] for (k, n), f in rows.items()),
+        "hits": sorted(list(h) for h in hits),
+    }
+
+
+def _observe_tool(
+    event: Event,
+    rows: dict[tuple[str, str], str],
+    hits: set[tuple[str, str, str, str]],
+    faulted: set[tuple[str | None, str | None, int | None]],
+    tools_of_run: dict[str, set[str]],
+    unknown_runs: list[tuple[str, str]],
+    llm_fault_of_run: dict[str, str],
+    model_of_run: dict[str, str],
+) -> None:
+    tool = event.tool
+    if tool is None:
+        return
+    attempt = (event.run_id, event.call_id, event.attempt)
+    if event.type == "tool.fault":
+        faulted.add(attempt)
+        return
+    error = event.error
+    if event.type == "tool.error" and error is not None and error.type == "UnknownToolError":
+        source = INJECTED if llm_fault_of_run.get(event.run_id) == "unknown_tool" else USER
+        unknown_runs.append((event.run_id, source))
+        return
+    if event.type not in ("tool.call", "tool.error", "tool.result"):
+        return
+    framework = str(event.field("framework") or "agentfaults")
+    rows.setdefault(("tool", tool), framework)
+    tools_of_run.setdefault(event.run_id, set()).add(tool)
+    if event.type != "tool.error" or error is None:
+        return
+    source = INJECTED if attempt in faulted else USER
+    if error.kind == "validation":
+        injected = llm_fault_of_run.get(event.run_id) == "malformed_tool_args"
+        hits.add(("tool", tool, "invalid_args", INJECTED if injected else USER))
+        model = model_of_run.get(event.run_id)
+        if model is not None:
+            hits.add(("model", model, "malformed_tool_args", INJECTED if injected else USER))
+    elif error.kind == "logical":
+        hits.add(("tool", tool, "tool_failure", source))
+    elif "Timeout" in error.type:
+        hits.add(("tool", tool, "timeout", source))
+    elif error.retryable:
+        hits.add(("tool", tool, "retryable", source))
+    else:
+        hits.add(("tool", tool, "non_retryable", source))
+
+
+def _observe_model(
+    event: Event,
+    rows: dict[tuple[str, str], str],
+    hits: set[tuple[str, str, str, str]],
+    model_of_run: dict[str, str],
+    llm_fault_of_run: dict[str, str],
+) -> None:
+    if event.type == "llm.request":
+        name = event.detail or event.agent or "model"
+        model_of_run[event.run_id] = name
+        llm_fault_of_run.pop(event.run_id, None)  # a fault covers the call it hit only
+        rows.setdefault(("model", name), "agentfaults")
+        return
+    model = model_of_run.get(event.run_id)
+    if model is None:
+        return
+    if event.type == "llm.fault":
+        label = str(event.status or "")
+        llm_fault_of_run[event.run_id] = label
+        covered = _LABELS.get(label)
+        if covered is not None:
+            hits.add(("model", model, covered, INJECTED))
+    elif event.type == "llm.error" and event.error is not None:
+        covered = _MODEL_ERRORS.get(event.error.type)
+        if covered is not None and llm_fault_of_run.get(event.run_id) is None:
+            hits.add(("model", model, covered, USER))
+    elif (
+        event.type == "llm.response"
+        and llm_fault_of_run.get(event.run_id) is None
+        and (event.status in ("content_filter", "blocked") or event.detail == "")
+    ):
+        hits.add(("model", model, "empty_or_blocked", USER))
+
+
+def _observe_host(
+    event: Event,
+    rows: dict[tuple[str, str], str],
+    hits: set[tuple[str, str, str, str]],
+) -> None:
+    url = event.field("url")
+    if not isinstance(url, str):
+        return
+    host = urlsplit(url).netloc or url
+    rows.setdefault(("host", host), "http")
+    if event.type != "http.request":
+        return
+    label = event.field("fault")
+    source = INJECTED if label is not None else USER
+    status = event.status if isinstance(event.status, int) else None
+    covered: str | None = None
+    if status == 429:
+        covered = "rate_limit" if event.field("retry_after") is not None else None
+    elif status is not None and status >= 500:
+        covered = "server_error"
+    elif label is not None:
+        covered = _LABELS.get(str(label))
+    elif event.error is not None:
+        name = event.error.type
+        if "Timeout" in name:
+            covered = "timeout"
+        elif name in ("ConnectError", "ReadError", "RemoteProtocolError", "ConnectionError"):
+            covered = "connection"
+    if covered is not None:
+        hits.add(("host", host, covered, source))

@@ -1,0 +1,129 @@
+"""What one test's trace contributes to the fault coverage matrix (issue 18)."""
+
+from __future__ import annotations
+
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool, say
+from pytest_agentfaults.runtime.events import Event
+from pytest_agentfaults.testing._coverage import Matrix, parse_exclusions, suggest
+from pytest_agentfaults.testing._coverage_observe import observe
+
+
+@af.tool
+def search(query: str) -> str:
+    """Search."""
+    return "found"
+
+
+def _hits(trace: af.Trace) -> set[tuple[str, str, str, str]]:
+    return {tuple(hit) for hit in observe(trace.events)["hits"]}
+
+
+def _run(scope: af.FaultScope, *steps: object, **agent_options: object) -> None:
+    model = ScriptedModel(list(steps))
+    af.Agent("bot", model=model, tools=[search], **agent_options).run("go")
+
+
+def test_a_tool_timeout_is_the_timeout_class():
+    with af.fault_scope() as scope:
+        scope.faults.tool("search").delay(120).times(1)
+        _run(scope, call_tool("search", query="q"), say("ok"))
+    assert ("tool", "search", "timeout", "injected") in _hits(scope.trace)
+
+
+def test_malformed_arguments_cover_the_tool_and_the_model():
+    with af.fault_scope() as scope:
+        scope.faults.llm.malformed("tool_args")
+        _run(scope, call_tool("search", query="q"), call_tool("search", query="q"), say("ok"))
+    hits = _hits(scope.trace)
+    assert ("tool", "search", "invalid_args", "injected") in hits
+    assert ("model", "scripted", "malformed_tool_args", "injected") in hits
+
+
+def test_a_model_calling_an_unknown_tool_covers_the_tools_of_that_run():
+    with af.fault_scope() as scope:
+        _run(scope, call_tool("search", query="q"), call_tool("nope"), say("ok"))
+    assert ("tool", "search", "unknown_tool", "user") in _hits(scope.trace)
+
+
+def test_a_non_retryable_exception_is_apart_from_a_retryable_one():
+    with af.fault_scope() as scope:
+        scope.faults.tool("search").raises(ValueError("bad"))
+        _run(scope, call_tool("search", query="q"), say("ok"))
+    hits = _hits(scope.trace)
+    assert ("tool", "search", "non_retryable", "injected") in hits
+    assert not any(h[2] == "retryable" for h in hits)
+
+
+def test_model_errors_from_the_users_model_count_as_user_faults():
+    with af.fault_scope() as scope:
+        model = ScriptedModel([af.fail.timeout(), say("ok")])
+        af.Agent(
+            "bot",
+            model=model,
+            on_llm_error=lambda error, context: af.LlmErrorDecision.retry(max_attempts=2),
+        ).run("go")
+    assert ("model", "scripted", "timeout", "user") in _hits(scope.trace)
+
+
+def test_http_requests_make_host_rows_by_status_and_fault():
+    events = [
+        Event(
+            type="http.request",
+            url="https://api.x.test/v1",
+            status=429,
+            retry_after=2.0,
+            fault="429",
+        ),
+        Event(type="http.request", url="https://api.x.test/v1", status=429),  # no Retry-After
+        Event(
+            type="http.request", url="https://other.test/v1", fault="truncated_stream", status=200
+        ),
+        Event(type="http.request", url="https://other.test/v1", fault="connect_error"),
+    ]
+    observed = observe(events)
+    assert ["host", "api.x.test", "http"] in observed["rows"]
+    assert {tuple(h) for h in observed["hits"]} == {
+        ("host", "api.x.test", "rate_limit", "injected"),
+        ("host", "other.test", "stream_cut", "injected"),
+        ("host", "other.test", "connection", "injected"),
+    }
+
+
+def test_a_cell_needs_a_passing_test_and_lists_every_one():
+    observed = {
+        "rows": [["tool", "search", "agentfaults"]],
+        "hits": [["tool", "search", "timeout", "injected"]],
+    }
+    matrix = Matrix()
+    matrix.add(observed, "t::failing", passed=False)
+    [row] = matrix.ordered()
+    assert "timeout" not in row.cells
+    matrix.add(observed, "t::one", passed=True)
+    matrix.add(observed, "t::two", passed=True)
+    assert row.cells["timeout"].tests == ["t::one", "t::two"]
+    assert matrix.counts(row) == (1, 6)
+
+
+def test_a_framework_tool_keeps_its_framework():
+    matrix = Matrix()
+    matrix.add({"rows": [["tool", "search", "langchain"]], "hits": []}, "t", passed=True)
+    matrix.add(
+        {
+            "rows": [["tool", "search", "agentfaults"]],
+            "hits": [["tool", "search", "retryable", "user"]],
+        },
+        "t2",
+        passed=True,
+    )
+    [row] = matrix.ordered()
+    assert row.label() == "tool search (langchain)"
+
+
+def test_exclusions_take_globs_and_the_suggestions_are_markers():
+    matrix = Matrix(parse_exclusions(["search:invalid_*", "# a comment", ""]))
+    matrix.add({"rows": [["tool", "search", "agentfaults"]], "hits": []}, "t", passed=True)
+    [row] = matrix.ordered()
+    assert matrix.excluded(row, "invalid_args")
+    assert matrix.counts(row) == (0, 5)
+    assert suggest(row, "timeout") == '@pytest.mark.inject_fault(tool="search", delay=90)'
