@@ -207,7 +207,7 @@ def test_it(http_faults, trace):
     result.stdout.fnmatch_lines(
         [
             "*NotResilientError: resilience verdict: 1 finding*",
-            "*no_backoff: GET https://api.example.com/v1/things: retried 0.000s after HTTP 503*",
+            "*no_backoff: GET https://api.example.com/v1/things (plain httpx): retried 0.000s after*",
             "*advice: wait before retrying*",
         ]
     )
