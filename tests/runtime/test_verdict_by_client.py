@@ -225,3 +225,12 @@ def test_every_client_kind_has_its_rules():
     assert client_rules("openai.AsyncOpenAI").kind == "openai"
     assert client_rules("anthropic.AsyncAnthropic").kind == "anthropic"
     assert client_rules(None).kind == "other"
+
+
+def test_a_cut_stream_that_was_itself_a_retry_may_be_given_up_on():
+    # the app requested the cut stream again, got it cut again, and stopped: its policy
+    first, again = cut(0.0, run_id="r"), cut(0.5, run_id="r")
+    turn = Event(type="llm.request", run_id="r", attempt=2)
+    ended = Event(type="run.end", run_id="r", status="error")
+    result = judge(first, turn, again, ended)
+    assert result.passed, result.render()

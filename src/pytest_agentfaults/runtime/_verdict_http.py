@@ -272,10 +272,14 @@ def _recovered_after(event: Event, ends: list[Event]) -> bool:
     return any(e.status == "ok" and e.seq > event.seq for e in ends)
 
 
-def _requested_again(event: Event, events: Sequence[Event]) -> bool:
+def _requested_again(event: Event, events: Sequence[Event], *, before: bool = False) -> bool:
+    """Whether the same method, URL and body was requested after ``event`` (or before it)."""
     key = _key(event)[1:]
     return any(
-        e.type == "http.request" and e.seq > event.seq and _key(e)[1:] == key for e in events
+        e.type == "http.request"
+        and (e.seq < event.seq if before else e.seq > event.seq)
+        and _key(e)[1:] == key
+        for e in events
     )
 
 
@@ -313,5 +317,7 @@ def _cut_stream(request: Request, events: Sequence[Event], ends: list[Event]) ->
     if accepted:
         message = "the stream was cut mid-way, never requested again, and the run still ended ok"
         return [request.found("truncated_stream_accepted", message, last, accepted[0])]
+    if len(request.attempts) > 1 or _requested_again(request.first, events, before=True):
+        return []  # itself a retry: giving up after retrying is the caller's policy
     message = "the stream was cut mid-way and never requested again"
     return [request.found("gave_up_early", message, last, stream=True)]

@@ -211,7 +211,13 @@ def _judge_retries(events: list[Event], max_attempts: int, min_backoff: float) -
     for event in events:
         subject = event.tool or event.field("model") or event.agent or "a model call"
         delay = event.delay
-        if delay is not None and event.error is not None and not event.error.retryable:
+        marked = event.field("should_retry")  # the server's x-should-retry wins
+        if (
+            delay is not None
+            and event.error is not None
+            and not event.error.retryable
+            and marked is not True
+        ):
             found.append(
                 _finding(
                     "retried_non_retryable",
