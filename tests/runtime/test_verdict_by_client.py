@@ -234,3 +234,11 @@ def test_a_cut_stream_that_was_itself_a_retry_may_be_given_up_on():
     ended = Event(type="run.end", run_id="r", status="error")
     result = judge(first, turn, again, ended)
     assert result.passed, result.render()
+
+
+def test_our_runtime_leaves_a_cut_stream_to_the_run_and_an_sdk_app_does_not():
+    ended = Event(type="run.end", run_id="r", status="error")
+    assert judge(cut(client=RUNTIME, run_id="r"), ended).passed
+    assert judge(cut(client=OPENAI, run_id="r", retry_count=0), ended).codes == ["gave_up_early"]
+    accepted = Event(type="run.end", run_id="r", status="ok")
+    assert judge(cut(client=RUNTIME, run_id="r"), accepted).codes == ["truncated_stream_accepted"]

@@ -319,5 +319,7 @@ def _cut_stream(request: Request, events: Sequence[Event], ends: list[Event]) ->
         return [request.found("truncated_stream_accepted", message, last, accepted[0])]
     if len(request.attempts) > 1 or _requested_again(request.first, events, before=True):
         return []  # itself a retry: giving up after retrying is the caller's policy
+    if request.rules.run_decides and own:
+        return []  # our runtime leaves it to on_llm_error, and the run ended in error
     message = "the stream was cut mid-way and never requested again"
     return [request.found("gave_up_early", message, last, stream=True)]

@@ -56,6 +56,7 @@ class ClientRules:
     retry_after_cap: float | None  # a longer Retry-After is not waited out (None: any is)
     max_attempts: int | None  # its declared attempt cap; None: its own setting, not judged
     retries_itself: bool  # it has a retry loop of its own
+    run_decides: bool = False  # a cut stream is left to the run's on_llm_error
 
     def retries_status(self, status: int) -> bool:
         """Whether this client retries ``status`` when the server says nothing more."""
@@ -98,6 +99,7 @@ RULES: Final[dict[str, ClientRules]] = {
         retry_after_cap=60.0,
         max_attempts=3,
         retries_itself=True,
+        run_decides=True,
     ),
     "httpx": ClientRules(
         kind="httpx",

@@ -52,7 +52,8 @@ whether it retries timeouts, the longest ``Retry-After`` it waits out, and its a
     409 for this runtime, which leaves those to ``on_llm_error``), when no run ended
     ``ok`` after it (its own run, when it ran inside one); or a stream cut mid-way that
     was never requested again and whose run did not end ``ok`` (an SDK app outside any
-    run included: no SDK re-issues a started stream).
+    run included: no SDK re-issues a started stream; not our runtime's, whose run's
+    ``on_llm_error`` decided).
 ``truncated_stream_accepted``
     a stream cut mid-way (a ``truncated_stream`` fault) that was never requested again
     (the same method, URL and body), followed by a run that ended ``ok``: a partial answer

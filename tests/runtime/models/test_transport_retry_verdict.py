@@ -146,3 +146,58 @@ def test_the_pure_decision_takes_the_jitter_draw():
     assert retry.next_delay(error, 1) == 0.25  # no draw: the ceiling
     assert retry.next_delay(error, 1, uniform=1.0) == pytest.approx(0.1875)
     assert TransportRetry(jitter=0).next_delay(error, 2, uniform=1.0) == 0.5
+
+
+STREAM = (
+    'data: {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"}}]}\n\n'
+    'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
+    "data: [DONE]\n\n"
+)
+
+# (id, how the wire breaks, how many times): the default Agent, no on_llm_error of its own
+DEFAULT_SCENARIOS = [
+    ("503-once", lambda f: f.status(503), 1),
+    ("503-persistent", lambda f: f.status(503), 5),
+    ("429-retry-after-2", lambda f: f.status(429, retry_after=2), 1),
+    ("429-retry-after-0", lambda f: f.status(429, retry_after=0), 1),
+    ("429-retry-after-90", lambda f: f.status(429, retry_after=90), 1),
+    ("409", lambda f: f.status(409), 1),
+    ("501", lambda f: f.status(501), 1),
+    ("529-twice", lambda f: f.status(529), 2),
+    ("timeout", lambda f: f.timeout(), 1),
+    ("connect-error", lambda f: f.connect_error(), 2),
+    ("reset-persistent", lambda f: f.reset(), 5),
+    ("truncated-stream", lambda f: f.truncated_stream(), 1),
+]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize(
+    ("break_wire", "times"),
+    [s[1:] for s in DEFAULT_SCENARIOS],
+    ids=[s[0] for s in DEFAULT_SCENARIOS],
+)
+def test_the_runtime_with_default_settings_passes_its_own_verdict(
+    request, faults, http_faults, trace, virtual_clock, break_wire, times, mode
+):
+    break_wire(faults.http(url=URL)).times(times)
+    http_faults.assert_all_called = False  # a run that gives up never reaches the answer
+    stream = "truncated" in request.node.callspec.id
+    if stream:
+        headers = {"content-type": "text/event-stream"}
+        http_faults.post(URL).respond(200, text=STREAM, headers=headers)
+    else:
+        http_faults.post(URL).respond(200, json=OK)
+
+    async def arun(agent: af.Agent) -> object:
+        try:
+            return (await agent.arun("hi")).output
+        except af.ModelError as exc:
+            return exc
+
+    with model() as m:
+        agent = af.Agent("bot", model=m, stream=stream)
+        run(agent) if mode == "sync" else asyncio.run(arun(agent))
+    assert faults.fired, "the scenario broke nothing"
+    assert {e.field("client") for e in trace.of("http.request")} == {"agentfaults"}
+    trace.assert_resilient()
