@@ -242,3 +242,10 @@ def test_our_runtime_leaves_a_cut_stream_to_the_run_and_an_sdk_app_does_not():
     assert judge(cut(client=OPENAI, run_id="r", retry_count=0), ended).codes == ["gave_up_early"]
     accepted = Event(type="run.end", run_id="r", status="ok")
     assert judge(cut(client=RUNTIME, run_id="r"), accepted).codes == ["truncated_stream_accepted"]
+
+
+def test_a_malformed_body_in_a_run_that_ended_in_error_was_not_accepted():
+    html = attempt(0, 200, fault="malformed_body", client=RUNTIME, run_id="r")
+    assert judge(html, Event(type="run.end", run_id="r", status="error")).passed
+    accepted = judge(html, Event(type="run.end", run_id="r", status="ok"))
+    assert accepted.codes == ["malformed_body_accepted"]

@@ -249,3 +249,54 @@ def test_gave_up_early_advice_names_anthropic(http_faults, trace):
     (found,) = trace.verdict().findings
     assert "anthropic.Anthropic(" in found.advice
     assert "max_retries" in found.advice
+
+
+# ------------------------------------------------------------------- malformed bodies
+
+
+@pytest.mark.inject_fault(http="malformed_body", url=OPENAI_URL)
+def test_an_html_page_taken_as_the_completion_is_a_finding(openai_sdk, trace):
+    answer = ask(openai_sdk)
+    assert isinstance(answer, str)  # the SDK hands the proxy's page over as the answer
+    assert "<html>" in answer
+    result = trace.verdict()
+    assert result.codes == ["malformed_body_accepted"]
+    (found,) = result.findings
+    assert "official openai SDK (openai.OpenAI)" in found.message
+    assert "openai.OpenAI" in found.advice
+
+
+@pytest.mark.inject_fault(http="malformed_body", url=OPENAI_URL)
+def test_an_html_page_the_app_requests_again_passes(openai_sdk, http_faults, trace, virtual_clock):
+    virtual_clock.patch_sleep()
+    http_faults.post(OPENAI_URL).mock(side_effect=[chat_ok()])
+    answer = ask(openai_sdk)
+    if isinstance(answer, str):  # not a completion: treat it as a failure
+        time.sleep(0.5)
+        answer = ask(openai_sdk)
+    assert answer.choices[0].message.content
+    trace.assert_resilient()
+
+
+@pytest.mark.inject_fault(http="malformed_body", url=ANTHROPIC_URL)
+def test_an_empty_anthropic_stream_is_a_finding(anthropic_sdk, trace):
+    stream = anthropic_sdk.messages.create(
+        model="claude-haiku-4-5", max_tokens=100, messages=MESSAGES, stream=True
+    )
+    assert list(stream) == []  # no event, no error: silently nothing
+    result = trace.verdict()
+    assert result.codes == ["malformed_body_accepted"]
+    assert "anthropic.Anthropic" in result.findings[0].advice
+
+
+@pytest.mark.inject_fault(http="malformed_body", url=ANTHROPIC_URL)
+def test_an_empty_async_anthropic_stream_is_a_finding(trace):
+    async def go():
+        async with anthropic.AsyncAnthropic(api_key="sk-ant-test-0123456789abcdef") as client:
+            stream = await client.messages.create(
+                model="m", max_tokens=10, messages=MESSAGES, stream=True
+            )
+            return [event async for event in stream]
+
+    assert asyncio.run(go()) == []
+    assert trace.verdict().codes == ["malformed_body_accepted"]

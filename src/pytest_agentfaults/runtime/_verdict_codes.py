@@ -14,9 +14,15 @@ CODES: Final = (
     "gave_up_early",
     "truncated_stream_accepted",
     "retried_non_idempotent",
+    "malformed_body_accepted",
 )
 
 ADVICE: Final[dict[str, str]] = {
+    "malformed_body_accepted": (
+        "treat a 2xx answer that is not the provider's JSON (a proxy's HTML page, an empty "
+        "stream) as a failure: check what came back, and request the answer again, with "
+        "backoff"
+    ),
     "retry_after_ignored": (
         "wait at least as long as the server's Retry-After (or retry-after-ms) before "
         "retrying; a retry that comes sooner is refused again and spends the rate limit"
@@ -82,6 +88,12 @@ _SDK_ADVICE: Final[dict[str, str]] = {
         "jitter): the quick repeat came from code around it; leave retrying to its "
         "max_retries"
     ),
+    "malformed_body_accepted": (
+        "{pkg}.{cls} does not raise on a 2xx body that is not JSON: it returns the text (an "
+        "HTML page) as a str where a completion was expected, and a stream of no events as "
+        "an empty stream; check isinstance(result, str) and that a stream gave its final "
+        "event, and request the answer again, with backoff"
+    ),
     "retry_after_ignored": (
         "{pkg}.{cls} waits a Retry-After by itself: the early repeat came from code "
         "around it; leave retrying to its max_retries, or wait the header's time"
@@ -89,6 +101,11 @@ _SDK_ADVICE: Final[dict[str, str]] = {
 }
 
 _RUNTIME_ADVICE: Final[dict[str, str]] = {
+    "malformed_body_accepted": (
+        "this runtime raises MalformedResponseError for it: let the run retry the model "
+        "call (on_llm_error=lambda e, n: af.LlmErrorDecision.retry(max_attempts=3)) instead "
+        "of catching the error and going on"
+    ),
     "gave_up_early": (
         "this runtime's model clients retry 408/429/5xx and dropped connections with "
         "transport_retry=af.TransportRetry(max_attempts=3) (the default; transport_retry="

@@ -41,6 +41,7 @@ _TRANSIENT_ERRORS: Final = frozenset(
     }
 )
 _TRUNCATED: Final = "truncated_stream"
+_MALFORMED: Final = frozenset({"malformed_body", "not_json"})  # a 2xx body not the API's
 _TOLERANCE: Final = 1e-3
 _DATE_TOLERANCE: Final = 1.0  # an HTTP date has one-second resolution
 
@@ -200,6 +201,7 @@ def judge_requests(
         found.extend(_judge_request(request, cap, min_backoff))
     found.extend(_storms(requests, storm_rate, storm_window))
     found.extend(_gave_up(requests, events))
+    found.extend(_malformed(requests, events))
     return found
 
 
@@ -323,3 +325,27 @@ def _cut_stream(request: Request, events: Sequence[Event], ends: list[Event]) ->
         return []  # our runtime leaves it to on_llm_error, and the run ended in error
     message = "the stream was cut mid-way and never requested again"
     return [request.found("gave_up_early", message, last, stream=True)]
+
+
+def _malformed(requests: list[Request], events: Sequence[Event]) -> list[Found]:
+    """A 2xx answer that is not the provider's JSON, never requested again, and used.
+
+    Used: its run ended ok, or no run judged it (an SDK returns such a body as text).
+    """
+    ends = run_ends(events)
+    found = []
+    for request in requests:
+        last = request.attempts[-1]
+        if last.field("fault") not in _MALFORMED or failed(last):
+            continue
+        if _requested_again(last, events):
+            continue
+        own = [e for e in ends if e.run_id == last.run_id]
+        if own and not any(e.status == "ok" for e in own):
+            continue  # the run failed on it: not accepted
+        message = (
+            f"answered {_status(last)} with a body that is not the provider's JSON "
+            f"({last.field('fault')}), never requested again, and used"
+        )
+        found.append(request.found("malformed_body_accepted", message, last))
+    return found

@@ -58,6 +58,12 @@ whether it retries timeouts, the longest ``Retry-After`` it waits out, and its a
     a stream cut mid-way (a ``truncated_stream`` fault) that was never requested again
     (the same method, URL and body), followed by a run that ended ``ok``: a partial answer
     was used.
+``malformed_body_accepted``
+    a 2xx answer whose body is not the provider's JSON (a ``malformed_body`` fault: a
+    proxy's HTML page; streamed, events that are not JSON) that was never requested again,
+    outside any run (an official SDK returns such a page as a ``str`` completion, and
+    anthropic's stream of it as an empty stream, without raising) or in a run that still
+    ended ``ok``.
 ``retried_non_idempotent``
     a tool that must not run twice (``@af.tool(idempotent=False)``, or the marker's
     ``idempotent=False``: any event of that tool with ``idempotent=False``) failed
