@@ -249,3 +249,10 @@ def test_a_malformed_body_in_a_run_that_ended_in_error_was_not_accepted():
     assert judge(html, Event(type="run.end", run_id="r", status="error")).passed
     accepted = judge(html, Event(type="run.end", run_id="r", status="ok"))
     assert accepted.codes == ["malformed_body_accepted"]
+
+
+def test_a_transport_retry_without_backoff_gets_advice_for_our_runtime():
+    event = Event(type="transport.retry", run_id="r", attempt=1, max_attempts=3, delay=0.0)
+    (found,) = judge(event).findings
+    assert found.code == "no_backoff"
+    assert "TransportRetry(initial_backoff=" in found.advice

@@ -300,3 +300,50 @@ def test_an_empty_async_anthropic_stream_is_a_finding(trace):
 
     assert asyncio.run(go()) == []
     assert trace.verdict().codes == ["malformed_body_accepted"]
+
+
+# ------------------------------------------------------------------- over the socket
+
+
+@pytest.mark.inject_fault(http=503)
+def test_over_llm_server_the_sdk_is_named_and_judged_by_its_rules(llm_server, trace):
+    from pytest_agentfaults.testing import say
+
+    llm_server.script([say("never reached")], strict=False)
+    client = openai.OpenAI(
+        base_url=llm_server.base_url("openai"), api_key="sk-test-0123456789", max_retries=0
+    )
+    with client, pytest.raises(openai.InternalServerError):
+        ask(client)
+    (only,) = trace.of("http.request")
+    assert only.field("client") == "openai.OpenAI"
+    (found,) = trace.verdict().findings
+    assert found.code == "gave_up_early"
+    assert "openai.OpenAI(max_retries=2)" in found.advice
+
+
+@pytest.mark.inject_fault(http=529, times=2)
+def test_over_llm_server_anthropic_riding_out_529s_passes(llm_server, trace, virtual_clock):
+    from pytest_agentfaults.testing import say
+
+    virtual_clock.patch_sleep()
+    llm_server.script([say("It is sunny.")])
+    with anthropic.Anthropic(
+        base_url=llm_server.base_url("anthropic"), api_key="sk-ant-test-0123456789"
+    ) as client:
+        ask_anthropic(client)
+    assert {e.field("client") for e in trace.of("http.request")} == {"anthropic.Anthropic"}
+    trace.assert_resilient()
+
+
+@pytest.mark.inject_fault(http=409)
+def test_over_llm_server_our_runtime_is_named_and_judged_by_its_rules(llm_server, trace):
+    import pytest_agentfaults as af
+    from pytest_agentfaults.testing import say
+
+    llm_server.script([say("never reached")], strict=False)
+    model = af.OpenAIModel("m", base_url=llm_server.base_url("openai"), api_key="sk-test-0123")
+    with model, pytest.raises(af.ModelHTTPError):
+        af.Agent("bot", model=model).run("hi")
+    assert trace.of("http.request")[0].field("client") == "agentfaults"
+    trace.assert_resilient()  # a 409 is left to on_llm_error by our declared rules

@@ -147,7 +147,8 @@ _HTTPX_ADVICE: Final[dict[str, str]] = {
 def advice_for(code: str, kind: str, client: object, *, stream: bool = False) -> str:
     """The advice for ``code`` fitted to the client (``kind`` from its `ClientRules`)."""
     key = "stream" if stream else code
-    cls = client.split(".", 1)[1] if isinstance(client, str) and "." in client else "OpenAI"
+    default = "Anthropic" if kind == "anthropic" else "OpenAI"
+    cls = client.split(".", 1)[1] if isinstance(client, str) and "." in client else default
     if kind in ("openai", "anthropic"):
         name = f"the official {kind} SDK"
         text = _SDK_ADVICE.get(key)

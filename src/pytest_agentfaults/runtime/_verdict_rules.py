@@ -129,7 +129,7 @@ def client_rules(client: object) -> ClientRules:
     if not isinstance(client, str):
         return RULES["other"]
     package = client.split(".", 1)[0]
-    if package in ("openai", "anthropic") and "." in client:
+    if package in ("openai", "anthropic"):
         return RULES[package]
     if client in ("httpx", "httpx2"):
         return RULES["httpx"]
@@ -142,7 +142,7 @@ def describe_client(client: object) -> str:
     """The client as a finding names it: ``the official openai SDK (openai.OpenAI)``."""
     rules = client_rules(client)
     if rules.kind in ("openai", "anthropic"):
-        return f"{rules.name} ({client})"
+        return f"{rules.name} ({client})" if client != rules.kind else rules.name
     if rules.kind == "other" and isinstance(client, str):
         return f"the client {client!r}"
     return rules.name

@@ -84,7 +84,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.errors import AMBIGUOUS_ERROR_NAMES, UNSENT_ERROR_NAMES, UsageError
-from pytest_agentfaults.runtime._verdict_codes import ADVICE, CODES
+from pytest_agentfaults.runtime._verdict_codes import ADVICE, CODES, advice_for
 from pytest_agentfaults.runtime._verdict_http import group, judge_requests
 
 if TYPE_CHECKING:
@@ -262,7 +262,10 @@ def _judge_retries(events: list[Event], max_attempts: int, min_backoff: float) -
 
 
 def _finding(code: str, message: str, *events: Event) -> Finding:
-    return Finding(code=code, message=message, advice=ADVICE[code], events=events)
+    advice = ADVICE[code]
+    if events and events[0].type == "transport.retry":  # our model client's own retry
+        advice = advice_for(code, "agentfaults", "agentfaults")
+    return Finding(code=code, message=message, advice=advice, events=events)
 
 
 def _ambiguous(event: Event) -> bool:

@@ -9,7 +9,8 @@ loopback server (`_serve.py`), so the two record the same fields the same way.
 - ``client``: who sent the request, from its ``user-agent`` (the official SDKs send
   ``OpenAI/Python 3.x`` or ``AsyncAnthropic/Python 2.x``, and ``x-stainless-retry-count``):
   ``"openai.OpenAI"``, ``"anthropic.AsyncAnthropic"``, ``"agentfaults"`` (this package's
-  model clients), ``"httpx"``, ``"httpx2"``, or the user-agent's product name.
+  model clients), ``"httpx"``, ``"httpx2"``, ``"openai"`` / ``"anthropic"`` (an SDK sent
+  with a user-agent of the user's own), or the user-agent's product name.
 - ``retry_after``: the wait in seconds a failed response asked for (``retry-after-ms``, or
   ``Retry-After`` in seconds or as an HTTP date), and ``retry_after_date=True`` for a date.
 - ``should_retry``: the ``x-should-retry: true|false`` header, as a bool.
@@ -33,8 +34,12 @@ _KNOWN: Final = {
 }
 
 
-def client_fields(headers: Mapping[str, str]) -> dict[str, Any]:
-    """``{"client": ...}`` for a request's headers (lower-case names), or ``{}``."""
+def client_fields(headers: Mapping[str, str], url: str = "") -> dict[str, Any]:
+    """``{"client": ...}`` for a request's headers (lower-case names), or ``{}``.
+
+    An official SDK sent with a user-agent of the user's own is still told by its
+    ``x-stainless-*`` headers: ``"anthropic"`` or ``"openai"``, by the URL.
+    """
     agent = headers.get("user-agent") or ""
     match = _PRODUCT.match(agent)
     product = match.group(1) if match else ""
@@ -45,9 +50,10 @@ def client_fields(headers: Mapping[str, str]) -> dict[str, Any]:
         package = _package(product)
         if package:
             return {"client": f"{package}.{product}"}
-    if product:
-        return {"client": product[:40]}
-    return {"client": "stainless"} if stainless else {}
+    if stainless:
+        anthropic = "anthropic" in url or url.endswith("/v1/messages")
+        return {"client": "anthropic" if anthropic else "openai"}
+    return {"client": product[:40]} if product else {}
 
 
 def _package(cls: str) -> str | None:

@@ -210,7 +210,7 @@ class Service:
             fields["error"] = _error_record(reply)
         if received.retry_count is not None:
             fields["retry_count"] = received.retry_count
-        fields.update(client_fields(received.headers))
+        fields.update(client_fields(received.headers, received.path))
         if reply.kind == "answer":
             fields.update(response_fields(reply.status, reply.headers))
         if reply.retry_after is not None:

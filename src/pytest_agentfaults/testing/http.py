@@ -250,7 +250,7 @@ class HttpInjector:
         method = request.method
         url = str(request.url)  # redacted by the recorder
         fields: dict[str, Any] = {"method": method, "url": url}
-        fields.update(client_fields(request.headers))
+        fields.update(client_fields(request.headers, url))
         if response is not None:
             status = response.status_code
             fields["status"] = status
