@@ -208,7 +208,7 @@ def test_it(http_faults, trace):
     result.stdout.fnmatch_lines(
         [
             "*NotResilientError: resilience verdict: 1 finding*",
-            "*no_backoff: GET https://api.example.com/v1/things (plain httpx): retried 0.000s after*",
+            "*no_backoff: GET https://api.example.com/v1/things by plain httpx: retried 0.000s after*",
             "*advice: wait before retrying*",
         ]
     )

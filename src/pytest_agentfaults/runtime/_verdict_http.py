@@ -80,7 +80,7 @@ class Request:
     def found(self, code: str, message: str, *events: Event, stream: bool = False) -> Found:
         rules = self.rules
         advice = advice_for(code, rules.kind, self.client, stream=stream)
-        by = f" ({describe_client(self.client)})" if self.client is not None else ""
+        by = f" by {describe_client(self.client)}" if self.client is not None else ""
         return Found(code, f"{self.where()}{by}: {message}", advice, events)
 
 
