@@ -351,6 +351,7 @@ class Run:
             clock=self.clock,
             emit=rec.emit,
             agent=agent.name,
+            jitter=self.uniform,
         )
         name = model_name(model)
         if self.token_caps:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ADVICE", "CODES"]
+__all__ = ["ADVICE", "CODES", "advice_for"]
 
 CODES: Final = (
     "retry_after_ignored",
@@ -14,9 +14,15 @@ CODES: Final = (
     "gave_up_early",
     "truncated_stream_accepted",
     "retried_non_idempotent",
+    "malformed_body_accepted",
 )
 
 ADVICE: Final[dict[str, str]] = {
+    "malformed_body_accepted": (
+        "treat a 2xx answer that is not the provider's JSON (a proxy's HTML page, an empty "
+        "stream) as a failure: check what came back, and request the answer again, with "
+        "backoff"
+    ),
     "retry_after_ignored": (
         "wait at least as long as the server's Retry-After (or retry-after-ms) before "
         "retrying; a retry that comes sooner is refused again and spends the rate limit"
@@ -36,7 +42,8 @@ ADVICE: Final[dict[str, str]] = {
     ),
     "gave_up_early": (
         "retry transient failures (429, 5xx, timeouts, dropped connections) at least once "
-        "with backoff: keep the SDK's max_retries above 0, or use "
+        "with backoff: an official SDK does it with its max_retries (2 by default), "
+        "a plain client needs a retry loop (tenacity, stamina), an af.Agent run "
         "on_llm_error=lambda e, n: af.LlmErrorDecision.retry(max_attempts=3)"
     ),
     "truncated_stream_accepted": (
@@ -51,3 +58,106 @@ ADVICE: Final[dict[str, str]] = {
         "allow_non_idempotent=True)"
     ),
 }
+
+
+# The advice for a client (issue 21.6): what to change, named for the client that sent the
+# requests. ``{cls}`` is the SDK class the user-agent names (``OpenAI``, ``AsyncAnthropic``).
+_SDK_ADVICE: Final[dict[str, str]] = {
+    "gave_up_early": (
+        "{name} ({pkg}.{cls}) retries 408/409/429/5xx, timeouts and dropped connections "
+        "by itself, with backoff, max_retries times (2 by default); this request had one "
+        "attempt, so max_retries was 0 for it: build the client with "
+        "{pkg}.{cls}(max_retries=2), or call client.with_options(max_retries=2)"
+    ),
+    "stream": (
+        "no SDK re-issues a stream that has started, whatever max_retries says: catch "
+        "{pkg}.APIError (and httpx errors) while iterating the stream from {pkg}.{cls}, "
+        "and request the answer again, with backoff; never use the partial text"
+    ),
+    "retry_storm": (
+        "{name} ({pkg}.{cls}) already retries max_retries times with backoff: lower "
+        "max_retries on {pkg}.{cls}(...), and do not wrap it in a retry loop of your own "
+        "(each of your retries multiplies its attempts)"
+    ),
+    "retried_non_retryable": (
+        "{pkg}.{cls} does not retry these by itself: the repeat came from code around it; "
+        "catch {pkg}.APIStatusError and retry only when e.status_code is 408/409/429/5xx"
+    ),
+    "no_backoff": (
+        "{pkg}.{cls} backs off by itself (0.5 s, 1 s, 2 s ... up to 8 s, less up to 25 % "
+        "jitter): the quick repeat came from code around it; leave retrying to its "
+        "max_retries"
+    ),
+    "malformed_body_accepted": (
+        "{pkg}.{cls} does not raise on a 2xx body that is not JSON: it returns the text (an "
+        "HTML page) as a str where a completion was expected, and a stream of no events as "
+        "an empty stream; check isinstance(result, str) and that a stream gave its final "
+        "event, and request the answer again, with backoff"
+    ),
+    "retry_after_ignored": (
+        "{pkg}.{cls} waits a Retry-After by itself: the early repeat came from code "
+        "around it; leave retrying to its max_retries, or wait the header's time"
+    ),
+}
+
+_RUNTIME_ADVICE: Final[dict[str, str]] = {
+    "malformed_body_accepted": (
+        "this runtime raises MalformedResponseError for it: let the run retry the model "
+        "call (on_llm_error=lambda e, n: af.LlmErrorDecision.retry(max_attempts=3)) instead "
+        "of catching the error and going on"
+    ),
+    "gave_up_early": (
+        "this runtime's model clients retry 408/429/5xx and dropped connections with "
+        "transport_retry=af.TransportRetry(max_attempts=3) (the default; transport_retry="
+        "False turns it off); timeouts and longer Retry-Afters go to the run: add "
+        "on_llm_error=lambda e, n: af.LlmErrorDecision.retry(max_attempts=3)"
+    ),
+    "stream": (
+        "the runtime does not repeat a stream that has started: let the run retry the model "
+        "call (on_llm_error=lambda e, n: af.LlmErrorDecision.retry(max_attempts=3))"
+    ),
+    "retry_storm": (
+        "lower the model's transport_retry=af.TransportRetry(max_attempts=...) (3 in all "
+        "is the default), and keep on_llm_error's max_attempts small: the two multiply"
+    ),
+    "no_backoff": (
+        "give the model a transport_retry=af.TransportRetry(initial_backoff=0.25) above 0 "
+        "(its waits grow by multiplier= each time)"
+    ),
+}
+
+_HTTPX_ADVICE: Final[dict[str, str]] = {
+    "gave_up_early": (
+        "{name} does not retry HTTP errors by itself: wrap the call in a retry loop with "
+        "backoff and jitter (tenacity, stamina), retrying 408/409/429/5xx, timeouts and "
+        "dropped connections, or use an SDK that retries (openai.OpenAI, anthropic.Anthropic)"
+    ),
+    "no_backoff": (
+        "wait before retrying: {name} has no retry of its own, so the loop around it must "
+        "wait, growing the wait each time (exponential backoff with jitter: tenacity's "
+        "wait_random_exponential, or stamina)"
+    ),
+    "stream": (
+        "{name} does not retry: treat a stream that ends without its terminal event as a "
+        "failure and request the answer again, with backoff"
+    ),
+}
+
+
+def advice_for(code: str, kind: str, client: object, *, stream: bool = False) -> str:
+    """The advice for ``code`` fitted to the client (``kind`` from its `ClientRules`)."""
+    key = "stream" if stream else code
+    default = "Anthropic" if kind == "anthropic" else "OpenAI"
+    cls = client.split(".", 1)[1] if isinstance(client, str) and "." in client else default
+    if kind in ("openai", "anthropic"):
+        name = f"the official {kind} SDK"
+        text = _SDK_ADVICE.get(key)
+        return text.format(name=name, pkg=kind, cls=cls) if text else ADVICE[code]
+    if kind == "agentfaults":
+        return _RUNTIME_ADVICE.get(key) or ADVICE[code]
+    if kind == "httpx":
+        text = _HTTPX_ADVICE.get(key)
+        return text.format(name=f"plain {client}") if text else ADVICE[code]
+    if stream:
+        return ADVICE["truncated_stream_accepted"]
+    return ADVICE[code]

@@ -30,6 +30,7 @@ from pytest_agentfaults.runtime.clock import RealClock
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models.base import ModelRequest
 from pytest_agentfaults.testing._handler import Handler, Reply, send
+from pytest_agentfaults.testing._http_fields import client_fields, response_fields
 from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
 from pytest_agentfaults.testing._wire import (
     JSON_TYPE,
@@ -209,8 +210,11 @@ class Service:
             fields["error"] = _error_record(reply)
         if received.retry_count is not None:
             fields["retry_count"] = received.retry_count
+        fields.update(client_fields(received.headers, received.path))
+        if reply.kind == "answer":
+            fields.update(response_fields(reply.status, reply.headers))
         if reply.retry_after is not None:
-            fields["retry_after"] = reply.retry_after
+            fields.setdefault("retry_after", reply.retry_after)
         if reply.fault is not None:
             fields["fault"] = reply.fault
         if body:

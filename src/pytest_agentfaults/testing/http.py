@@ -77,6 +77,7 @@ from pytest_agentfaults.testing._handoff import (
     transport_kind,
     transport_name,
 )
+from pytest_agentfaults.testing._http_fields import client_fields, response_fields
 from pytest_agentfaults.testing._httpd import running_addresses
 from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
 
@@ -249,13 +250,11 @@ class HttpInjector:
         method = request.method
         url = str(request.url)  # redacted by the recorder
         fields: dict[str, Any] = {"method": method, "url": url}
+        fields.update(client_fields(request.headers, url))
         if response is not None:
             status = response.status_code
             fields["status"] = status
-            if status >= 400:
-                retry_after = _retry_after(response.headers)
-                if retry_after is not None:
-                    fields["retry_after"] = retry_after
+            fields.update(response_fields(status, response.headers.multi_items()))
         if error is not None:
             fields["error"] = ErrorRecord.from_exception(error)
         retry_count = request.headers.get("x-stainless-retry-count")
@@ -289,18 +288,6 @@ def _server_ports() -> set[int]:
 
 def _running_port(url: Any) -> int:
     return int(url.port or (443 if url.scheme == "https" else 80))
-
-
-def _retry_after(headers: Any) -> float | None:
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return float(value) / scale
-        except ValueError:
-            continue
-    return None
 
 
 # ----------------------------------------------------------------------------- the router

@@ -89,6 +89,7 @@ def make_request(clock: VirtualClock, emitted: Emitted):
             clock=clock,
             emit=emitted,
             agent="test",
+            jitter=lambda: 0.0,  # no jitter drawn: the backoff's exact ceilings
         )
 
     return make

@@ -22,6 +22,7 @@ from pytest_agentfaults.errors import (
     ModelStreamError,
     UsageError,
 )
+from pytest_agentfaults.runtime.backoff import jitter_rng
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models._errors import (
@@ -43,8 +44,12 @@ from pytest_agentfaults.runtime.models._limits import (
     read_body,
     size_text,
 )
-from pytest_agentfaults.runtime.models._retry import TransportRetry, coerce_transport_retry
-from pytest_agentfaults.runtime.models._settings import check_setup, scrubber
+from pytest_agentfaults.runtime.models._retry import (
+    TransportRetry,
+    coerce_transport_retry,
+    should_retry_header,
+)
+from pytest_agentfaults.runtime.models._settings import check_setup, scrubber, user_agent
 from pytest_agentfaults.runtime.models._stream import LineBuffer, StreamDecoder
 from pytest_agentfaults.runtime.models._wire import StreamBrokenError, WireFormatError, decode_json
 
@@ -111,6 +116,8 @@ class HTTPModel:
         self._name = f"{self.provider}:{model}"
         self._base_url = base_url
         self._url = url
+        if not any(name.lower() == "user-agent" for name in headers):
+            headers["user-agent"] = user_agent()  # the verdict tells our requests by it
         self._headers = headers
         self._has_key = bool(secrets)
         self._scrub = scrubber(secrets)
@@ -465,15 +472,19 @@ class HTTPModel:
         policy = self._retry
         if policy is None:
             return None
-        delay, why = policy.decide(error, attempt)
+        if request.jitter is None:  # outside a run: a stream of its own, seeded in tests
+            request.jitter = jitter_rng().random
+        delay, why = policy.decide(error, attempt, request.jitter())
         if delay is None:
             if why:
                 error.add_note(why)
             return None
         status = error.status if isinstance(error, ModelHTTPError) else None
         failure = f"HTTP {status}" if status is not None else type(error.__cause__).__name__
+        marked = should_retry_header(error.headers) if isinstance(error, ModelHTTPError) else None
         request.emit(
             "transport.retry",
+            **({} if marked is None else {"should_retry": marked}),
             attempt=attempt,
             max_attempts=policy.max_attempts,
             delay=delay,

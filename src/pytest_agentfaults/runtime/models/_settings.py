@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from typing import Final
 
 import httpx
@@ -11,7 +13,14 @@ import httpx
 from pytest_agentfaults._redact import REDACTED, redact_text
 from pytest_agentfaults.errors import UsageError
 
-__all__ = ["api_key_for", "check_base_url", "check_setup", "scrubber", "wrong_client"]
+__all__ = [
+    "api_key_for",
+    "check_base_url",
+    "check_setup",
+    "scrubber",
+    "user_agent",
+    "wrong_client",
+]
 
 
 def check_base_url(value: str, *, cls: str, source: str, example: str) -> str:
@@ -113,3 +122,16 @@ def check_setup(
                 f"{cls}: both http_client and async_http_client are httpx.AsyncClient; "
                 "pass the httpx.Client as http_client"
             )
+
+
+@functools.cache
+def user_agent() -> str:
+    """``pytest-agentfaults/<version>``, the user-agent our model clients send.
+
+    The resilience verdict tells their requests from an SDK's by it (a user's own
+    ``headers={"user-agent": ...}`` wins).
+    """
+    try:
+        return f"pytest-agentfaults/{version('pytest-agentfaults')}"
+    except PackageNotFoundError:  # a source tree that is not installed: the name alone
+        return "pytest-agentfaults/0"

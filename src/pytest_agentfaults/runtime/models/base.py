@@ -121,7 +121,9 @@ class ModelRequest:
     """One call to a model: the conversation so far and the tools on offer.
 
     ``clock`` and ``emit`` come from the running agent: a model client waits through the
-    clock (transport backoff) and reports ``transport.retry`` events through ``emit``.
+    clock (transport backoff) and reports ``transport.retry`` events through ``emit``;
+    ``jitter`` draws from the run's seeded random stream (a float in [0, 1)) for the
+    backoff's jitter. Without them, the default clock and a seeded stream of its own.
     """
 
     messages: list[Message]
@@ -131,6 +133,7 @@ class ModelRequest:
     clock: Clock | None = None
     emit: Callable[..., object] = _ignore_event
     agent: str = ""
+    jitter: Callable[[], float] | None = None
 
     def snapshot(self) -> ModelRequest:
         """A copy whose message list later turns of the run cannot change."""
@@ -142,6 +145,7 @@ class ModelRequest:
             clock=self.clock,
             emit=self.emit,
             agent=self.agent,
+            jitter=self.jitter,
         )
 
     @property

@@ -1,0 +1,89 @@
+"""The fields of an ``http.request`` event that the verdict judges a client by.
+
+What the event records of a request's client and of a response's retry headers (see
+`pytest_agentfaults.runtime.verdict`).
+
+Used by both places that record HTTP attempts, the in-process layer (`http.py`) and the
+loopback server (`_serve.py`), so the two record the same fields the same way.
+
+- ``client``: who sent the request, from its ``user-agent`` (the official SDKs send
+  ``OpenAI/Python 3.x`` or ``AsyncAnthropic/Python 2.x``, and ``x-stainless-retry-count``):
+  ``"openai.OpenAI"``, ``"anthropic.AsyncAnthropic"``, ``"agentfaults"`` (this package's
+  model clients), ``"httpx"``, ``"httpx2"``, ``"openai"`` / ``"anthropic"`` (an SDK sent
+  with a user-agent of the user's own), or the user-agent's product name.
+- ``retry_after``: the wait in seconds a failed response asked for (``retry-after-ms``, or
+  ``Retry-After`` in seconds or as an HTTP date), and ``retry_after_date=True`` for a date.
+- ``should_retry``: the ``x-should-retry: true|false`` header, as a bool.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
+
+__all__ = ["client_fields", "response_fields"]
+
+_PRODUCT: Final = re.compile(r"^\s*([A-Za-z][\w.\-]*)/")
+_KNOWN: Final = {
+    "python-httpx": "httpx",
+    "python-httpx2": "httpx2",
+    "pytest-agentfaults": "agentfaults",
+}
+
+
+def client_fields(headers: Mapping[str, str], url: str = "") -> dict[str, Any]:
+    """``{"client": ...}`` for a request's headers (lower-case names), or ``{}``.
+
+    An official SDK sent with a user-agent of the user's own is still told by its
+    ``x-stainless-*`` headers: ``"anthropic"`` or ``"openai"``, by the URL.
+    """
+    agent = headers.get("user-agent") or ""
+    match = _PRODUCT.match(agent)
+    product = match.group(1) if match else ""
+    stainless = "x-stainless-retry-count" in headers or "x-stainless-lang" in headers
+    if product in _KNOWN:
+        return {"client": _KNOWN[product]}
+    if agent[len(product) :].startswith("/Python") and stainless:
+        package = _package(product)
+        if package:
+            return {"client": f"{package}.{product}"}
+    if stainless:
+        anthropic = "anthropic" in url or url.endswith("/v1/messages")
+        return {"client": "anthropic" if anthropic else "openai"}
+    return {"client": product[:40]} if product else {}
+
+
+def _package(cls: str) -> str | None:
+    lowered = cls.lower()
+    for package in ("anthropic", "openai"):  # AnthropicBedrock before a stray "openai"
+        if package in lowered:
+            return package
+    return None
+
+
+def response_fields(status: int | None, headers: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """The retry fields of a failed response (status >= 400), or ``{}``."""
+    if status is None or status < 400:
+        return {}
+    lowered = {name.lower(): value for name, value in headers}
+    fields: dict[str, Any] = {}
+    retry_after = parse_retry_after(lowered)
+    if retry_after is not None:
+        fields["retry_after"] = retry_after
+        if "retry-after-ms" not in lowered and _is_date(lowered.get("retry-after", "")):
+            fields["retry_after_date"] = True
+    flag = lowered.get("x-should-retry", "").strip().lower()
+    if flag in ("true", "false"):
+        fields["should_retry"] = flag == "true"
+    return fields
+
+
+def _is_date(value: str) -> bool:
+    try:
+        float(value.strip())
+    except ValueError:
+        return bool(value.strip())
+    return False
