@@ -144,3 +144,13 @@ def test_our_runtime_tags_its_tool_events_agentfaults() -> None:
     assert {e.framework for e in tool_events} == {"agentfaults"}
     assert {e.type for e in tool_events} >= {"tool.call", "tool.fault", "tool.error", "tool.retry"}
     assert scope.trace.tool_attempts("fetch") == 2
+
+
+def test_events_sit_on_the_tests_time_axis() -> None:
+    with af.fault_scope() as scope:
+        scope.clock.advance(5)
+        run_attempt("demo", "search", None, lambda: "x", native)
+        scope.faults.tool("search").delay(2)
+        run_attempt("demo", "search", None, lambda: "x", native)
+    assert [e.at for e in scope.trace.of("tool.call")] == [5, 5]
+    assert scope.trace.of("tool.result")[-1].at == 7

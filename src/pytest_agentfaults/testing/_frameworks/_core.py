@@ -243,6 +243,7 @@ def _recorder(plan: FaultPlan, framework: str) -> Recorder:
             recorder = Recorder(
                 agent=framework, clock=base.clock, trace=base.trace, run_id=framework
             )
+            recorder.start = base.start  # the test's time axis, as its HTTP events
         recorders[framework] = recorder
     return recorder
 
