@@ -53,6 +53,11 @@ def test_raises_counts_each_attempt_as_the_runtime_does() -> None:
     assert {e.framework for e in trace.of("tool.*")} == {"demo"}
     assert [str(e.error) for e in trace.of("tool.error")] == ["ConnectionError: reset"] * 2
     assert [f.occurrence for f in scope.faults.fired] == [1, 2]
+    # the attempts after a failure are the framework's retries, numbered in the streak
+    assert trace.retries("search") == 2
+    assert [e.attempt for e in trace.of("tool.retry")] == [2, 3]
+    assert [e.error.type for e in trace.of("tool.retry")] == ["ConnectionError"] * 2
+    trace.assert_sequence("tool.error", "tool.retry", "tool.call", "tool.error", "tool.retry")
 
 
 def test_at_and_a_tool_failure_go_through_the_adapters_failure_function() -> None:
