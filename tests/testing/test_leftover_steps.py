@@ -88,7 +88,7 @@ def test_plan_check_reports_every_failure_together() -> None:
     with pytest.raises(AssertionError) as caught:
         plan.check()
     assert str(caught.value).splitlines() == [
-        "fault on tool 'fetch' never fired (faults.tool('fetch'))",
+        "fault on tool 'fetch' never fired (faults.tool('fetch')); tools watched in: agentfaults",
         "first check",
         "second check",
     ]

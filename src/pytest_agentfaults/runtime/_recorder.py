@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["Recorder", "active_collectors", "buffer_events", "collecting", "new_run_id"]
 
 # Fields that hold a name, an id or a status word, never free text (see `Recorder.emit`).
-_NAME_FIELDS: Final = frozenset({"tool", "call_id", "status", "severity", "method", "fault"})
+_NAME_FIELDS: Final = frozenset(
+    {"tool", "call_id", "status", "severity", "method", "fault", "framework"}
+)
 
 # The one TypeAdapter events are built through: its validator fills the defaults, keeps the
 # fields given as ``model_fields_set`` and the others as extra fields, all in pydantic-core.

@@ -56,6 +56,8 @@ __all__ = ["Cancelled", "Outcome", "ToolCalls"]
 
 
 _NON_IDEMPOTENT: Final[dict[str, Any]] = {"idempotent": False}
+#: the ``framework`` field of this runtime's tool events (other frameworks' tools have theirs)
+_OURS: Final = "agentfaults"
 
 
 class Cancelled(Exception):
@@ -187,6 +189,7 @@ class ToolCalls:
                     tool=name,
                     call_id=call.id,
                     attempt=attempts,
+                    framework=_OURS,
                     detail=preview(raw),
                     **marks,
                 )
@@ -233,6 +236,7 @@ class ToolCalls:
                         tool=name,
                         call_id=call.id,
                         attempt=attempts,
+                        framework=_OURS,
                         detail=preview(content),
                     )
                     return Outcome(content, value=result, attempts=attempts)
@@ -285,6 +289,7 @@ class ToolCalls:
                     "tool.retry",
                     tool=name,
                     call_id=call.id,
+                    framework=_OURS,
                     attempt=runs + 1,
                     max_attempts=action.max_attempts,
                     delay=delay,
@@ -316,6 +321,7 @@ class ToolCalls:
                 tool=name,
                 call_id=call.id,
                 attempt=attempts or None,
+                framework=_OURS,
                 detail=f"respond_with: {preview(content)}",
             )
             return Outcome(content, value=action.value, error=error, attempts=attempts)
@@ -364,6 +370,7 @@ class ToolCalls:
             "tool.error",
             tool=call.name,
             call_id=call.id,
+            framework=_OURS,
             attempt=attempt,
             error=self.record(error),
             **marks,

@@ -161,6 +161,13 @@ class LlmFaultBuilder(_Builder):
     def __init__(self, fault: LLMFault) -> None:
         self.fault: LLMFault = fault
 
+    def agent(self, name: str) -> LlmFaultBuilder:
+        """Hit only the model calls of the agent called ``name`` (e.g. a fixer's)."""
+        if not isinstance(name, str) or not name:
+            raise UsageError(f"{self.fault.source}: agent= needs an agent's name, got {name!r}")
+        self.fault.agent = name
+        return self
+
 
 class LlmFaults:
     """``faults.llm``: faults on every model call of every agent in the test."""

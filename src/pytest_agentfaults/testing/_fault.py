@@ -164,6 +164,8 @@ class ToolFault(FaultBase):
     delay: float | None = None
     #: ``False`` declares the tool non-idempotent for the test; None leaves it as it is
     idempotent: bool | None = None
+    #: True: ``tool`` is a ``"pkg.module:attr"`` path (``function=`` / ``faults.function``)
+    function: bool = False
 
     @property
     def action(self) -> ToolAction | None:
@@ -182,23 +184,23 @@ class ToolFault(FaultBase):
 
     @property
     def subject(self) -> str:
-        return f"tool {self.tool!r}"
+        return f"{'function' if self.function else 'tool'} {self.tool!r}"
 
     def _describe(self) -> str:
-        action = self.action
+        action, subject = self.action, self.subject
         if action == "raises":
-            return f"tool {self.tool!r} raises {short(self.raises)}"
+            return f"{subject} raises {short(self.raises)}"
         if action == "returns":
-            return f"tool {self.tool!r} returns {short(self.returns)}"
+            return f"{subject} returns {short(self.returns)}"
         if action == "delay":
-            return f"tool {self.tool!r} delays {self.delay}"
-        return f"tool {self.tool!r} (no action) {short(None)}"
+            return f"{subject} delays {self.delay}"
+        return f"{subject} (no action) {short(None)}"
 
     def check(self) -> None:
         __tracebackhide__ = True
         if self.action is None:
             raise UsageError(
-                f"{self.source or 'fault'} on tool {self.tool!r} says nothing to "
+                f"{self.source or 'fault'} on {self.subject} says nothing to "
                 "inject; finish it with .raises(...), .returns(...) or .delay(...)"
             )
 
@@ -275,10 +277,17 @@ class LLMFault(FaultBase):
     kind: str
     #: keyword arguments of the kind's step (`LlmKind.step`), e.g. ``retry_after``
     options: dict[str, Any] = field(default_factory=dict)
+    #: only the model calls of the agent of this name (None: every agent's)
+    agent: str | None = None
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return ("llm",) if self.agent is None else ("llm", self.agent)
 
     @property
     def subject(self) -> str:
-        return f"llm {self.kind!r}"
+        of = "" if self.agent is None else f" of agent {self.agent!r}"
+        return f"llm {self.kind!r}{of}"
 
     @property
     def transient(self) -> bool:
@@ -291,7 +300,8 @@ class LLMFault(FaultBase):
         return LLM_FAULT_KINDS[self.kind].step(**options)
 
     def _describe(self) -> str:
-        return f"llm {self.kind}"
+        of = "" if self.agent is None else f" (agent {self.agent!r})"
+        return f"llm {self.kind}{of}"
 
 
 Fault: TypeAlias = ToolFault | HTTPFault | LLMFault

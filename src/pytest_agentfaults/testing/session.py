@@ -25,6 +25,7 @@ from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_defaul
 from pytest_agentfaults.runtime.events import Event, Trace
 from pytest_agentfaults.runtime.snapshot import SnapshotSettings, use_snapshots
 from pytest_agentfaults.testing._fault import Fault, without_addresses
+from pytest_agentfaults.testing._frameworks import install_adapters
 from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan
 from pytest_agentfaults.testing.report import ReportEntry, render_html
@@ -101,6 +102,7 @@ class TestState:
         )
         self._contexts: list[Any] = []
         self._plan_handle: object = None
+        self._adapters: Callable[[], None] | None = None
 
     def add_faults(self, faults: Iterable[Fault]) -> None:
         """Add the marker's faults (in declared order) to the plan."""
@@ -128,6 +130,13 @@ class TestState:
                 context.__exit__(None, None, None)
             raise
         self._contexts = entered
+        try:  # other frameworks' tools, for the frameworks the test process imported
+            watched, self._adapters = install_adapters()
+        except BaseException as error:
+            for failed in run_all(self._undo_steps()):
+                error.add_note(f"pytest-agentfaults could not switch off: {failed!r}")
+            raise
+        self.plan.framework_state["watched"] = ["agentfaults", *watched]
 
     def stop(self) -> list[Exception]:
         """Undo `start` (and any `patch_sleep` of the test's clock); safe to call twice.
@@ -135,13 +144,19 @@ class TestState:
         Every step runs even if an earlier one fails; the failures are returned, so the
         caller can report them without leaving anything of this test switched on.
         """
+        return run_all(self._undo_steps())
+
+    def _undo_steps(self) -> list[Callable[[], object]]:
         steps: list[Callable[[], object]] = [self.clock.unpatch_sleep]
+        if self._adapters is not None:
+            steps.append(self._adapters)
+            self._adapters = None
         if self._plan_handle is not None:
             handle, self._plan_handle = self._plan_handle, None
             steps.append(lambda: self.plan.deactivate(handle))
         contexts, self._contexts = self._contexts, []
         steps.extend(partial(context.__exit__, None, None, None) for context in reversed(contexts))
-        return run_all(steps)
+        return steps
 
     # ------------------------------------------------------------------ reporting
 
