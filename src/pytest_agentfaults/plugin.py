@@ -335,6 +335,7 @@ def _state(request: pytest.FixtureRequest) -> TestState:
     state: TestState | None = request.node.stash.get(_STATE, None)
     if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
         state = _start_state(request.node)
+    state.use_virtual_time()  # a kit fixture: the test's waits are virtual (not real_time)
     return state
 
 
