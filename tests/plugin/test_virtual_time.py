@@ -268,3 +268,25 @@ def test_it({fixture}):
     assert "pytest-agentfaults" in (time.sleep.__doc__ or "")
 """)
     pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+
+
+def test_a_sleep_outliving_its_test_finishes_in_real_time(suite):
+    result = suite(
+        ORIGINALS
+        + """
+LOOP = asyncio.new_event_loop()
+TASKS = []
+
+def test_starts_a_sleep_it_does_not_await(virtual_clock):
+    async def start():
+        TASKS.append(asyncio.ensure_future(asyncio.sleep(0.001, "woke")))
+        await asyncio.sleep(0)  # the sleep has begun: a virtual timer at 0.001
+    LOOP.run_until_complete(start())
+    assert virtual_clock.sleeps == [0.001]
+
+def test_the_next_test_still_sees_it_end():
+    assert LOOP.run_until_complete(asyncio.wait_for(TASKS[0], 5)) == "woke"
+    LOOP.close()
+"""
+    ).runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=2)

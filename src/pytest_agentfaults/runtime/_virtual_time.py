@@ -80,7 +80,7 @@ class ThreadTime:
                 setattr(owner, name, previous)
         loops, self.loops = self.loops, {}
         for timers in loops.values():
-            timers.close()
+            timers.close(self.clock.now())
 
     def _replace(self, owner: object, name: str, replacement: object) -> None:
         self._undo.append((owner, name, replacement, getattr(owner, name)))
@@ -199,10 +199,22 @@ class _LoopTimers:
             heapq.heappop(self.heap)
         return self.heap[0][0] if self.heap else None
 
-    def close(self) -> None:
+    def close(self, now: float) -> None:
+        """Stop firing; a sleep still pending (a task outliving its test) waits in real time."""
         if self.handle is not None:
             self.handle.cancel()
             self.handle = None
+        heap, self.heap = self.heap, []
+        if self.loop.is_closed():
+            return
+        for end, _, future in heap:
+            if not future.done():
+                self.loop.call_later(max(0.0, end - now), _settle, future)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _step(timers: _LoopTimers) -> None:
