@@ -290,3 +290,26 @@ def test_the_next_test_still_sees_it_end():
 """
     ).runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=2)
+
+
+def test_a_fault_scope_block_waits_on_its_own_clock(suite):
+    result = suite(
+        ORIGINALS
+        + """
+def test_scope(virtual_clock):
+    time.sleep(1)
+    with af.fault_scope() as scope:
+        time.sleep(2)
+        asyncio.run(asyncio.sleep(3))
+    time.sleep(4)
+    assert scope.clock.sleeps == [2, 3]
+    assert virtual_clock.sleeps == [1, 4]
+
+def test_outside_a_kit_test_too():
+    with af.fault_scope() as scope:
+        time.sleep(5)
+    assert scope.clock.sleeps == [5]
+    assert untouched()
+"""
+    ).runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=2)
