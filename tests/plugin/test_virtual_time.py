@@ -313,3 +313,24 @@ def test_outside_a_kit_test_too():
 """
     ).runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=2)
+
+
+def test_a_loop_kept_busy_by_polling_still_reaches_its_timers(suite):
+    result = suite(
+        ORIGINALS
+        + """
+def test_polling(virtual_clock):
+    done = []
+    async def later():
+        await asyncio.sleep(1)
+        done.append(virtual_clock.now())
+    async def main():
+        task = asyncio.ensure_future(later())
+        while not done:
+            await asyncio.sleep(0)   # never idle: the timer fires after a short while
+        await task
+    asyncio.run(main())
+    assert done == [1]
+"""
+    ).runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1)

@@ -40,6 +40,7 @@ __all__ = ["ThreadTime", "executor_busy", "is_bookkeeping", "next_timer", "wake"
 TICK: Final = 0.01  # real seconds between two looks while real work may be under way
 QUIET_HOPS: Final = 2  # idle loop iterations in a row before a timer fires
 QUIET_TICKS: Final = 5  # idle ticks in a row (50 ms) when a socket or thread is busy
+BUSY_LIMIT: Final = 0.2  # real seconds a loop may stay busy before a due timer fires anyway
 
 
 def wake(tick: asyncio.Future[None]) -> None:
@@ -176,7 +177,7 @@ def _seconds(value: object, *, allow_zero: bool) -> float | None:
 class _LoopTimers:
     """The virtual timers of one event loop, and the callback that fires them when idle."""
 
-    __slots__ = ("handle", "heap", "last", "loop", "order", "owner", "quiet")
+    __slots__ = ("busy_since", "handle", "heap", "last", "loop", "order", "owner", "quiet")
 
     def __init__(self, owner: ThreadTime, loop: asyncio.AbstractEventLoop) -> None:
         self.owner = owner
@@ -186,6 +187,7 @@ class _LoopTimers:
         self.handle: asyncio.Handle | None = None
         self.quiet = 0
         self.last: tuple[Any, ...] | None = None
+        self.busy_since: float | None = None  # real time the loop has had work since
 
     async def until(self, end: float) -> None:
         future: asyncio.Future[None] = self.loop.create_future()
@@ -230,8 +232,16 @@ def _step(timers: _LoopTimers) -> None:
     timers.quiet = timers.quiet + 1 if state is not None and state == timers.last else 0
     timers.last = state
     needed = QUIET_HOPS if look == "idle" else QUIET_TICKS
-    if look in ("idle", "busy_io") and timers.quiet >= needed:
-        timers.quiet, timers.last = 0, None
+    if look == "ready":
+        # A task polling with asyncio.sleep(0) keeps the loop busy for ever: after a while
+        # the earliest timer fires anyway, as its real counterpart would have.
+        now = time.monotonic()
+        timers.busy_since = timers.busy_since or now
+        overdue = now - timers.busy_since >= BUSY_LIMIT
+    else:
+        timers.busy_since, overdue = None, False
+    if overdue or (look in ("idle", "busy_io") and timers.quiet >= needed):
+        timers.quiet, timers.last, timers.busy_since = 0, None, None
         while timers.heap and timers.heap[0][0] <= end:
             _, _, future = heapq.heappop(timers.heap)
             if not future.done():
