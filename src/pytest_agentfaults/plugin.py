@@ -353,7 +353,7 @@ def trace(request: pytest.FixtureRequest) -> Trace:
 
 @pytest.fixture
 def virtual_clock(request: pytest.FixtureRequest) -> VirtualClock:
-    """The test's virtual clock; every agent built with ``clock=None`` waits on it."""
+    """The test's virtual clock: agents (``clock=None``) and the test's own sleeps wait on it."""
     state = _state(request)
     if state.real_time:
         from pytest_agentfaults.errors import UsageError  # noqa: PLC0415
