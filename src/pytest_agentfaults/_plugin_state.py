@@ -74,6 +74,22 @@ KIT_FIXTURES = frozenset(
 )
 
 
+# Tests that use the kit get virtual time: a marker, or any kit fixture (the SDK clients too).
+_VIRTUAL_TIME_FIXTURES = KIT_FIXTURES | {
+    "openai_client",
+    "async_openai_client",
+    "anthropic_client",
+    "async_anthropic_client",
+}
+
+
+def uses_the_kit(item: pytest.Item) -> bool:
+    """An ``inject_fault`` marker or a kit fixture: its waits are virtual by default."""
+    if item.get_closest_marker("inject_fault") is not None:
+        return True
+    return not _VIRTUAL_TIME_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+
+
 def may_use_kit(item: pytest.Item) -> bool:
     """Whether the test could build an agent, fire a fault or read a trace.
 
@@ -161,6 +177,8 @@ def start_state(item: pytest.Item) -> TestState:
         state.add_faults(parsed(m, kit) for m in top_down(markers, item))
     item.stash[STATE] = state
     state.start()
+    if uses_the_kit(item):
+        state.use_virtual_time()  # undone by state.stop(), like the rest
     return state
 
 

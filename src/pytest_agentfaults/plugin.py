@@ -363,6 +363,7 @@ def _state(request: pytest.FixtureRequest) -> TestState:
     state: TestState | None = request.node.stash.get(_STATE, None)
     if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
         state = _start_state(request.node)
+    state.use_virtual_time()  # a kit fixture: the test's waits are virtual (not real_time)
     return state
 
 
@@ -380,7 +381,7 @@ def trace(request: pytest.FixtureRequest) -> Trace:
 
 @pytest.fixture
 def virtual_clock(request: pytest.FixtureRequest) -> VirtualClock:
-    """The test's virtual clock; every agent built with ``clock=None`` waits on it."""
+    """The test's virtual clock: agents (``clock=None``) and the test's own sleeps wait on it."""
     state = _state(request)
     if state.real_time:
         from pytest_agentfaults.errors import UsageError  # noqa: PLC0415

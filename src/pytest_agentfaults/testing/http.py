@@ -21,7 +21,8 @@ the exception of the library the client uses (``httpx2.ReadTimeout`` for an http
 client), or answers as a server would (a status with ``Retry-After`` and
 ``retry-after-ms``, an HTML body, a stream cut mid-way). An injected failure takes no
 time, virtual or real: a ``"timeout"`` fails at once; the waits that matter are the
-client's backoff, which ``virtual_clock.patch_sleep()`` records.
+client's backoff, which the test's virtual clock records (a test using the kit waits in
+virtual time on its own thread).
 
 What happens to a request no fault hits (the pass-through policy):
 

@@ -39,7 +39,8 @@ Time: nothing here sleeps. A ``"timeout"`` waits (on the socket, not a sleep) un
 client closes the connection, at most ``timeout_hold`` seconds (1 s by default); a
 client that never gives up within that is a test-setup mistake reported by `check`. So
 give clients a small timeout in timeout scenarios (``timeout=0.05``): the client's own
-backoff stays virtual with ``virtual_clock.patch_sleep()``.
+backoff stays virtual (the test's own thread waits in virtual time; this server's
+threads keep real time).
 
 Security: the server binds 127.0.0.1 only, on an ephemeral port; `requests` and the
 trace events keep no credential header (``Authorization``, ``x-api-key`` ... are

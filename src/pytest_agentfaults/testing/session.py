@@ -138,6 +138,14 @@ class TestState:
             raise
         self.plan.framework_state["watched"] = ["agentfaults", *watched]
 
+    def use_virtual_time(self) -> None:
+        """Make the waits of this thread and its event loops virtual on the test's clock.
+
+        For a test that uses the kit (not ``real_time``); `stop` undoes it. Twice is once.
+        """
+        if not self.real_time:
+            self.clock.patch_sleep()
+
     def stop(self) -> list[Exception]:
         """Undo `start` (and any `patch_sleep` of the test's clock); safe to call twice.
 
