@@ -1,6 +1,6 @@
 """The pytest plugin (``pytest11`` entry point ``agentfaults``).
 
-Markers ``inject_fault`` and ``real_time``; fixtures ``faults``, ``trace``,
+Markers ``inject_fault``, ``real_time`` and ``allow_network``; fixtures ``faults``, ``trace``,
 ``virtual_clock``, ``scripted_model``, ``http_faults``, ``llm_server``; options
 ``--agentfaults-trace``, ``--agentfaults-trace-dir``, ``--agentfaults-seed``,
 ``--agentfaults-update-snapshots``.
@@ -18,6 +18,27 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentfaults._plugin_network import (
+    ALLOW_NETWORK as _ALLOW_NETWORK,
+)
+from pytest_agentfaults._plugin_network import (
+    MODE as _NETWORK_MODE,
+)
+from pytest_agentfaults._plugin_network import (
+    check_network as _check_network,
+)
+from pytest_agentfaults._plugin_network import (
+    network_mode as _network_mode,
+)
+from pytest_agentfaults._plugin_network import (
+    start_network as _start_network,
+)
+from pytest_agentfaults._plugin_network import (
+    start_network_late as _start_network_late,
+)
+from pytest_agentfaults._plugin_network import (
+    stop_network as _stop_network,
+)
 from pytest_agentfaults._plugin_state import (
     SESSION as _SESSION,
 )
@@ -99,12 +120,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentfaults_html", "default for --agentfaults-html", default="")
     parser.addini("agentfaults_trace_dir", "default for --agentfaults-trace-dir", default="")
     parser.addini("agentfaults_seed", "default for --agentfaults-seed", default="")
+    parser.addini(
+        "agentfaults_network",
+        "real hosts: kit (default: refused in tests that use the kit), block (in every "
+        "test, socket.connect too) or allow",
+        default="kit",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers and settle the session's settings."""
     config.addinivalue_line("markers", _INJECT_FAULT)
     config.addinivalue_line("markers", _REAL_TIME)
+    config.addinivalue_line("markers", _ALLOW_NETWORK)
+    config.stash[_NETWORK_MODE] = _network_mode(config)
     mode = config.getoption("agentfaults_trace") or config.getini("agentfaults_trace")
     if mode not in _TRACE_MODES:
         raise pytest.UsageError(
@@ -165,8 +194,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     plugin costs it next to nothing; a kit fixture it asks for later builds the state then.
     """
     __tracebackhide__ = True
-    if _may_use_kit(item):
+    uses_kit = _may_use_kit(item)
+    if uses_kit:
         _start_state(item)
+    _start_network(item, uses_kit)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -188,11 +219,16 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         state = item.stash.get(_STATE, None)
         if state is not None:
             errors.extend(state.stop())
+        errors.extend(_stop_network(item))
     if state is not None and item.stash.get(_PASSED, False):
         try:
             state.plan.check()
         except Exception as error:
             errors.append(error)
+    try:
+        _check_network(item, passed=item.stash.get(_PASSED, False))
+    except Exception as error:
+        errors.append(error)
     if len(errors) == 1:
         raise errors[0]
     if errors:
@@ -206,7 +242,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         return (yield)
     except BaseException as interrupted:
         state = item.stash.get(_STATE, None)
-        for error in state.stop() if state is not None else ():
+        for error in [*(state.stop() if state is not None else ()), *_stop_network(item)]:
             interrupted.add_note(f"pytest-agentfaults could not switch off: {error!r}")
         raise
 
@@ -335,6 +371,7 @@ def _state(request: pytest.FixtureRequest) -> TestState:
     state: TestState | None = request.node.stash.get(_STATE, None)
     if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
         state = _start_state(request.node)
+        _start_network_late(request.node)
     return state
 
 

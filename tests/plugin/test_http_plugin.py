@@ -213,10 +213,12 @@ def test_it(http_faults, trace):
     )
 
 
-def test_a_test_without_http_faults_leaves_httpx_alone(suite):
+@pytest.mark.allow_network  # this test's own network guard would patch httpx too
+def test_a_test_without_http_faults_or_the_network_guard_leaves_httpx_alone(suite):
     result = suite(
         HTTP
         + """
+@pytest.mark.allow_network
 def test_it(faults):
     assert httpx.Client._send_single_request.__module__ == "httpx._client"
     assert httpx.HTTPTransport.handle_request.__module__ == "httpx._transports.default"
