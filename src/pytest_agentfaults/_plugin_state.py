@@ -56,6 +56,8 @@ STATE = pytest.StashKey["TestState"]()
 # The fixtures that read the test's state: asking for one means using the kit.
 KIT_FIXTURES = frozenset(
     ("faults", "trace", "virtual_clock", "http_faults", "llm_server", "scripted_model")
+) | frozenset(  # the official SDKs' clients (testing._sdk_clients)
+    ("openai_client", "async_openai_client", "anthropic_client", "async_anthropic_client")
 )
 
 

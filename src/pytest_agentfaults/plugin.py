@@ -1,7 +1,8 @@
 """The pytest plugin (``pytest11`` entry point ``agentfaults``).
 
 Markers ``inject_fault``, ``real_time`` and ``allow_network``; fixtures ``faults``, ``trace``,
-``virtual_clock``, ``scripted_model``, ``http_faults``, ``llm_server``; options
+``virtual_clock``, ``scripted_model``, ``http_faults``, ``llm_server``, ``openai_client``
+(and ``async_openai_client``, ``anthropic_client``, ``async_anthropic_client``); options
 ``--agentfaults-trace``, ``--agentfaults-trace-dir``, ``--agentfaults-seed``,
 ``--agentfaults-update-snapshots``.
 
@@ -18,27 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentfaults._plugin_network import (
-    ALLOW_NETWORK as _ALLOW_NETWORK,
-)
-from pytest_agentfaults._plugin_network import (
-    MODE as _NETWORK_MODE,
-)
-from pytest_agentfaults._plugin_network import (
-    check_network as _check_network,
-)
-from pytest_agentfaults._plugin_network import (
-    network_mode as _network_mode,
-)
-from pytest_agentfaults._plugin_network import (
-    start_network as _start_network,
-)
-from pytest_agentfaults._plugin_network import (
-    start_network_late as _start_network_late,
-)
-from pytest_agentfaults._plugin_network import (
-    stop_network as _stop_network,
-)
+from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults._plugin_state import (
     SESSION as _SESSION,
 )
@@ -132,8 +113,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the markers and settle the session's settings."""
     config.addinivalue_line("markers", _INJECT_FAULT)
     config.addinivalue_line("markers", _REAL_TIME)
-    config.addinivalue_line("markers", _ALLOW_NETWORK)
-    config.stash[_NETWORK_MODE] = _network_mode(config)
+    config.addinivalue_line("markers", _network.ALLOW_NETWORK)
+    config.stash[_network.MODE] = _network.network_mode(config)
+    config.pluginmanager.import_plugin("pytest_agentfaults._plugin_sdk")
     mode = config.getoption("agentfaults_trace") or config.getini("agentfaults_trace")
     if mode not in _TRACE_MODES:
         raise pytest.UsageError(
@@ -197,7 +179,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     uses_kit = _may_use_kit(item)
     if uses_kit:
         _start_state(item)
-    _start_network(item, uses_kit)
+    _network.start_network(item, uses_kit)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -219,14 +201,14 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         state = item.stash.get(_STATE, None)
         if state is not None:
             errors.extend(state.stop())
-        errors.extend(_stop_network(item))
+        errors.extend(_network.stop_network(item))
     if state is not None and item.stash.get(_PASSED, False):
         try:
             state.plan.check()
         except Exception as error:
             errors.append(error)
     try:
-        _check_network(item, passed=item.stash.get(_PASSED, False))
+        _network.check_network(item, passed=item.stash.get(_PASSED, False))
     except Exception as error:
         errors.append(error)
     if len(errors) == 1:
@@ -242,7 +224,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         return (yield)
     except BaseException as interrupted:
         state = item.stash.get(_STATE, None)
-        for error in [*(state.stop() if state is not None else ()), *_stop_network(item)]:
+        for error in [*(state.stop() if state is not None else ()), *_network.stop_network(item)]:
             interrupted.add_note(f"pytest-agentfaults could not switch off: {error!r}")
         raise
 
@@ -371,7 +353,7 @@ def _state(request: pytest.FixtureRequest) -> TestState:
     state: TestState | None = request.node.stash.get(_STATE, None)
     if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
         state = _start_state(request.node)
-        _start_network_late(request.node)
+        _network.start_network_late(request.node)
     return state
 
 

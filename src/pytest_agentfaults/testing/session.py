@@ -25,6 +25,7 @@ from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_defaul
 from pytest_agentfaults.runtime.events import Event, Trace
 from pytest_agentfaults.runtime.snapshot import SnapshotSettings, use_snapshots
 from pytest_agentfaults.testing._fault import Fault, without_addresses
+from pytest_agentfaults.testing._http_retries import http_retries
 from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan
 from pytest_agentfaults.testing.report import ReportEntry, render_html
@@ -154,7 +155,8 @@ class TestState:
             faults=len(self.plan.fired),
             retries=sum(
                 trace.count(kind) for kind in ("tool.retry", "llm.retry", "transport.retry")
-            ),
+            )
+            + http_retries(trace.events),  # an SDK's own, seen as the same request again
             fixer_calls=trace.count("fixer.call"),
             escalations=trace.count("escalation"),
         )
