@@ -379,3 +379,34 @@ def test_it():
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+PYDANTIC_AI = """
+import pytest
+
+pydantic_ai = pytest.importorskip("pydantic_ai")
+
+def test_asyncio_run(trace, monkeypatch):  # not run_sync: it leaves its event loop open
+    import asyncio
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    with pytest.raises(Exception, match="403"):
+        asyncio.run(pydantic_ai.Agent("openai:gpt-4o").run("hi"))
+
+@pytest.mark.asyncio
+async def test_async(trace, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    with pytest.raises(Exception, match="403"):
+        await pydantic_ai.Agent("openai:gpt-4o").run("hi")
+"""
+
+
+def test_pydantic_ai_through_the_openai_sdk_is_refused_once(pytester):
+    pytest.importorskip("pydantic_ai")
+    pytester.makepyfile(test_pai=PYDANTIC_AI)
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=2, errors=2)
+    refused = [
+        line for line in result.outlines if line.strip().startswith("POST https://api.openai.com")
+    ]
+    assert len(refused) == 2  # one request per test: not retried
