@@ -112,3 +112,24 @@ def test_the_summary_counts_the_sdks_retries(pytester):
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["agentfaults: 3 faults injected, 3 retries, *"])
+
+
+OWN_FIXTURE = """
+import sys
+
+import pytest
+
+@pytest.fixture
+def openai_client():
+    return "the user's own"
+
+def test_it(openai_client):
+    assert openai_client == "the user's own"
+    assert "pytest_agentfaults.runtime.clock" not in sys.modules  # not a kit test
+"""
+
+
+def test_a_users_own_fixture_of_the_same_name_does_not_switch_the_kit_on(pytester):
+    pytester.makepyfile(test_own=OWN_FIXTURE)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
