@@ -28,7 +28,9 @@ def is_loopback(host: str) -> bool:
     host = host.lower().strip("[]")
     if host.startswith("127.") or host in _LOOPBACK_NAMES or host.endswith(".localhost"):
         return True
-    try:
+    if ":" not in host:  # a name, or an IPv4 address outside 127/8: not this machine
+        return False
+    try:  # another spelling of ::1, or ::ffff:127.x.y.z
         address = ipaddress.ip_address(host)
     except ValueError:
         return False
