@@ -72,6 +72,11 @@ STATE = pytest.StashKey["TestState"]()
 KIT_FIXTURES = frozenset(
     ("faults", "trace", "virtual_clock", "http_faults", "llm_server", "scripted_model")
 )
+# The official SDKs' clients (`_plugin_sdk`): kit fixtures too, unless the user's own
+# fixture of the same name overrides ours.
+SDK_FIXTURES = frozenset(
+    ("openai_client", "async_openai_client", "anthropic_client", "async_anthropic_client")
+)
 
 
 # Tests that use the kit get virtual time: a marker, or any kit fixture (the SDK clients too).
@@ -102,13 +107,25 @@ def may_use_kit(item: pytest.Item) -> bool:
         return True
     if item.get_closest_marker("inject_fault") or item.get_closest_marker("real_time"):
         return True
-    if not KIT_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
+    names = getattr(item, "fixturenames", ())
+    if not KIT_FIXTURES.isdisjoint(names):
+        return True
+    if not SDK_FIXTURES.isdisjoint(names) and uses_our_sdk_fixture(item):
         return True
     module = getattr(item, "module", None)
     return module is not None and imports_the_kit(module, item.config.stash[SESSION])
 
 
 _RUNTIME = "pytest_agentfaults.runtime.clock"  # every agent reads its default clock there
+
+
+def uses_our_sdk_fixture(item: pytest.Item) -> bool:
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    for name in SDK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        found = definitions.get(name)
+        if found and getattr(found[-1].func, "__module__", "") == "pytest_agentfaults._plugin_sdk":
+            return True
+    return False
 
 
 def imports_the_kit(module: ModuleType, session: Session) -> bool:

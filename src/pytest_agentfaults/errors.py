@@ -20,6 +20,8 @@ AgentFaultsError
 │   ├── MalformedResponseError        2xx body that cannot be decoded, bad tool-call JSON,
 │   │                                 empty/blocked output
 │   └── ModelStreamError              broken stream after the first chunk
+├── NetworkBlockedError               a test's request would have left this machine; never
+│                                     retried (allow it: @pytest.mark.allow_network)
 └── BudgetExceededError
 ```
 
@@ -39,7 +41,7 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from pytest_agentfaults._redact import redact_text
 
@@ -62,6 +64,7 @@ __all__ = [
     "ModelStreamError",
     "ModelTimeoutError",
     "ModelTransportError",
+    "NetworkBlockedError",
     "RateLimitError",
     "Severity",
     "ToolError",
@@ -281,6 +284,22 @@ class ModelStreamError(ModelError):
     """A streamed answer broke after its first chunk. A stream is never re-issued then."""
 
 
+class NetworkBlockedError(AgentFaultsError):
+    """A request in a test would have reached a real, non-loopback host: refused before sending.
+
+    ``host`` is where it was going and ``test`` the test that sent it. A mistake in the
+    test, never a transient failure: nothing retries it. Allow the network for one test
+    with ``@pytest.mark.allow_network``, or for all with ini ``agentfaults_network = allow``.
+    """
+
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str, *, host: str = "", test: str = "") -> None:
+        super().__init__(message)
+        self.host = host
+        self.test = test
+
+
 class BudgetExceededError(AgentFaultsError):
     """A `Budget` cap was reached.
 
@@ -295,8 +314,9 @@ class BudgetExceededError(AgentFaultsError):
 
 
 # The one place that says which errors no recovery ever handles (no retry, fixer, feed-back
-# or fallback): a budget cap, the developer's mistake, the test's (an AssertionError).
-NEVER_RECOVERED: Final = (BudgetExceededError, UsageError, AssertionError)
+# or fallback): a budget cap, the developer's mistake, the test's (an AssertionError, a
+# request that would have left the machine).
+NEVER_RECOVERED: Final = (BudgetExceededError, UsageError, AssertionError, NetworkBlockedError)
 
 
 # --------------------------------------------------------------------------- classify

@@ -1,7 +1,8 @@
 """The pytest plugin (``pytest11`` entry point ``agentfaults``).
 
-Markers ``inject_fault`` and ``real_time``; fixtures ``faults``, ``trace``,
-``virtual_clock``, ``scripted_model``, ``http_faults``, ``llm_server``; options
+Markers ``inject_fault``, ``real_time`` and ``allow_network``; fixtures ``faults``, ``trace``,
+``virtual_clock``, ``scripted_model``, ``http_faults``, ``llm_server``, ``openai_client``
+(and ``async_openai_client``, ``anthropic_client``, ``async_anthropic_client``); options
 ``--agentfaults-trace``, ``--agentfaults-trace-dir``, ``--agentfaults-seed``,
 ``--agentfaults-update-snapshots``.
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agentfaults import _plugin_coverage as _coverage
+from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults._plugin_state import (
     SESSION as _SESSION,
 )
@@ -104,12 +106,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentfaults_html", "default for --agentfaults-html", default="")
     parser.addini("agentfaults_trace_dir", "default for --agentfaults-trace-dir", default="")
     parser.addini("agentfaults_seed", "default for --agentfaults-seed", default="")
+    parser.addini(
+        "agentfaults_network",
+        "real hosts: kit (default: refused in tests that use the kit), block (in every "
+        "test, socket.connect too) or allow",
+        default="kit",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers and settle the session's settings."""
     config.addinivalue_line("markers", _INJECT_FAULT)
     config.addinivalue_line("markers", _REAL_TIME)
+    config.addinivalue_line("markers", _network.ALLOW_NETWORK)
+    config.stash[_network.MODE] = _network.network_mode(config)
+    config.pluginmanager.import_plugin("pytest_agentfaults._plugin_sdk")
     mode = config.getoption("agentfaults_trace") or config.getini("agentfaults_trace")
     if mode not in _TRACE_MODES:
         raise pytest.UsageError(
@@ -179,8 +190,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     plugin costs it next to nothing; a kit fixture it asks for later builds the state then.
     """
     __tracebackhide__ = True
-    if _may_use_kit(item):
+    uses_kit = _may_use_kit(item)
+    if uses_kit:
         _start_state(item)
+    _network.start_network(item, uses_kit)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -202,11 +215,16 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         state = item.stash.get(_STATE, None)
         if state is not None:
             errors.extend(state.stop())
+        errors.extend(_network.stop_network(item))
     if state is not None and item.stash.get(_PASSED, False):
         try:
             state.plan.check()
         except Exception as error:
             errors.append(error)
+    try:
+        _network.check_network(item, passed=item.stash.get(_PASSED, False))
+    except Exception as error:
+        errors.append(error)
     if len(errors) == 1:
         raise errors[0]
     if errors:
@@ -220,7 +238,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         return (yield)
     except BaseException as interrupted:
         state = item.stash.get(_STATE, None)
-        for error in state.stop() if state is not None else ():
+        for error in [*(state.stop() if state is not None else ()), *_network.stop_network(item)]:
             interrupted.add_note(f"pytest-agentfaults could not switch off: {error!r}")
         raise
 
@@ -363,6 +381,7 @@ def _state(request: pytest.FixtureRequest) -> TestState:
     state: TestState | None = request.node.stash.get(_STATE, None)
     if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
         state = _start_state(request.node)
+        _network.start_network_late(request.node)
     state.use_virtual_time()  # a kit fixture: the test's waits are virtual (not real_time)
     return state
 

@@ -41,7 +41,8 @@ def test_it(http_faults, faults, trace):
 """
     ).runpytest()
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["agentfaults: 2 faults injected, 0 retries, *"])
+    # the same GET sent again after each 503: HTTP-level retries, counted as such
+    result.stdout.fnmatch_lines(["agentfaults: 2 faults injected, 2 retries, *"])
 
 
 def test_a_fault_declared_in_the_body_needs_no_fixture(suite):
@@ -214,10 +215,12 @@ def test_it(http_faults, trace):
     )
 
 
-def test_a_test_without_http_faults_leaves_httpx_alone(suite):
+@pytest.mark.allow_network  # this test's own network guard would patch httpx too
+def test_a_test_without_http_faults_or_the_network_guard_leaves_httpx_alone(suite):
     result = suite(
         HTTP
         + """
+@pytest.mark.allow_network
 def test_it(faults):
     assert httpx.Client._send_single_request.__module__ == "httpx._client"
     assert httpx.HTTPTransport.handle_request.__module__ == "httpx._transports.default"

@@ -38,10 +38,13 @@ __all__ = [
     "Injected",
     "Layer",
     "Library",
+    "current_guard",
     "libraries",
     "outcome",
     "push",
+    "push_guard",
     "remove",
+    "remove_guard",
     "request_body",
 ]
 
@@ -186,9 +189,10 @@ def _uninstall() -> None:
 def _sync_entry(library: Library, original: Callable[..., Any]) -> Callable[..., Any]:
     def _send_single_request(client: Any, request: Any) -> Any:
         __tracebackhide__ = True
-        if not _stack:
+        layers = _stack or _guards
+        if not layers:
             return original(client, request)
-        return _stack[-1].handle(library, client, request, original)
+        return layers[-1].handle(library, client, request, original)
 
     return _send_single_request
 
@@ -196,16 +200,17 @@ def _sync_entry(library: Library, original: Callable[..., Any]) -> Callable[...,
 def _async_entry(library: Library, original: Callable[..., Any]) -> Callable[..., Any]:
     async def _send_single_request(client: Any, request: Any) -> Any:
         __tracebackhide__ = True
-        if not _stack:
+        layers = _stack or _guards
+        if not layers:
             return await original(client, request)
-        return await _stack[-1].ahandle(library, client, request, original)
+        return await layers[-1].ahandle(library, client, request, original)
 
     return _send_single_request
 
 
 def push(layer: Layer) -> None:
     """Route requests through ``layer`` (the newest layer wins), patching on the first."""
-    if not _stack:
+    if not _stack and not _guards:
         _install()
     _stack.append(layer)
 
@@ -214,8 +219,33 @@ def remove(layer: Layer) -> None:
     """Stop routing through ``layer``; with no layer left, undo the patch."""
     if layer in _stack:
         _stack.remove(layer)
-    if not _stack:
+    if not _stack and not _guards:
         _uninstall()
+
+
+# The network guard of the running test (`testing._network`): it answers requests only
+# while no fault layer is on, and a fault layer asks it about the requests it lets go.
+_guards: list[Layer] = []
+
+
+def push_guard(guard: Layer) -> None:
+    """Route requests through ``guard`` while no layer of `push` is on."""
+    if not _stack and not _guards:
+        _install()
+    _guards.append(guard)
+
+
+def remove_guard(guard: Layer) -> None:
+    """Undo `push_guard`; with nothing left, undo the patch."""
+    if guard in _guards:
+        _guards.remove(guard)
+    if not _stack and not _guards:
+        _uninstall()
+
+
+def current_guard() -> Any:
+    """The running test's network guard, or None (allowed, or outside pytest)."""
+    return _guards[-1] if _guards else None
 
 
 # ----------------------------------------------------------------------------- outcomes

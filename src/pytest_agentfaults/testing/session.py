@@ -26,6 +26,7 @@ from pytest_agentfaults.runtime.events import Event, Trace
 from pytest_agentfaults.runtime.snapshot import SnapshotSettings, use_snapshots
 from pytest_agentfaults.testing._fault import Fault, without_addresses
 from pytest_agentfaults.testing._frameworks import install_adapters
+from pytest_agentfaults.testing._http_retries import http_retries
 from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan
 from pytest_agentfaults.testing.report import ReportEntry, render_html
@@ -177,7 +178,8 @@ class TestState:
             faults=len(self.plan.fired),
             retries=sum(
                 trace.count(kind) for kind in ("tool.retry", "llm.retry", "transport.retry")
-            ),
+            )
+            + http_retries(trace.events),  # an SDK's own, seen as the same request again
             fixer_calls=trace.count("fixer.call"),
             escalations=trace.count("escalation"),
         )

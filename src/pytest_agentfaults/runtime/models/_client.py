@@ -36,6 +36,7 @@ from pytest_agentfaults.runtime.models._errors import (
     too_large_error,
     translate_exception,
 )
+from pytest_agentfaults.runtime.models._guard import refuse_real_hosts
 from pytest_agentfaults.runtime.models._limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
     TooLargeError,
@@ -175,6 +176,7 @@ class HTTPModel:
         """
         content = self._encode(request)
         client = self._sync_client()
+        refuse_real_hosts(client, self._url)
         clock: Clock | None = None
         attempt = 1
         while True:
@@ -195,6 +197,7 @@ class HTTPModel:
         """Send ``request`` and return the assistant's answer without blocking the loop."""
         content = self._encode(request)
         client = self._async_http_client()
+        refuse_real_hosts(client, self._url)
         clock: Clock | None = None
         attempt = 1
         while True:
