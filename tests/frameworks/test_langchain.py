@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForToolRun
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool, ToolException, tool
+from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import RetryPolicy
@@ -305,6 +305,47 @@ async def test_tool_node_async_with_parallel_calls(trace: af.Trace) -> None:
     assert errors == ["Error: ToolException('quota')\n Please fix your mistakes."]
     assert len(ran) == 1
     assert trace.tool_attempts("search") == 2
+
+
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"), times=2)
+def test_tool_node_parallel_calls_on_threads_are_each_an_attempt(trace: af.Trace) -> None:
+    ran: list[str] = []
+    app = tool_graph(ToolNode([make_search(ran)], handle_tool_errors=True))
+
+    state = app.invoke(asked(*(call(query=q, call_id=q) for q in ("a", "b", "c"))))
+
+    statuses = sorted(m.status for m in state["messages"][1:])
+    assert statuses == ["error", "error", "success"]
+    assert len(ran) == 1
+    assert trace.tool_attempts("search") == 3
+    assert sorted(e.attempt for e in trace.of("tool.call")) == [1, 2, 3]
+
+
+@pytest.mark.asyncio
+@pytest.mark.inject_fault(tool="search", delay=30)
+async def test_a_langgraph_node_timeout_does_not_see_a_delay(
+    virtual_clock: af.VirtualClock,
+) -> None:
+    # LangGraph times a node on the real clock: the 30 virtual seconds pass unseen.
+    ran: list[str] = []
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([make_async_search(ran)]), timeout=5)
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+
+    state = await graph.compile().ainvoke(asked(call(query="a")))
+
+    assert state["messages"][-1].content == "results for a"
+    assert virtual_clock.now() == 30
+
+
+@pytest.mark.inject_fault(tool="lookup", raises=KeyError("gone"))
+def test_a_single_input_tool_shows_its_input(trace: af.Trace) -> None:
+    lookup = Tool(name="lookup", func=lambda text: text.upper(), description="Look up.")
+    lookup.handle_tool_error = True  # only ToolException: the KeyError goes on
+    with pytest.raises(KeyError):
+        lookup.invoke("paris")
+    assert trace.of("tool.call")[0].detail == '{"input": "paris"}'
 
 
 # ---------------------------------------------------------------- strictness and teardown
