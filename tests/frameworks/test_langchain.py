@@ -166,7 +166,7 @@ def test_a_tool_failure_is_raised_as_a_tool_exception(trace: af.Trace) -> None:
     search = make_search([])
     with pytest.raises(ToolException, match="No results") as raised:
         search.invoke({"query": "docs"})
-    assert str(raised.value) == "No results\n- Try a broader query"
+    assert str(raised.value) == "No results Recommendations: Try a broader query"
     assert trace.errors("search")[0].error.type == "ToolFailure"
 
 

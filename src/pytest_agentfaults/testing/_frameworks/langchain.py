@@ -185,7 +185,10 @@ def _tool_input(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, A
 
 
 def _failure_text(tf: ToolFailure) -> str:
-    """A `ToolFailure`'s text as the ``ToolException`` message the model will read."""
+    """A `ToolFailure`'s text as the ``ToolException`` message the model will read.
+
+    The same text as the pydantic-ai adapter's ``ModelRetry``: one wording everywhere.
+    """
     if not tf.recommendations:
         return tf.error
-    return tf.error + "\n" + "\n".join(f"- {r}" for r in tf.recommendations)
+    return tf.error + " Recommendations: " + "; ".join(tf.recommendations)
