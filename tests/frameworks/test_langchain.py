@@ -7,6 +7,7 @@ A fault stands in for one attempt LangChain makes at the tool, inside `BaseTool.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import RetryPolicy
 
 import pytest_agentfaults as af
+from pytest_agentfaults.testing._frameworks.langchain import install
 
 
 def make_search(ran: list[str]) -> StructuredTool:
@@ -351,6 +353,29 @@ def test_a_single_input_tool_shows_its_input(trace: af.Trace) -> None:
 # ---------------------------------------------------------------- strictness and teardown
 
 
+def test_an_install_inside_an_installed_one_leaves_no_layer_behind(trace: af.Trace) -> None:
+    # pytester's in-process session installs the adapter inside the outer test's: its
+    # undo, then the outer one, must leave LangChain as the outer test found it.
+    sync_search, async_search = make_search([]), make_async_search([])
+    sync_search.invoke({"query": "a"})
+    asyncio.run(async_search.ainvoke({"query": "a"}))
+    patchable = [(BaseTool, "run"), (BaseTool, "arun"), (StructuredTool, "_run")]
+    patchable.append((StructuredTool, "_arun"))
+    before = {(cls, name): cls.__dict__[name] for cls, name in patchable}
+
+    outer = install()
+    inner = install()
+    try:
+        sync_search.invoke({"query": "b"})
+        asyncio.run(async_search.ainvoke({"query": "b"}))
+    finally:
+        inner()
+        outer()
+
+    assert {(cls, name): cls.__dict__[name] for cls, name in patchable} == before
+    assert trace.tool_attempts("search") == 4  # one attempt each, however many layers
+
+
 def test_a_strict_fault_that_never_fired_names_langchain(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
@@ -375,6 +400,7 @@ def test_a_strict_fault_that_never_fired_names_langchain(pytester: pytest.Pytest
 
 
 def test_teardown_leaves_langchain_unpatched(pytester: pytest.Pytester) -> None:
+    # In a process of its own: here the outer test's adapter would already be in place.
     # Once the kit is loaded every test is watched, so the following test runs with the
     # adapter installed again: it proves that what it finds is one fresh layer, and a hook
     # after each test's teardown proves that LangChain is back as shipped in between.
@@ -423,7 +449,7 @@ def test_teardown_leaves_langchain_unpatched(pytester: pytest.Pytester) -> None:
             assert trace.tool_attempts("search") == 1
         """
     )
-    result = pytester.runpytest("-p", "no:randomly")
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=2)
     assert (pytester.path / "after_teardown.txt").read_text().splitlines() == [
         "test_1_faulted_sync_and_async []",

@@ -23,7 +23,8 @@ monkeypatch, the narrowest one found:
 The wrappers keep the wrapped function's signature (``functools.wraps``): ``run``
 inspects ``_run`` for its ``run_manager`` and ``RunnableConfig`` parameters.
 ``install`` imports ``langchain_core`` (never at import of this module); its undo puts
-every patched attribute back.
+every patched attribute back. A second install in the same process adds no layer over
+the first one's (see ``_OURS``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ FRAMEWORK = "langchain"
 # The tool whose `run` / `arun` is about to call its `_run` / `_arun`: that call is the
 # attempt. Cleared by the wrapped `_run` / `_arun`, so nested calls are not counted again.
 _starting: ContextVar[object | None] = ContextVar("agentfaults_langchain_tool", default=None)
+
+# Set on every function this module puts in place. A second install in the same process
+# (pytester's in-process session inside a test that has one) finds ours and adds no layer:
+# stacked lazy wraps would be undone out of order, and leave a stale one behind.
+_OURS = "__agentfaults_langchain__"
 
 # Keyword arguments LangChain adds to a tool's own: not the tool's input.
 _NOT_INPUT = frozenset({"run_manager", "callbacks", "config"})
@@ -95,9 +101,13 @@ class _Patches:
         self._lock = threading.Lock()
         self._saved: dict[tuple[type, str], object] = {}
 
-    def replace(self, owner: type, name: str, value: object) -> None:
+    def replace(self, owner: type, name: str, value: Callable[..., Any]) -> None:
         with self._lock:
-            self._saved.setdefault((owner, name), owner.__dict__[name])
+            current = owner.__dict__[name]
+            if getattr(current, _OURS, False):
+                return  # another install's, which its own undo removes
+            self._saved[(owner, name)] = current
+            setattr(value, _OURS, True)
             setattr(owner, name, value)
 
     def wrap_method(
@@ -111,10 +121,14 @@ class _Patches:
             if (owner, name) in self._saved:
                 return
             original = owner.__dict__[name]
+            if getattr(original, _OURS, False):
+                return  # wrapped by another install, which its own undo puts back
             if not callable(original) or isinstance(original, (staticmethod, classmethod)):
                 return  # not a plain method: left alone, the attempt runs unobserved
             self._saved[(owner, name)] = original
-            setattr(owner, name, wrap(original))
+            wrapped = wrap(original)
+            setattr(wrapped, _OURS, True)
+            setattr(owner, name, wrapped)
 
     def undo(self) -> None:
         with self._lock:
