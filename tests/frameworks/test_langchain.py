@@ -14,6 +14,7 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForToolRun
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException, tool
+from langgraph.errors import NodeTimeoutError
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import RetryPolicy
@@ -339,6 +340,23 @@ async def test_a_langgraph_node_timeout_does_not_see_a_delay(
 
     assert state["messages"][-1].content == "results for a"
     assert virtual_clock.now() == 30
+
+
+@pytest.mark.asyncio
+async def test_patch_sleep_fires_a_langgraph_node_timeout_at_once(
+    virtual_clock: af.VirtualClock,
+) -> None:
+    # What the how-to warns of: LangGraph's watchdog is an asyncio.sleep, virtual here.
+    virtual_clock.patch_sleep()
+    ran: list[str] = []
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([make_async_search(ran)]), timeout=5)
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+
+    with pytest.raises(NodeTimeoutError, match="run timeout of 5.000s"):
+        await graph.compile().ainvoke(asked(call(query="a")))
+    assert virtual_clock.sleeps == [5.0]
 
 
 @pytest.mark.inject_fault(tool="lookup", raises=KeyError("gone"))
