@@ -119,6 +119,7 @@ def test_with_retry_retries_the_faulted_attempts_then_the_tool_runs(trace: af.Tr
 
     assert ran == ["docs"]  # the two faulted attempts never reached the function
     assert trace.tool_attempts("search") == 3
+    assert trace.retries("search") == 2
     trace.assert_sequence(["tool.fault", "tool.fault", "tool.result"])
     assert {e.framework for e in trace.of("tool.*")} == {"langchain"}
     assert [e.attempt for e in trace.of("tool.call")] == [1, 2, 3]
