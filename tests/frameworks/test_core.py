@@ -159,3 +159,14 @@ def test_events_sit_on_the_tests_time_axis() -> None:
         run_attempt("demo", "search", None, lambda: "x", native)
     assert [e.at for e in scope.trace.of("tool.call")] == [5, 5]
     assert scope.trace.of("tool.result")[-1].at == 7
+
+
+def test_assert_sequence_takes_one_list_as_the_issue_writes_it() -> None:
+    with af.fault_scope() as scope:
+        run_attempt("demo", "search", None, lambda: "x", native)
+    scope.trace.assert_sequence(["tool.call", "tool.result"])
+    scope.trace.assert_sequence("tool.call", "tool.result")
+    with pytest.raises(AssertionError, match="first missing: 'tool.fault'"):
+        scope.trace.assert_sequence(["tool.fault"])
+    with pytest.raises(af.UsageError, match="give labels such as"):
+        scope.trace.assert_sequence([3])  # type: ignore[list-item]
