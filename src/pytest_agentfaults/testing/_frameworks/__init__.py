@@ -23,6 +23,7 @@ _HERE: Final = "pytest_agentfaults.testing._frameworks"
 #: framework module (as imported by the user) -> ``"adapter module:install"``
 ADAPTERS: dict[str, str] = {
     "pydantic_ai": f"{_HERE}.pydantic_ai:install",
+    "langchain_core": f"{_HERE}.langchain:install",
 }
 
 #: framework module -> the ``framework`` field its tool events carry
