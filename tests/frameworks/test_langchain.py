@@ -344,20 +344,44 @@ async def test_a_langgraph_node_timeout_does_not_see_a_delay(
 
 
 @pytest.mark.asyncio
-async def test_patch_sleep_fires_a_langgraph_node_timeout_at_once(
+async def test_a_langgraph_node_timeout_does_not_fire_early_under_virtual_time(
     virtual_clock: af.VirtualClock,
 ) -> None:
-    # What the how-to warns of: LangGraph's watchdog is an asyncio.sleep, virtual here.
-    virtual_clock.patch_sleep()
+    # LangGraph's watchdog is an asyncio.sleep(timeout): a virtual timer in a kit test, which
+    # fires only once the loop has nothing else to run, so a node that finishes is not cut.
     ran: list[str] = []
     graph = StateGraph(MessagesState)
     graph.add_node("tools", ToolNode([make_async_search(ran)]), timeout=5)
     graph.add_edge(START, "tools")
     graph.add_edge("tools", END)
 
+    state = await graph.compile().ainvoke(asked(call(query="a")))
+
+    assert state["messages"][-1].content == "results for a"
+    assert ran == ["a"]
+    assert virtual_clock.now() < 5
+
+
+@pytest.mark.asyncio
+async def test_a_hanging_langgraph_node_is_cut_at_its_timeout_in_virtual_time(
+    virtual_clock: af.VirtualClock,
+) -> None:
+    forever = asyncio.Event()
+
+    @tool
+    async def stuck(query: str) -> str:
+        """Never answers."""
+        await forever.wait()
+        return "never"
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([stuck]), timeout=5)
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+
     with pytest.raises(NodeTimeoutError, match="run timeout of 5.000s"):
-        await graph.compile().ainvoke(asked(call(query="a")))
-    assert virtual_clock.sleeps == [5.0]
+        await graph.compile().ainvoke(asked(call(name="stuck", query="a")))
+    assert virtual_clock.now() == 5
 
 
 @pytest.mark.inject_fault(tool="lookup", raises=KeyError("gone"))
