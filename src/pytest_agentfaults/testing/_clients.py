@@ -264,13 +264,13 @@ def outcome(library: Library, request: Any, kind: str, retry_after: float | None
         error.__cause__ = ConnectionResetError(104, "Connection reset by peer")
         return Injected(error=error)
     body = request_body(request)
-    stream = wants_stream(provider, body)
+    stream = wants_stream(provider, body, request.url.path)
     if kind == "malformed_body":
         content_type, data = malformed_body(provider, stream=stream)
         return Injected(
             module.Response(200, headers=[("content-type", content_type)], content=data)
         )
-    model = model_name(body)
+    model = model_name(body, request.url.path)
     if kind == "read_error":
         content_type, data = truncated_body(provider, stream=False, model=model)
         failure = module.ReadError("agentfaults: injected read error after the headers")

@@ -148,14 +148,14 @@ class Service:
         """Answer one request under ``binding`` (the test it arrived in) and record it."""
         recorded = len(binding.model.requests)
         provider = provider_for(path)
-        stream = provider is not None and wants_stream(provider, body)
+        stream = provider is not None and wants_stream(provider, body, path)
         url = f"{server.url}{path}"
         shown = f"{RECORDED_ORIGIN}{path}"  # no port: the same bytes on every run
         plan = binding.plan
         hit = plan.next_http_fault(method, url, any_host=True) if plan is not None else None
         if plan is not None and hit is not None:
             fault, occurrence = hit
-            reply = self._fault_reply(fault, provider, stream, body)
+            reply = self._fault_reply(fault, provider, stream, body, path)
             plan.record(fault, f"{method} {shown}", reply.fault or "", occurrence)
             self._emit(
                 binding,
@@ -173,7 +173,7 @@ class Service:
         elif method != "POST":
             reply = _answer(405, error_body(provider, 405, f"use POST for {path}"))
         else:
-            reply = self._script_reply(binding, provider, stream, body)
+            reply = self._script_reply(binding, provider, stream, body, path)
         received = ReceivedRequest(
             method=method,
             path=path,
@@ -226,12 +226,14 @@ class Service:
                 binding.recorder.emit(type, **fields)
 
     def _script_reply(
-        self, binding: Binding, provider: Provider, stream: bool, body: bytes
+        self, binding: Binding, provider: Provider, stream: bool, body: bytes, path: str
     ) -> Reply:
         data, problem = parse_body(body)
         if problem:
             return _answer(400, error_body(provider, 400, problem))
         model = str(data.get("model") or "agentfaults") if isinstance(data, dict) else "x"
+        if provider == "gemini":
+            model = model_name(b"", path)
         request = model_request(provider, data, stream=stream)
         with self._lock:
             try:
@@ -256,7 +258,7 @@ class Service:
         return Reply("answer", 200, headers, events, stream=stream)
 
     def _fault_reply(
-        self, fault: HTTPFault, provider: Provider | None, stream: bool, body: bytes
+        self, fault: HTTPFault, provider: Provider | None, stream: bool, body: bytes, path: str
     ) -> Reply:
         fault.check()
         if fault.status is not None:
@@ -266,7 +268,7 @@ class Service:
             reply.retry_after = fault.retry_after
             reply.fault = str(status)
             return reply
-        return _kind_reply(str(fault.kind), provider, stream, model_name(body))
+        return _kind_reply(str(fault.kind), provider, stream, model_name(body, path))
 
 
 def _cut_texts(requests: list[ModelRequest], cap: int) -> None:

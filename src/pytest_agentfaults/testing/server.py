@@ -199,7 +199,7 @@ class LLMServer:
             raise UsageError(
                 f"base_url({provider!r}): unknown provider; use one of {', '.join(PROVIDERS)}"
             )
-        return f"{self.url}/v1" if provider == "openai" else self.url
+        return f"{self.url}/v1" if provider.startswith("openai") else self.url
 
     def env(self) -> dict[str, str]:
         """Environment variables that point the official SDKs and our clients here.
