@@ -20,12 +20,27 @@ def _virtual_waits(virtual_clock):
     virtual_clock.patch_sleep()
 
 
-def make_client(llm_server, **options):
-    http = types.HttpOptions(base_url=llm_server.base_url("gemini"), **options)
-    return genai.Client(api_key="gemini-test-key", http_options=http)
+@pytest.fixture
+def clients():
+    """Every client a test makes, closed at its end (a collected client closes too early)."""
+    made = []
+    yield made
+    for client in made:
+        client.close()
 
 
-def test_a_function_call_then_the_answer(llm_server):
+@pytest.fixture
+def make_client(clients):
+    def make(llm_server, **options):
+        http = types.HttpOptions(base_url=llm_server.base_url("gemini"), **options)
+        client = genai.Client(api_key="gemini-test-key", http_options=http)
+        clients.append(client)
+        return client
+
+    return make
+
+
+def test_a_function_call_then_the_answer(llm_server, make_client):
     script = llm_server.script([call_tool("get_weather", city="Paris"), say("It is sunny.")])
     client = make_client(llm_server)
     first = client.models.generate_content(model=MODEL, contents="Weather in Paris?")
@@ -51,7 +66,7 @@ def test_a_function_call_then_the_answer(llm_server):
     assert all(r.path.endswith(f"/models/{MODEL}:generateContent") for r in llm_server.requests)
 
 
-def test_a_streamed_answer_comes_in_pieces(llm_server):
+def test_a_streamed_answer_comes_in_pieces(llm_server, make_client):
     llm_server.script([say("Streamed hello world")])
     client = make_client(llm_server)
     chunks = list(client.models.generate_content_stream(model=MODEL, contents="hi"))
@@ -61,7 +76,7 @@ def test_a_streamed_answer_comes_in_pieces(llm_server):
     assert llm_server.requests[0].stream
 
 
-def test_the_async_client(llm_server):
+def test_the_async_client(llm_server, make_client):
     llm_server.script([say("one"), say("two words")])
     client = make_client(llm_server)
 
@@ -73,15 +88,16 @@ def test_the_async_client(llm_server):
                 model=MODEL, contents="hi"
             )
         ]
+        await client.aio.aclose()
         return plain.text, "".join(pieces)
 
     assert asyncio.run(go()) == ("one", "two words")
 
 
 @pytest.mark.inject_fault(http=503)
-def test_a_503_is_googles_error_shape(llm_server):
+def test_a_503_is_googles_error_shape(llm_server, make_client):
     llm_server.script([say("unused")], strict=False)
-    client = make_client(llm_server)  # held: a collected client closes its connections
+    client = make_client(llm_server)
     with pytest.raises(errors.ServerError) as raised:
         client.models.generate_content(model=MODEL, contents="hi")
     assert raised.value.code == 503
@@ -89,7 +105,7 @@ def test_a_503_is_googles_error_shape(llm_server):
 
 
 @pytest.mark.inject_fault(http="quota")
-def test_a_per_minute_quota_429(llm_server):
+def test_a_per_minute_quota_429(llm_server, make_client):
     llm_server.script([say("unused")], strict=False)
     client = make_client(llm_server)
     with pytest.raises(errors.ClientError) as raised:
@@ -100,7 +116,7 @@ def test_a_per_minute_quota_429(llm_server):
 
 
 @pytest.mark.inject_fault(http=503)
-def test_the_sdks_own_retry_options_retry_the_503(llm_server, trace):
+def test_the_sdks_own_retry_options_retry_the_503(llm_server, trace, make_client):
     llm_server.script([say("after the retry")])
     client = make_client(
         llm_server, retry_options=types.HttpRetryOptions(attempts=2, initial_delay=0.5)

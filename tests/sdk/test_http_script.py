@@ -91,12 +91,11 @@ def test_ollama_streams_ndjson_by_default(http_faults):
 def test_gemini_through_google_genai(http_faults):
     genai = pytest.importorskip("google.genai")
     http_faults.script("gemini", [say("Bonjour."), say("Streamed answer")])
-    client = genai.Client(api_key="gemini-test-key")
-    assert client.models.generate_content(model="gemini-2.0-flash", contents="hi").text == (
-        "Bonjour."
-    )
-    pieces = client.models.generate_content_stream(model="gemini-2.0-flash", contents="hi")
-    assert "".join(chunk.text for chunk in pieces) == "Streamed answer"
+    with genai.Client(api_key="gemini-test-key") as client:
+        answer = client.models.generate_content(model="gemini-2.0-flash", contents="hi")
+        pieces = client.models.generate_content_stream(model="gemini-2.0-flash", contents="hi")
+        streamed = "".join(chunk.text for chunk in pieces)
+    assert (answer.text, streamed) == ("Bonjour.", "Streamed answer")
 
 
 def test_http_failure_steps_are_the_providers_statuses(http_faults, trace):
