@@ -212,7 +212,7 @@ class Service:
     ) -> None:
         method, url = received.method, f"{RECORDED_ORIGIN}{received.path}"
         fields: dict[str, Any] = {"method": method, "url": url}
-        if reply.kind in ("answer", "cut"):
+        if reply.kind in ("answer", "cut", "stall"):
             fields["status"] = reply.status
         if reply.kind != "answer":
             fields["error"] = _error_record(reply)
