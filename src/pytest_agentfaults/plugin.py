@@ -51,7 +51,9 @@ _INJECT_FAULT = (
     "times=1, at=1, probability=None, strict=True, url=None, method=None, retry_after=None): "
     "inject a fault into a tool (tool='name' with raises=, returns= or delay=), an HTTP "
     "request (http=503 / 429 / 'timeout' / 'connect_error' / 'read_error' / 'reset' / "
-    "'malformed_body' / 'truncated_stream', optionally url= and method=) or a model call "
+    "'malformed_body' / 'truncated_stream' / 'not_json' / 'proxy_html' / 'stall' / "
+    "'slow_first_token' / 'context_length' / 'quota', optionally url=, method=, "
+    "retry_after=, retry_after_format=, should_retry=, after=, status=, delay=) or a model call "
     "(llm='malformed_tool_args' / 'rate_limit' / 'server_error' / 'timeout' / 'empty' / "
     "'blocked' / 'unknown_tool' / 'not_json'). Exactly one target per marker; markers stack."
 )
