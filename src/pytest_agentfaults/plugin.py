@@ -385,6 +385,8 @@ def http_faults(request: pytest.FixtureRequest) -> HttpFaultRouter:
     and a request that matches no route raises an `AssertionError` unless it goes to
     loopback. Stopped with the test's fault plan; a route never requested then fails the
     test (opt out with ``http_faults.assert_all_called = False``).
+    ``http_faults.script("openai", [call_tool(...), say("done")])`` answers a provider's
+    endpoint with scripted steps in its wire format.
     """
     return _state(request).plan.http_layer().router
 
@@ -405,7 +407,7 @@ def _agentfaults_llm_server() -> Generator[LLMServer, None, None]:
 def llm_server(
     request: pytest.FixtureRequest, _agentfaults_llm_server: LLMServer
 ) -> Generator[LLMServer, None, None]:
-    """A real server on 127.0.0.1 speaking the OpenAI, Anthropic and Ollama wire formats.
+    """A real server on 127.0.0.1 speaking the OpenAI, Anthropic, Ollama and Gemini wires.
 
     Drive it with ``llm_server.script([...steps])``; point clients at
     ``llm_server.base_url("openai")`` (or ``.env()``). The test's http faults are served

@@ -342,6 +342,11 @@ class HttpFaultRouter(respx.Router):
     real local server. A route never requested fails the test at teardown, unless the
     test sets ``http_faults.assert_all_called = False``; ``http_faults.assert_all_called()``
     checks at once, as in respx.
+
+    `script` answers a provider's endpoint with scripted steps in its wire format, so no
+    test hand-writes a provider's JSON::
+
+        http_faults.script("anthropic", [call_tool("get_weather", city="Paris"), say("Sunny.")])
     """
 
     def __init__(self) -> None:
