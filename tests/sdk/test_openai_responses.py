@@ -238,3 +238,68 @@ def test_pydantic_ais_responses_model_streams_after_a_503(llm_server, trace):
     llm_server.script([call_tool("get_weather", city="Rome"), say("Rome is sunny too.")])
     assert _run(llm_server, "Weather in Rome?", stream=True) == "Rome is sunny too."
     assert [e.status for e in trace.of("http.request")] == [503, 200, 200]
+
+
+@pytest.mark.inject_fault(http=503, url="/v1/responses")
+def test_pydantic_ais_default_openai_model_reaches_the_responses_api(llm_server, monkeypatch):
+    """``Agent("openai:...")`` is an `OpenAIResponsesModel`: it got a 404 here before."""
+    pydantic_ai = pytest.importorskip("pydantic_ai")
+    for name, value in llm_server.env().items():
+        monkeypatch.setenv(name, value)
+    llm_server.script([say("From the default model.")])
+    agent = pydantic_ai.Agent("openai:gpt-4o-mini")
+
+    async def go():
+        async with agent:  # closes the provider's http client
+            return (await agent.run("hi")).output
+
+    assert asyncio.run(go()) == "From the default model."
+    assert [(r.path, r.fault) for r in llm_server.requests] == [
+        ("/v1/responses", "503"),
+        ("/v1/responses", None),
+    ]
+
+
+# ----------------------------------------------------------------------------- langchain-openai
+
+
+def _chat_openai(llm_server, **clients):
+    langchain_openai = pytest.importorskip("langchain_openai")
+    return langchain_openai.ChatOpenAI(
+        model="gpt-4o-mini",
+        base_url=llm_server.base_url("openai"),
+        api_key="sk-test",
+        use_responses_api=True,
+        **clients,
+    )
+
+
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@pytest.mark.inject_fault(http=503, url="/v1/responses")
+def test_langchain_openai_on_the_responses_api_sync(llm_server, trace):
+    llm_server.script([call_tool("get_weather", city="Paris"), say("streamed words")])
+    chat = _chat_openai(llm_server)
+    message = chat.bind_tools([get_weather]).invoke("Weather in Paris?")
+    assert message.tool_calls[0]["name"] == "get_weather"
+    assert message.tool_calls[0]["args"] == {"city": "Paris"}
+    pieces = [chunk.text for chunk in chat.stream("hi")]
+    assert "".join(pieces) == "streamed words"
+    assert [e.status for e in trace.of("http.request")] == [503, 200, 200]
+
+
+def test_langchain_openai_on_the_responses_api_async(llm_server):
+    httpx2 = pytest.importorskip("httpx2")
+    llm_server.script([say("one"), say("two words")])
+
+    async def go():
+        async with httpx2.AsyncClient() as http:  # closed here, in the loop that used it
+            chat = _chat_openai(llm_server, http_async_client=http)
+            plain = await chat.ainvoke("hi")
+            pieces = [chunk.text async for chunk in chat.astream("hi")]
+        return plain.text, "".join(pieces)
+
+    assert asyncio.run(go()) == ("one", "two words")
