@@ -276,6 +276,11 @@ class Service:
                 status_served(provider, fault.status, **options), str(fault.status)
             )
         kind = str(fault.kind)
+        if kind == "slow_first_token":  # a request no script answers: its error, held
+            message = f"agentfaults llm_server: no endpoint {path}"
+            reply = _answer(404, error_body(provider, 404, message))
+            reply.first_delay, reply.fault = fault.delay, kind
+            return reply
         if kind not in _SERVED_KINDS:
             return _kind_reply(kind, provider, stream, model_name(body, path))
         model = model_name(body, path)
