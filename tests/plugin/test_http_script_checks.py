@@ -41,4 +41,9 @@ def test_leftover_steps_fail_the_test(pytester):
     )
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*script('anthropic', ...)* has 1 step left over*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*http_faults.script('anthropic', ...): the script has 1 step left over*"
+            "strict=False) to allow them.*"
+        ]
+    )

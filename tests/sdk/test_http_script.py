@@ -139,11 +139,18 @@ def test_a_custom_base_url_takes_url(http_faults):
         (lambda h: h.script("mistral", [say("x")]), "unknown provider"),
         (lambda h: h.script("openai", "say"), "steps must be a list"),
         (lambda h: h.script("openai", [say("x")], url=3), "url= must be"),
+        (lambda h: h.script("openai", [say("x")], strict="yes"), "strict= must be True or False"),
     ],
 )
 def test_bad_arguments_are_usage_errors(http_faults, call, match):
     with pytest.raises(UsageError, match=match):
         call(http_faults)
+
+
+def test_strict_false_allows_leftover_steps(http_faults):
+    http_faults.assert_all_called = False
+    script = http_faults.script("ollama", [say("never asked")], strict=False)
+    assert script.remaining == 1
 
 
 def test_transport_failure_steps_point_to_http_faults(http_faults):

@@ -75,7 +75,11 @@ def script_route(
         raise UsageError(f"{shown}: steps must be a list of steps, such as [say('done')]")
     if url is not None and not isinstance(url, str):
         raise UsageError(f"{shown}: url= must be the endpoint's URL (a str), got {url!r}")
-    model = ScriptedModel(list(steps), name=shown, strict=strict)
+    # built unchecked, then marked: the route checks its own script (see `check`)
+    model = ScriptedModel(list(steps), name=shown, strict=False)
+    if not isinstance(strict, bool):
+        raise UsageError(f"{shown}: strict= must be True or False, got {strict!r}")
+    model.strict = strict
     wire: Provider = provider  # type: ignore[assignment]  # checked above
     ids = itertools.count(1)
     exhausted: list[str] = []
@@ -88,6 +92,12 @@ def script_route(
         __tracebackhide__ = True
         if exhausted:
             raise AssertionError(f"{shown}: {exhausted[0]}")
+        left = model.leftover() if model.strict else None
+        if left is not None:
+            raise AssertionError(
+                f"{shown}: the script has {left}. Remove the steps the test does not need, "
+                f"or pass http_faults.script({provider!r}, ..., strict=False) to allow them."
+            )
 
     _current.add_check(check)
 
