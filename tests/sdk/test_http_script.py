@@ -160,3 +160,29 @@ def test_transport_failure_steps_point_to_http_faults(http_faults):
         pytest.raises(UsageError, match=r"faults\.http\(url=\.\.\.\)\.timeout\(\)"),
     ):
         client.chat.completions.create(model="gpt-4o-mini", messages=ASK)
+
+
+def test_a_responses_stream_cut_in_process_after_two_events(http_faults, faults):
+    faults.http(url="https://api.openai.com/v1/responses").truncated_stream(after=2)
+    http_faults.script("openai-responses", [say("After the cut.")])
+    seen = []
+    with openai.OpenAI(api_key="sk-test") as client:
+        stream = client.responses.create(model="gpt-4o-mini", input="hi", stream=True)
+        with pytest.raises(openai.APIConnectionError):
+            seen.extend(event.type for event in stream)
+        again = client.responses.create(model="gpt-4o-mini", input="hi")  # the app re-asks
+    assert seen == ["response.created", "response.in_progress"]
+    assert again.output_text == "After the cut."
+
+
+def test_gemini_context_length_in_process(faults):
+    genai = pytest.importorskip("google.genai")
+    errors = pytest.importorskip("google.genai.errors")
+    faults.http(url="https://generativelanguage.googleapis.com/").context_length()
+    with (
+        genai.Client(api_key="gemini-test-key") as client,
+        pytest.raises(errors.ClientError) as raised,
+    ):
+        client.models.generate_content(model="gemini-2.0-flash", contents="hi")
+    assert (raised.value.code, raised.value.status) == (400, "INVALID_ARGUMENT")
+    assert "exceeds the maximum number of tokens" in raised.value.message
