@@ -37,9 +37,11 @@ _COMMON: Final = ("times", "at", "probability", "strict")
 _LLM_OPTIONS: Final = tuple(dict.fromkeys(o for k in LLM_FAULT_KINDS.values() for o in k.options))
 #: every option some http= status or kind takes
 _HTTP_OPTIONS: Final = tuple(dict.fromkeys(o for k in HTTP_KIND_OPTIONS.values() for o in k))
+#: the keys an http= marker takes (what `parse_marker` checks, over ``_VALID_KEYS["http"]``)
+_HTTP_KEYS: Final = ("http", "url", "method", *_HTTP_OPTIONS, *_COMMON)
 _VALID_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "tool": ("tool", "raises", "returns", "delay", "idempotent", *_COMMON),
-    "http": ("http", "url", "method", *_HTTP_OPTIONS, *_COMMON),
+    "http": ("http", "url", "method", "retry_after", *_COMMON),
     "llm": ("llm", *_LLM_OPTIONS, *_COMMON),
 }
 
@@ -65,7 +67,7 @@ def parse_marker(
             "(stack several markers for several faults)"
         )
     target = targets[0]
-    valid = _VALID_KEYS[target]
+    valid = _HTTP_KEYS if target == "http" else _VALID_KEYS[target]
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:
         raise UsageError(
