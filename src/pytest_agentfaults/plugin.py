@@ -57,7 +57,9 @@ _INJECT_FAULT = (
     "times=1, at=1, probability=None, strict=True, url=None, method=None, retry_after=None): "
     "inject a fault into a tool (tool='name' with raises=, returns= or delay=), an HTTP "
     "request (http=503 / 429 / 'timeout' / 'connect_error' / 'read_error' / 'reset' / "
-    "'malformed_body' / 'truncated_stream', optionally url= and method=) or a model call "
+    "'malformed_body' / 'truncated_stream' / 'not_json' / 'proxy_html' / 'stall' / "
+    "'slow_first_token' / 'context_length' / 'quota', optionally url=, method=, "
+    "retry_after=, retry_after_format=, should_retry=, after=, status=, delay=) or a model call "
     "(llm='malformed_tool_args' / 'rate_limit' / 'server_error' / 'timeout' / 'empty' / "
     "'blocked' / 'unknown_tool' / 'not_json'). Exactly one target per marker; markers stack."
 )
@@ -431,6 +433,8 @@ def http_faults(request: pytest.FixtureRequest) -> HttpFaultRouter:
     and a request that matches no route raises an `AssertionError` unless it goes to
     loopback. Stopped with the test's fault plan; a route never requested then fails the
     test (opt out with ``http_faults.assert_all_called = False``).
+    ``http_faults.script("openai", [call_tool(...), say("done")])`` answers a provider's
+    endpoint with scripted steps in its wire format.
     """
     return _state(request).plan.http_layer().router
 
@@ -451,7 +455,7 @@ def _agentfaults_llm_server() -> Generator[LLMServer, None, None]:
 def llm_server(
     request: pytest.FixtureRequest, _agentfaults_llm_server: LLMServer
 ) -> Generator[LLMServer, None, None]:
-    """A real server on 127.0.0.1 speaking the OpenAI, Anthropic and Ollama wire formats.
+    """A real server on 127.0.0.1 speaking the OpenAI, Anthropic, Ollama and Gemini wires.
 
     Drive it with ``llm_server.script([...steps])``; point clients at
     ``llm_server.base_url("openai")`` (or ``.env()``). The test's http faults are served

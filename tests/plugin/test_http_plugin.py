@@ -95,7 +95,9 @@ def test_it():
 """
     ).runpytest()
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*retry_after= only goes with an HTTP status*"])
+    result.stdout.fnmatch_lines(
+        ["*retry_after= does not apply to http='timeout'; it goes with an HTTP status*"]
+    )
 
 
 def test_the_recovery_trace_shows_the_http_attempts(suite):

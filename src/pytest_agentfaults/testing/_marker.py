@@ -19,6 +19,7 @@ from pytest_agentfaults.testing._builders import (
     seconds_or_none,
 )
 from pytest_agentfaults.testing._fault import (
+    HTTP_KIND_OPTIONS,
     HTTP_KINDS,
     LLM_FAULT_KINDS,
     LLM_KINDS,
@@ -35,6 +36,10 @@ __all__ = ["parse_marker"]
 _COMMON: Final = ("times", "at", "probability", "strict")
 #: every option some llm= kind takes, in the order the kinds declare them
 _LLM_OPTIONS: Final = tuple(dict.fromkeys(o for k in LLM_FAULT_KINDS.values() for o in k.options))
+#: every option some http= status or kind takes
+_HTTP_OPTIONS: Final = tuple(dict.fromkeys(o for k in HTTP_KIND_OPTIONS.values() for o in k))
+#: the keys an http= marker takes (what `parse_marker` checks, over ``_VALID_KEYS["http"]``)
+_HTTP_KEYS: Final = ("http", "url", "method", *_HTTP_OPTIONS, *_COMMON)
 _VALID_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "tool": ("tool", "raises", "returns", "delay", "idempotent", *_COMMON),
     "function": ("function", "raises", "returns", "delay", "idempotent", *_COMMON),
@@ -65,7 +70,7 @@ def parse_marker(
             "llm=... (stack several markers for several faults)"
         )
     target = targets[0]
-    valid = _VALID_KEYS[target]
+    valid = _HTTP_KEYS if target == "http" else _VALID_KEYS[target]
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:
         raise UsageError(
@@ -128,17 +133,28 @@ def _parse_http(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -
         raise UsageError(f"{shown}: method= must be a str such as 'POST', got {method!r}")
     fault = HTTPFault(url=url, method=method.upper() if method else None, **common)
     builder = HttpFaultBuilder(fault)
-    if isinstance(spec, int) and not isinstance(spec, bool):
-        builder.status(spec, retry_after=kwargs.get("retry_after"))
-    elif spec in HTTP_KINDS:
-        if kwargs.get("retry_after") is not None:
-            raise UsageError(f"{shown}: retry_after= only goes with an HTTP status, like http=429")
-        getattr(builder, spec)()  # each kind has the builder method of its name
-    else:
+    is_status = isinstance(spec, int) and not isinstance(spec, bool)
+    if not is_status and spec not in HTTP_KINDS:
         raise UsageError(
             f"{shown}: http= must be a status code (e.g. 503) or one of "
             f"{', '.join(HTTP_KINDS)}; got {spec!r}"
         )
+    allowed = HTTP_KIND_OPTIONS.get("status" if is_status else spec, ())
+    options = {key: kwargs[key] for key in _HTTP_OPTIONS if key in kwargs}
+    for key in options:
+        if key not in allowed:
+            takers = [
+                "an HTTP status such as http=503" if kind == "status" else f"http={kind!r}"
+                for kind, keys in HTTP_KIND_OPTIONS.items()
+                if key in keys
+            ]
+            raise UsageError(
+                f"{shown}: {key}= does not apply to http={spec!r}; it goes with {', '.join(takers)}"
+            )
+    if is_status:
+        builder.status(spec, **options)
+    else:
+        getattr(builder, spec)(**options)  # each kind has the builder method of its name
     return fault
 
 

@@ -74,6 +74,7 @@ from pytest_agentfaults.testing._clients import (
     push,
     remove,
     request_body,
+    slow_stream,
 )
 from pytest_agentfaults.testing._fast_mock import start_mocker
 from pytest_agentfaults.testing._handoff import (
@@ -90,7 +91,11 @@ from pytest_agentfaults.testing._network import UnmatchedRequestError
 from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pytest_agentfaults.testing.faults import FaultPlan, HTTPFault
+    from pytest_agentfaults.testing.scripted import ScriptedModel
+    from pytest_agentfaults.testing.steps import Step
 
 __all__ = ["HttpFaultRouter", "HttpInjector", "UnmatchedRequestError", "is_loopback"]
 
@@ -141,6 +146,8 @@ class HttpInjector:
         decision = self._decide(library, client, request)
         if decision is _SILENT:
             return original(client, request)
+        if isinstance(decision, Injected) and decision.delay is not None:
+            return self._slow(library, request, original(client, request), decision)
         if isinstance(decision, Injected):
             return original(Via(client, Answer(decision)), request)
         try:
@@ -157,6 +164,9 @@ class HttpInjector:
         decision = self._decide(library, client, request)
         if decision is _SILENT:
             return await original(client, request)
+        if isinstance(decision, Injected) and decision.delay is not None:
+            response = await original(client, request)
+            return self._slow(library, request, response, decision)
         if isinstance(decision, Injected):
             return await original(Via(client, Answer(decision)), request)
         try:
@@ -184,6 +194,9 @@ class HttpInjector:
         hit = self.plan.next_http_fault(method, shown)
         if hit is not None:
             outcome = self._inject(library, request, *hit)
+            if outcome.delay is not None:  # recorded once answered (`_slow`)
+                outcome.fault = hit[0]
+                return outcome
             failure = outcome.error or outcome.later
             self._record(request, response=outcome.response, error=failure, fault=hit[0])
             return outcome
@@ -218,8 +231,22 @@ class HttpInjector:
             occurrence=occurrence,
             detail=f"{method} {url}: {fault.describe()}",
         )
-        retry_after = fault.retry_after if fault.status is not None else None
-        return outcome(library, request, kind, retry_after)
+        return outcome(library, request, fault)
+
+    def _slow(self, library: Library, request: Any, response: Any, slow: Injected) -> Any:
+        """``response`` with its first chunk held (``slow_first_token``), recorded."""
+        delay = float(slow.delay or 0.0)
+        timeouts = request.extensions.get("timeout") or {}
+        read = timeouts.get("read")
+        error = None
+        if read is not None and delay >= read:
+            error = library.module.ReadTimeout(
+                f"agentfaults: slow_first_token: no first chunk within the client's read "
+                f"timeout ({read:g}s < {delay:g}s)"
+            )
+        response.stream = slow_stream(library.module, response.stream, delay, error)
+        self._record(request, response=response, error=error, fault=slow.fault)
+        return response
 
     # ------------------------------------------------------------------ events
 
@@ -286,6 +313,11 @@ class HttpFaultRouter(respx.Router):
     real local server. A route never requested fails the test at teardown, unless the
     test sets ``http_faults.assert_all_called = False``; ``http_faults.assert_all_called()``
     checks at once, as in respx.
+
+    `script` answers a provider's endpoint with scripted steps in its wire format, so no
+    test hand-writes a provider's JSON::
+
+        http_faults.script("anthropic", [call_tool("get_weather", city="Paris"), say("Sunny.")])
     """
 
     def __init__(self) -> None:
@@ -306,6 +338,26 @@ class HttpFaultRouter(respx.Router):
         """Note a request that a client's own transport answers (see `assert_all_called`)."""
         if len(self.bypassed) < 50:  # enough to explain an unused route
             self.bypassed.append((request, transport_name(transport)))
+
+    def script(
+        self,
+        provider: str,
+        steps: Sequence[Step | str],
+        *,
+        url: str | None = None,
+        strict: bool = True,
+    ) -> ScriptedModel:
+        """Answer ``provider``'s endpoint with scripted ``steps``, in its wire format.
+
+        ``provider`` is ``"openai"`` (chat completions), ``"openai-responses"``,
+        ``"anthropic"``, ``"ollama"`` or ``"gemini"``; the route is on the official
+        endpoint unless ``url=`` names another. Returns the `ScriptedModel` behind it
+        (``.requests``); leftover steps fail the test unless ``strict=False``.
+        """
+        __tracebackhide__ = True
+        from pytest_agentfaults.testing._script_routes import script_route  # noqa: PLC0415
+
+        return script_route(self, provider, steps, url=url, strict=strict)
 
     @property
     def assert_all_called(self) -> AllCalledSwitch:
