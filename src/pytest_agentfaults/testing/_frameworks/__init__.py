@@ -23,6 +23,8 @@ _HERE: Final = "pytest_agentfaults.testing._frameworks"
 #: framework module (as imported by the user) -> ``"adapter module:install"``
 ADAPTERS: dict[str, str] = {
     "pydantic_ai": f"{_HERE}.pydantic_ai:install",
+    "agents": f"{_HERE}.openai_agents:install",
+    "mcp": f"{_HERE}.mcp:install",
 }
 
 #: framework module -> the ``framework`` field its tool events carry
