@@ -261,3 +261,56 @@ def test_the_adapter_is_registered_under_the_sdks_module():
     from pytest_agentfaults.testing._frameworks import ADAPTERS
 
     assert ADAPTERS["agents"] == "pytest_agentfaults.testing._frameworks.openai_agents:install"
+
+
+# An Agents SDK agent's MCP tools: the SDK wraps each in a FunctionTool whose invoker calls
+# `mcp.ClientSession.call_tool`. Its MCP servers connect over stdio or HTTP; this one, for
+# the test, over the mcp SDK's own in-memory transport to a real MCPServer.
+from agents.mcp.server import _MCPServerWithClientSession  # noqa: E402
+from mcp.client._memory import InMemoryTransport  # noqa: E402
+from mcp.server.mcpserver import MCPServer  # noqa: E402
+
+docs_server = MCPServer("docs")
+
+
+@docs_server.tool(name="search")
+def mcp_search(query: str) -> str:
+    """Search the docs."""
+    CALLS.append(query)
+    return f"3 pages about {query}"
+
+
+class InProcessMCPServer(_MCPServerWithClientSession):
+    def __init__(self, server: MCPServer) -> None:
+        super().__init__(cache_tools_list=True, client_session_timeout_seconds=None)
+        self._server = server
+
+    def create_streams(self):
+        return InMemoryTransport(self._server)
+
+    @property
+    def name(self) -> str:
+        return "docs"
+
+
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"), times=1)
+def test_an_mcp_tool_of_an_agent_is_one_attempt_of_the_agents_sdk(llm_server, trace):
+    llm_server.script([call_tool("search", query="a"), call_tool("search", query="b"), say("ok")])
+
+    async def main():
+        async with (
+            InProcessMCPServer(docs_server) as server,
+            openai.AsyncOpenAI(base_url=llm_server.base_url("openai"), api_key="k") as client,
+        ):
+            model = agents.OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+            agent = agents.Agent(name="bot", mcp_servers=[server], model=model)
+            return await agents.Runner.run(agent, "go", run_config=NO_TRACING)
+
+    asyncio.run(main())
+
+    assert tool_messages(llm_server)[0] == DEFAULT_MESSAGE
+    assert CALLS == ["b"]
+    # Counted once, by the framework whose recovery the model saw; the session's own
+    # call_tool inside that attempt records nothing more.
+    assert trace.tool_attempts("search") == 2
+    assert {e.field("framework") for e in trace.of("tool.*")} == {"openai_agents"}
