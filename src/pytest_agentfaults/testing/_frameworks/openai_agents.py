@@ -35,7 +35,6 @@ from typing import Any, Final, NoReturn
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing._frameworks._core import arun_attempt
-from pytest_agentfaults.testing._frameworks._outer import inside_attempt
 
 __all__ = ["FRAMEWORK", "ToolFailureError", "install"]
 
@@ -92,11 +91,9 @@ def _attempt(
     async def attempt(ctx: Any, input: str) -> Any:
         __tracebackhide__ = True
 
-        async def call() -> Any:
-            with inside_attempt(FRAMEWORK):
-                return await implementation(ctx, input)
-
-        return await arun_attempt(FRAMEWORK, name, _arguments(input), call, _raise_failure)
+        return await arun_attempt(
+            FRAMEWORK, name, _arguments(input), lambda: implementation(ctx, input), _raise_failure
+        )
 
     return attempt
 
