@@ -17,10 +17,12 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing.session import Counts, TestState
 
 __all__ = [
+    "FRAMEWORKS",
     "SESSION",
     "STATE",
     "Kit",
     "Session",
+    "adapters_header",
     "may_use_kit",
     "start_state",
 ]
@@ -91,6 +93,44 @@ def imports_the_kit(module: ModuleType, session: Session) -> bool:
 def is_kit(value: object) -> bool:
     name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
     return isinstance(name, str) and name.startswith("pytest_agentfaults")
+
+
+# The frameworks whose tools ``tool=`` faults reach: top-level module -> (the name the
+# header shows, the distributions that provide it). Kept here, not in the kit's adapter
+# registry (testing._frameworks), so the header loads none of the kit.
+FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "pydantic_ai": ("pydantic-ai", ("pydantic-ai-slim", "pydantic-ai")),
+    "langchain_core": ("langchain", ("langchain-core",)),
+    "agents": ("openai-agents", ("openai-agents",)),
+    "mcp": ("mcp", ("mcp",)),
+}
+
+
+def adapters_header() -> str | None:
+    """``agentfaults: tool faults also reach pydantic-ai 2.68.0, ...``: None if none installed.
+
+    Says which frameworks' tools the adapters can reach in this environment; an adapter
+    loads in a test only once the test process has imported its framework. Looks up what is
+    installed without importing any framework.
+    """
+    from importlib import metadata, util  # noqa: PLC0415 - lazy: once per session
+
+    found = []
+    for module, (shown, distributions) in FRAMEWORKS.items():
+        if util.find_spec(module) is None:
+            continue
+        for distribution in distributions:
+            try:
+                found.append(f"{shown} {metadata.version(distribution)}")
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    if not found:
+        return None
+    return (
+        f"agentfaults: tool faults also reach {', '.join(found)} "
+        "(each adapter loads in the tests that import its framework)"
+    )
 
 
 def start_state(item: pytest.Item) -> TestState:

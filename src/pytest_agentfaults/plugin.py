@@ -28,6 +28,9 @@ from pytest_agentfaults._plugin_state import (
     Session as _Session,
 )
 from pytest_agentfaults._plugin_state import (
+    adapters_header as _adapters_header,
+)
+from pytest_agentfaults._plugin_state import (
     may_use_kit as _may_use_kit,
 )
 from pytest_agentfaults._plugin_state import (
@@ -122,6 +125,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Totals(config.stash[_SESSION]))
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed())
+    config.pluginmanager.register(_AdaptersHeader())
 
 
 def _session_seed(config: pytest.Config) -> int:
@@ -139,6 +143,13 @@ def _session_seed(config: pytest.Config) -> int:
     if given is None:
         given = random.SystemRandom().randrange(1 << 31)
     return int(given)
+
+
+class _AdaptersHeader:
+    """The header line naming the frameworks whose tools ``tool=`` faults reach (issue 16)."""
+
+    def pytest_report_header(self) -> str | None:
+        return _adapters_header()  # None (no line) when no supported framework is installed
 
 
 class _XdistSeed:

@@ -64,11 +64,10 @@ def run_attempt(
     """
     __tracebackhide__ = True
     plan = current_plan()
-    key = (framework, tool)
     inside = _inside.get()
-    if plan is None or key in inside:
+    if plan is None or tool in inside:
         return call()
-    token = _inside.set((*inside, key))
+    token = _inside.set((*inside, tool))
     try:
         return _run(plan, framework, tool, args, call, failure)
     finally:
@@ -114,11 +113,10 @@ async def arun_attempt(
     """`run_attempt` for an async tool path: ``await call()``, or the fault in its place."""
     __tracebackhide__ = True
     plan = current_plan()
-    key = (framework, tool)
     inside = _inside.get()
-    if plan is None or key in inside:
+    if plan is None or tool in inside:
         return await call()
-    token = _inside.set((*inside, key))
+    token = _inside.set((*inside, tool))
     try:
         return await _arun(plan, framework, tool, args, call, failure)
     finally:
@@ -154,10 +152,11 @@ async def _arun(
     return result
 
 
-# The attempts in progress in this context: an attempt the framework makes from inside
-# another at the same tool (an adapter hooked at two levels, or installed twice by nested
-# sessions) is the same attempt, counted once.
-_inside: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("agentfaults_fw_inside", default=())
+# The tools whose attempt is in progress in this context: an attempt at the same tool from
+# inside another (an adapter hooked at two levels, pydantic-ai's MCP toolset calling the MCP
+# client's call_tool, an adapter installed twice by nested sessions) is the same attempt,
+# counted once, by the outermost framework.
+_inside: ContextVar[tuple[str, ...]] = ContextVar("agentfaults_fw_inside", default=())
 
 
 class _Attempt:
