@@ -18,7 +18,8 @@ tool fail on the SDK's own server (`MCPServer`):
   on anyio's real clock, which the virtual clock does not move, so it does not see it.
 
 A call made inside another framework's attempt at the same tool (an Agents SDK agent's
-MCP tool, a pydantic-ai MCP toolset's) is that framework's attempt, counted once, there.
+MCP tool, a pydantic-ai MCP toolset's) is that framework's attempt, counted once, there
+(`arun_attempt` lets a nested attempt at the same tool through).
 Imported only by `install`, once ``mcp`` is imported.
 """
 
@@ -31,7 +32,6 @@ from typing import Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._current import current_plan
-from pytest_agentfaults.testing._frameworks import _core
 from pytest_agentfaults.testing._frameworks._core import arun_attempt
 
 __all__ = ["FRAMEWORK", "install"]
@@ -51,7 +51,7 @@ def install() -> Callable[[], None]:
 
     async def call_tool(self: Any, name: str, arguments: Any = None, *args: Any, **kw: Any) -> Any:
         __tracebackhide__ = True
-        if current_plan() is None or _inside_an_attempt_at(name):
+        if current_plan() is None:
             return await original(self, name, arguments, *args, **kw)
         reached = False
 
@@ -78,15 +78,6 @@ def install() -> Callable[[], None]:
             setattr(ClientSession, "call_tool", original)  # noqa: B010
 
     return undo
-
-
-def _inside_an_attempt_at(name: str) -> bool:
-    """Whether this call is the body of another framework's attempt at the same tool.
-
-    An Agents SDK agent's MCP tools and pydantic-ai's MCP toolsets call the session from
-    inside their own attempt (`_core` keeps the attempts in progress in a ContextVar).
-    """
-    return any(tool == name for _, tool in _core._inside.get())
 
 
 def _failure_result(failure: ToolFailure) -> Any:
