@@ -77,6 +77,17 @@ def run(llm_server, *tools):
     return asyncio.run(main())
 
 
+def default_loop():
+    """The loop set as the thread's default, if any, without making one as a side effect.
+
+    `asyncio.get_event_loop()` would create (and set) a loop when none is set; that loop,
+    put back at teardown, would be dropped unclosed by the next test that sets its own
+    (pytest-asyncio does), and warn. The policy's thread-local is read instead.
+    """
+    local = getattr(asyncio.get_event_loop_policy(), "_local", None)
+    return getattr(local, "_loop", None)
+
+
 @pytest.fixture
 def sync_client(llm_server):
     """A client for `Runner.run_sync`, on a default event loop of the test's own.
@@ -85,8 +96,7 @@ def sync_client(llm_server):
     generators down after every run: a second run on that loop warns (a ResourceWarning,
     an error here). One fresh loop per test, closed with the client on it at teardown.
     """
-    policy = asyncio.get_event_loop_policy()
-    previous = getattr(getattr(policy, "_local", None), "_loop", None)
+    previous = default_loop()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     client = openai.AsyncOpenAI(base_url=llm_server.base_url("openai"), api_key="sk-test")
@@ -314,3 +324,37 @@ def test_an_mcp_tool_of_an_agent_is_one_attempt_of_the_agents_sdk(llm_server, tr
     # call_tool inside that attempt records nothing more.
     assert trace.tool_attempts("search") == 2
     assert {e.field("framework") for e in trace.of("tool.*")} == {"openai_agents"}
+
+
+@pytest.mark.inject_fault(tool="ask_researcher", raises=ConnectionError("reset"))
+def test_an_agent_used_as_a_tool_is_hooked_too(llm_server, trace):
+    llm_server.script([call_tool("ask_researcher", input="retries?"), say("I could not ask.")])
+    researcher = agents.Agent(name="researcher", instructions="Answer.")
+    tool = researcher.as_tool(tool_name="ask_researcher", tool_description="Ask the researcher.")
+
+    result = run(llm_server, tool)
+
+    assert result.final_output == "I could not ask."
+    assert tool_messages(llm_server) == [DEFAULT_MESSAGE]  # the sub-agent never ran
+    trace.assert_sequence(["tool.call:ask_researcher", "tool.fault", "tool.error"])
+
+
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"), times=1)
+def test_a_streamed_run_takes_the_same_tool_path(llm_server, trace):
+    llm_server.script([call_tool("search", query="a"), call_tool("search", query="b"), say("ok")])
+
+    async def main():
+        async with openai.AsyncOpenAI(base_url=llm_server.base_url("openai"), api_key="k") as c:
+            streamed = agents.Runner.run_streamed(
+                make_agent(c, search), "find", run_config=NO_TRACING
+            )
+            kinds = [event.type async for event in streamed.stream_events()]
+            return streamed, kinds
+
+    streamed, kinds = asyncio.run(main())
+
+    assert streamed.final_output == "ok"
+    assert "run_item_stream_event" in kinds
+    assert CALLS == ["b"]
+    assert trace.tool_attempts("search") == 2
+    trace.assert_sequence(["tool.fault:search", "tool.result:search"])
