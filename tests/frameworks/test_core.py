@@ -53,6 +53,11 @@ def test_raises_counts_each_attempt_as_the_runtime_does() -> None:
     assert {e.framework for e in trace.of("tool.*")} == {"demo"}
     assert [str(e.error) for e in trace.of("tool.error")] == ["ConnectionError: reset"] * 2
     assert [f.occurrence for f in scope.faults.fired] == [1, 2]
+    # the attempts after a failure are the framework's retries, numbered in the streak
+    assert trace.retries("search") == 2
+    assert [e.attempt for e in trace.of("tool.retry")] == [2, 3]
+    assert [e.error.type for e in trace.of("tool.retry")] == ["ConnectionError"] * 2
+    trace.assert_sequence("tool.error", "tool.retry", "tool.call", "tool.error", "tool.retry")
 
 
 def test_at_and_a_tool_failure_go_through_the_adapters_failure_function() -> None:
@@ -144,3 +149,24 @@ def test_our_runtime_tags_its_tool_events_agentfaults() -> None:
     assert {e.framework for e in tool_events} == {"agentfaults"}
     assert {e.type for e in tool_events} >= {"tool.call", "tool.fault", "tool.error", "tool.retry"}
     assert scope.trace.tool_attempts("fetch") == 2
+
+
+def test_events_sit_on_the_tests_time_axis() -> None:
+    with af.fault_scope() as scope:
+        scope.clock.advance(5)
+        run_attempt("demo", "search", None, lambda: "x", native)
+        scope.faults.tool("search").delay(2)
+        run_attempt("demo", "search", None, lambda: "x", native)
+    assert [e.at for e in scope.trace.of("tool.call")] == [5, 5]
+    assert scope.trace.of("tool.result")[-1].at == 7
+
+
+def test_assert_sequence_takes_one_list_as_the_issue_writes_it() -> None:
+    with af.fault_scope() as scope:
+        run_attempt("demo", "search", None, lambda: "x", native)
+    scope.trace.assert_sequence(["tool.call", "tool.result"])
+    scope.trace.assert_sequence("tool.call", "tool.result")
+    with pytest.raises(AssertionError, match="first missing: 'tool.fault'"):
+        scope.trace.assert_sequence(["tool.fault"])
+    with pytest.raises(af.UsageError, match="give labels such as"):
+        scope.trace.assert_sequence([3])  # type: ignore[list-item]

@@ -57,8 +57,10 @@ def test_raises_goes_through_pydantic_ais_own_tool_retries(trace: af.Trace) -> N
     assert calls == ["docs"]  # the two faulted attempts never reached the tool
     assert feedback(result) == ["index is warming up"] * 2
     assert trace.tool_attempts("search") == 3
+    assert trace.retries("search") == 2  # pydantic-ai's two retries
     trace.assert_sequence(["tool.fault", "tool.fault", "tool.result"])
     assert {e.framework for e in trace.of("tool.*")} == {"pydantic_ai"}
+    trace.assert_resilient()
 
 
 @pytest.mark.inject_fault(tool="search", raises=ModelRetry("down"), times=4)

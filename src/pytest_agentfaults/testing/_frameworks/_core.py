@@ -162,7 +162,7 @@ _inside: ContextVar[tuple[str, ...]] = ContextVar("agentfaults_fw_inside", defau
 class _Attempt:
     """One attempt's bookkeeping: its number, its events, the fault that hits it."""
 
-    __slots__ = ("marks", "name", "number", "plan", "recorder")
+    __slots__ = ("failing", "key", "marks", "name", "number", "plan", "recorder")
 
     def __init__(
         self, plan: FaultPlan, framework: str, tool: str, args: Mapping[str, Any] | None
@@ -180,6 +180,19 @@ class _Attempt:
             for f in plan.faults
         ):
             self.marks["idempotent"] = False
+        # An attempt after failed ones of the same tool is the framework's retry (pydantic-ai
+        # asks the model again, LangChain feeds the error back ...): a ``tool.retry`` event,
+        # numbered within that run of failures, as our runtime records its own retries. The
+        # wait before it is the framework's and unknown here: no ``delay``.
+        self.key = (framework, tool)
+        self.failing: dict[tuple[str, str], tuple[int, ErrorRecord]] = _side(plan).setdefault(
+            "failing", {}
+        )
+        before = self.failing.get(self.key)
+        if before is not None:
+            self.recorder.emit(
+                "tool.retry", tool=tool, attempt=before[0] + 1, error=before[1], **self.marks
+            )
         self.emit("tool.call", detail=_shown_args(args))
 
     def emit(self, kind: str, **fields: Any) -> None:
@@ -211,19 +224,23 @@ class _Attempt:
         if fault.raises is not None:
             exc = fault.raises
             error = exc() if isinstance(exc, type) else exc
-            self.emit("tool.error", error=ErrorRecord.from_exception(error, tool=self.name))
+            self.failed(error)
             raise error
         value = fault.returns
         if isinstance(value, ToolFailure):
-            self.emit("tool.error", error=ErrorRecord.from_exception(value, tool=self.name))
+            self.failed(value)
             return failure(value)
         self.succeeded(value)
         return value  # type: ignore[no-any-return]
 
-    def failed(self, exc: BaseException) -> None:
-        self.emit("tool.error", error=ErrorRecord.from_exception(exc, tool=self.name))
+    def failed(self, error: BaseException | ToolFailure) -> None:
+        record = ErrorRecord.from_exception(error, tool=self.name)
+        self.emit("tool.error", error=record)
+        before = self.failing.get(self.key)
+        self.failing[self.key] = (1 if before is None else before[0] + 1, record)
 
     def succeeded(self, result: object) -> None:
+        self.failing.pop(self.key, None)
         self.emit("tool.result", detail=_shown_result(result))
 
 
@@ -243,6 +260,7 @@ def _recorder(plan: FaultPlan, framework: str) -> Recorder:
             recorder = Recorder(
                 agent=framework, clock=base.clock, trace=base.trace, run_id=framework
             )
+            recorder.start = base.start  # the test's time axis, as its HTTP events
         recorders[framework] = recorder
     return recorder
 
