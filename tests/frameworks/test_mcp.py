@@ -64,6 +64,7 @@ async def test_raises_is_an_error_result_and_the_callers_retry_recovers(trace):
     trace.assert_sequence("tool.fault", "tool.error", "tool.fault", "tool.error", "tool.result")
     assert {e.field("framework") for e in trace.of("tool.*")} == {"mcp"}
     assert [e.error.type for e in trace.of("tool.error")] == ["ConnectionError"] * 2
+    assert len(trace.of("tool.retry")) == 2  # the caller's own retries, as trace.retries sees them
 
 
 @pytest.mark.asyncio

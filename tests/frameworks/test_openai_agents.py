@@ -133,6 +133,7 @@ def test_raises_goes_through_the_sdks_failure_function_and_the_model_retries(
     trace.assert_sequence("tool.fault", "tool.error", "tool.fault", "tool.error", "tool.result")
     assert {e.field("framework") for e in trace.of("tool.call")} == {"openai_agents"}
     assert [e.field("attempt") for e in trace.of("tool.call")] == [1, 2, 3]
+    assert len(trace.of("tool.retry")) == 2  # the model's calls again after a failure
 
 
 @pytest.mark.inject_fault(tool="search_verbose", raises=TimeoutError("index slow"), at=2)
