@@ -90,7 +90,6 @@ def _attempt(
 ) -> Callable[[Any, str], Awaitable[Any]]:
     async def attempt(ctx: Any, input: str) -> Any:
         __tracebackhide__ = True
-
         return await arun_attempt(
             FRAMEWORK, name, _arguments(input), lambda: implementation(ctx, input), _raise_failure
         )
