@@ -24,6 +24,8 @@ _HERE: Final = "pytest_agentfaults.testing._frameworks"
 ADAPTERS: dict[str, str] = {
     "pydantic_ai": f"{_HERE}.pydantic_ai:install",
     "langchain_core": f"{_HERE}.langchain:install",
+    "agents": f"{_HERE}.openai_agents:install",
+    "mcp": f"{_HERE}.mcp:install",
 }
 
 #: framework module -> the ``framework`` field its tool events carry
