@@ -21,6 +21,7 @@ __all__ = [
     "STATE",
     "Kit",
     "Session",
+    "declares_kit",
     "may_use_kit",
     "start_state",
 ]
@@ -47,6 +48,11 @@ class Session:
         self.html_tests: list[dict[str, Any]] = []
         self.kit: Kit | None = None
         self.kit_modules: dict[str, bool] = {}  # test module -> holds pytest_agentfaults
+        #: a test used the kit (a marker, a kit fixture, or it recorded something): only
+        #: then do the seed line and the summary line print (a third-party suite run with
+        #: the plugin installed stays as quiet as without it)
+        self.used = False
+        self.seed_shown = False  # the seed line went out after collection
 
 
 SESSION = pytest.StashKey[Session]()
@@ -67,14 +73,17 @@ def may_use_kit(item: pytest.Item) -> bool:
     or not), for a marked test, for a test asking for a kit fixture, and for a test whose
     module holds the lazy package (``import pytest_agentfaults as af``).
     """
-    if _RUNTIME in sys.modules:
-        return True
-    if item.get_closest_marker("inject_fault") or item.get_closest_marker("real_time"):
-        return True
-    if not KIT_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
+    if _RUNTIME in sys.modules or declares_kit(item):
         return True
     module = getattr(item, "module", None)
     return module is not None and imports_the_kit(module, item.config.stash[SESSION])
+
+
+def declares_kit(item: pytest.Item) -> bool:
+    """Whether the test says it uses the kit: an agentfaults marker or a kit fixture."""
+    if item.get_closest_marker("inject_fault") or item.get_closest_marker("real_time"):
+        return True
+    return not KIT_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
 
 
 _RUNTIME = "pytest_agentfaults.runtime.clock"  # every agent reads its default clock there

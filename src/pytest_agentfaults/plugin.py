@@ -12,6 +12,7 @@ hooks and fixtures. State lives in ``config.stash`` and ``item.stash``.
 from __future__ import annotations
 
 import random
+import shlex
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,9 @@ from pytest_agentfaults._plugin_state import (
 )
 from pytest_agentfaults._plugin_state import (
     Session as _Session,
+)
+from pytest_agentfaults._plugin_state import (
+    declares_kit as _declares_kit,
 )
 from pytest_agentfaults._plugin_state import (
     may_use_kit as _may_use_kit,
@@ -148,10 +152,21 @@ class _XdistSeed:
         node.workerinput["agentfaults_seed"] = node.config.stash[_SESSION].seed
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    """``agentfaults: seed=N``: rerun with ``--agentfaults-seed=N`` to reproduce."""
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """``agentfaults: seed=N``, after collection, and only when a test uses the kit.
+
+    Printed here rather than in the header: only now are the tests known, and a session
+    none of whose tests uses the kit prints nothing of it. Shown with ``-q`` too.
+    """
     session = config.stash[_SESSION]
-    return f"agentfaults: seed={session.seed} (reproduce with --agentfaults-seed={session.seed})"
+    if not any(_declares_kit(item) for item in items):
+        return []
+    session.seed_shown = True
+    return [_seed_line(session.seed)]
+
+
+def _seed_line(seed: int) -> str:
+    return f"agentfaults: seed={seed} (reproduce with --agentfaults-seed={seed})"
 
 
 # ---------------------------------------------------------------------------- per test
@@ -222,19 +237,19 @@ def pytest_runtest_makereport(
     if state is None:
         return report
     session = item.config.stash[_SESSION]
-    if report.when == "call" or (report.when == "setup" and report.failed):
-        mode = session.trace_mode
-        if mode == "always" or (mode == "on-failure" and report.failed):
-            report.sections.append(("recovery trace", state.render()))
+    _add_trace_section(item, report, state, session)
     if report.when == "teardown":
         outcome = "failed" if item.stash.get(_FAILED, False) else "passed"
         # Everything the controller needs rides on the teardown report, so it reaches
         # the terminal summary and the HTML report from xdist workers too.
-        shipped: dict[str, Any] = {"counts": state.counts().as_dict()}
+        shipped: dict[str, Any] = {
+            "counts": state.counts().as_dict(),
+            "used": _declares_kit(item) or state.recorded(),
+        }
         if session.trace_dir is not None and session.kit is not None:
             session.kit.write_trace_file(session.trace_dir, item.nodeid, state.to_json(outcome))
         if session.trace_mode == "always" and state.trace.events:
-            shipped["render"] = state.render()
+            shipped["render"] = state.render(replay=_replay(item, session))
         if session.html is not None:
             shipped["html"] = state.as_dict(outcome)
         report.agentfaults = shipped  # type: ignore[attr-defined]
@@ -250,6 +265,36 @@ def pytest_runtest_makereport(
 
 _FAILED = pytest.StashKey[bool]()
 _PASSED = pytest.StashKey[bool]()
+_SHOWN = pytest.StashKey[bool]()  # the test's report has its recovery trace section
+
+
+def _replay(item: pytest.Item, session: _Session) -> str:
+    """The command that runs ``item`` again with the same faults and the same waits.
+
+    The session seed, not the test's own: each test's seed is derived from the session
+    seed and the test id, so this reproduces it whatever else runs (or runs first).
+    """
+    return f"pytest --agentfaults-seed={session.seed} {shlex.quote(item.nodeid)}"
+
+
+def _add_trace_section(
+    item: pytest.Item, report: pytest.TestReport, state: TestState, session: _Session
+) -> None:
+    """The "recovery trace" section, for a test that recorded something or uses the kit.
+
+    On the call report (or a failed setup), and on a failed teardown (a strict check)
+    when the test's report has none yet. It opens with the command that replays the test.
+    """
+    mode = session.trace_mode
+    if mode == "never" or item.stash.get(_SHOWN, False):
+        return
+    if report.when == "teardown":
+        wanted = report.failed
+    else:
+        wanted = (report.when == "call" or report.failed) and (mode == "always" or report.failed)
+    if wanted and (state.recorded() or _declares_kit(item)):
+        report.sections.append(("recovery trace", state.render(replay=_replay(item, session))))
+        item.stash[_SHOWN] = True
 
 
 @pytest.hookimpl(wrapper=True)
@@ -297,6 +342,7 @@ class _Totals:
 
             session.totals = Counts()
         session.totals.add(shipped["counts"])
+        session.used = session.used or bool(shipped.get("used", True))
         if "render" in shipped:
             session.always.append((report.nodeid, shipped["render"]))
         if "html" in shipped:
@@ -322,7 +368,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(f"{nodeid}")
             for line in text.splitlines():
                 terminalreporter.write_line(f"  {line}")
-    if session.totals is not None:
+    if session.totals is not None and session.used:
+        if not session.seed_shown:  # under xdist the controller collects nothing
+            terminalreporter.write_line(_seed_line(session.seed))
         terminalreporter.write_line(session.totals.summary())
     if session.html is not None:
         terminalreporter.write_line(f"agentfaults: HTML report written to {session.html}")

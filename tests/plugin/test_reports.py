@@ -26,7 +26,7 @@ def test_failure_report_has_a_recovery_trace_section(suite):
     result.stdout.fnmatch_lines(
         [
             "*- recovery trace -*",
-            "seed *",
+            "replay: pytest --agentfaults-seed=* test_suite.py::test_fails",
             "faults:",
             "  tool 'fetch' raises ConnectionError('reset'): fired 1x (@pytest.mark.inject_fault(*",
             "timeline:",
@@ -110,7 +110,7 @@ def test_two():
 ''').runpytest()
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        ["agentfaults: 3 faults injected, 3 retries, 1 fixer calls, 1 escalations"]
+        ["agentfaults: 3 faults injected, 3 retries, 1 fixer call, 1 escalation"]
     )
 
 

@@ -61,9 +61,15 @@ class Counts:
     def summary(self) -> str:
         """``agentfaults: N faults injected, N retries, N fixer calls, N escalations``."""
         return (
-            f"agentfaults: {self.faults} faults injected, {self.retries} retries, "
-            f"{self.fixer_calls} fixer calls, {self.escalations} escalations"
+            f"agentfaults: {plural(self.faults, 'fault')} injected, "
+            f"{plural(self.retries, 'retry', 'retries')}, "
+            f"{plural(self.fixer_calls, 'fixer call')}, {plural(self.escalations, 'escalation')}"
         )
+
+
+def plural(count: int, one: str, many: str | None = None) -> str:
+    """``1 retry``, ``2 retries``, ``0 fixer calls``."""
+    return f"{count} {one if count == 1 else (many or one + 's')}"
 
 
 def test_seed(session_seed: int, nodeid: str) -> int:
@@ -159,9 +165,16 @@ class TestState:
             escalations=trace.count("escalation"),
         )
 
-    def render(self) -> str:
-        """The "recovery trace" report section: faults fired, then the timeline (redacted)."""
-        lines = [f"seed {self.seed}"]
+    def recorded(self) -> bool:
+        """Whether the test declared a fault or recorded an event (else it has no trace)."""
+        return bool(self.trace.events or self.plan.faults or self.plan.fired)
+
+    def render(self, replay: str | None = None) -> str:
+        """The "recovery trace" report section: faults fired, then the timeline (redacted).
+
+        ``replay`` (the command that reruns the test with the same seed) comes first.
+        """
+        lines = [f"replay: {replay}"] if replay else []
         if self.plan.faults:
             lines.append("faults:")
             fired_ids = [id(f.fault) for f in self.plan.fired]
