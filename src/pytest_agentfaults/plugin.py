@@ -208,6 +208,9 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
             state.plan.check()
         except Exception as error:
             errors.append(error)
+    if len(errors) == 1 and isinstance(errors[0], AssertionError):
+        # the kit's own check: its message says it all, in every --tb style (native too)
+        pytest.fail(str(errors[0]), pytrace=False)
     if len(errors) == 1:
         raise errors[0]
     if errors:
@@ -380,6 +383,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 def _state(request: pytest.FixtureRequest) -> TestState:
+    __tracebackhide__ = True
     state: TestState | None = request.node.stash.get(_STATE, None)
     if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
         state = _start_state(request.node)
@@ -401,6 +405,7 @@ def trace(request: pytest.FixtureRequest) -> Trace:
 @pytest.fixture
 def virtual_clock(request: pytest.FixtureRequest) -> VirtualClock:
     """The test's virtual clock; every agent built with ``clock=None`` waits on it."""
+    __tracebackhide__ = True
     state = _state(request)
     if state.real_time:
         from pytest_agentfaults.errors import UsageError  # noqa: PLC0415
@@ -458,6 +463,7 @@ def llm_server(
     over its socket; ``llm_server.requests`` lists every request received. A request left
     without a script step fails the test at teardown.
     """
+    __tracebackhide__ = True
     from pytest_agentfaults.testing._compose import check_llm_server_mocks  # noqa: PLC0415
 
     server = _agentfaults_llm_server

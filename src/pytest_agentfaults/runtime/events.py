@@ -224,6 +224,7 @@ class Trace:
         A label is ``"type"`` or ``"type:tool"``. On failure the message shows what was
         expected, how far the match got, and the actual timeline.
         """
+        __tracebackhide__ = True
         position = 0
         matched: list[int] = []
         for index, event in enumerate(self.events):
@@ -276,6 +277,7 @@ class Trace:
 
         Takes the options of `verdict`, e.g. ``trace.assert_resilient(ignore=("no_backoff",))``.
         """
+        __tracebackhide__ = True
         judged = verdict(self, **options)
         if not judged.passed:
             raise NotResilientError(judged)

@@ -53,6 +53,7 @@ from pytest_agentfaults.testing._fault import (
 from pytest_agentfaults.testing._marker import parse_marker
 from pytest_agentfaults.testing._plan_interceptor import PlanInterceptor
 from pytest_agentfaults.testing._undo import raise_together, run_all
+from pytest_agentfaults.testing._unfired import explain_unfired
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime._recorder import Recorder
@@ -105,6 +106,8 @@ class FaultPlan:
         self._http_lock = threading.Lock()
         self._checks: list[Callable[[], None]] = []
         self._call_ids = 0
+        #: every tool an attempt was made at while the plan was active (with a fault or not)
+        self.tools_called: set[str] = set()
         #: origins that reports show under a stable name (``http://127.0.0.1:<port>`` of a
         #: bound `LLMServer` -> ``http://llm_server``): a port differs from run to run
         self.shown_origins: dict[str, str] = {}
@@ -161,7 +164,7 @@ class FaultPlan:
         the checks added with `add_check` run too. Every failure is reported, together.
         """
         __tracebackhide__ = True
-        lines = [f"fault on {f.subject} never fired ({f.source})" for f in self.unfired()]
+        lines = [explain_unfired(f, self._occurrences, self.tools_called) for f in self.unfired()]
         if self.unused_routes:
             lines.append(self.unused_routes)
         for check in list(self._checks):
