@@ -8,6 +8,7 @@ axis, one row per tool and model) and the event list. No scripts, no external as
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,51 @@ from pytest_agentfaults.runtime.timeline import render_svg
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Event
 
-__all__ = ["ReportEntry", "render_html"]
+__all__ = ["ReportEntry", "RetryCounts", "count_retries", "render_html"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryCounts:
+    """A test's retries, by the layer that retried (`count_retries`)."""
+
+    tool: int = 0
+    llm: int = 0
+    #: HTTP-level retries: a request sent again after it failed (an SDK's own retries,
+    #: seen as repeated requests, and the runtime's ``transport_retries``)
+    http: int = 0
+
+
+def count_retries(events: Sequence[Event]) -> RetryCounts:
+    """Count ``events``' retries: tool, LLM and HTTP apart (the one place that counts them).
+
+    Tool and LLM retries are the runtime's ``tool.retry`` and ``llm.retry`` events. An HTTP
+    retry is an ``http.request`` that repeats a failed one (same run, method, URL and body)
+    or says so (``x-stainless-retry-count`` above 0); a trace without ``http.request``
+    events counts the runtime's ``transport.retry`` events instead.
+    """
+    tool = llm = transport = repeated = 0
+    requests = 0
+    failed: dict[tuple[object, ...], bool] = {}
+    for event in events:
+        kind = event.type
+        if kind == "tool.retry":
+            tool += 1
+        elif kind == "llm.retry":
+            llm += 1
+        elif kind == "transport.retry":
+            transport += 1
+        elif kind == "http.request":
+            requests += 1
+            key = (event.run_id, event.field("method"), event.field("url"), event.field("body_sha"))
+            retry_count = event.field("retry_count")
+            if (isinstance(retry_count, int) and retry_count > 0) or (
+                retry_count is None and failed.get(key, False)
+            ):
+                repeated += 1
+            status = event.status
+            failed[key] = event.error is not None or (isinstance(status, int) and status >= 400)
+    return RetryCounts(tool=tool, llm=llm, http=repeated if requests else transport)
+
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #1c2833; }

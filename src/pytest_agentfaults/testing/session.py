@@ -25,21 +25,27 @@ from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_defaul
 from pytest_agentfaults.runtime.events import Event, Trace
 from pytest_agentfaults.runtime.snapshot import SnapshotSettings, use_snapshots
 from pytest_agentfaults.testing._fault import Fault, without_addresses
+from pytest_agentfaults.testing._trace_text import clip, exhausted_after, render_events
 from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan
-from pytest_agentfaults.testing.report import ReportEntry, render_html
+from pytest_agentfaults.testing.report import ReportEntry, count_retries, render_html
 
 __all__ = ["Counts", "TestState", "test_seed", "trace_file_name", "write_html_report"]
 
 
 @dataclass(slots=True)
 class Counts:
-    """The terminal summary's figures; adds up across tests and xdist workers."""
+    """The terminal summary's figures; adds up across tests and xdist workers.
+
+    ``retries`` are the tool and LLM retries; ``http_retries`` the HTTP-level ones (see
+    `count_retries`), counted apart.
+    """
 
     faults: int = 0
     retries: int = 0
     fixer_calls: int = 0
     escalations: int = 0
+    http_retries: int = 0
 
     def add(self, other: Counts | dict[str, int]) -> None:
         """Add ``other`` (a `Counts` or its dict form) to these counts."""
@@ -48,6 +54,7 @@ class Counts:
         self.retries += int(data.get("retries", 0))
         self.fixer_calls += int(data.get("fixer_calls", 0))
         self.escalations += int(data.get("escalations", 0))
+        self.http_retries += int(data.get("http_retries", 0))
 
     def as_dict(self) -> dict[str, int]:
         """A JSON-friendly form (xdist ships it from workers to the controller)."""
@@ -56,13 +63,18 @@ class Counts:
             "retries": self.retries,
             "fixer_calls": self.fixer_calls,
             "escalations": self.escalations,
+            "http_retries": self.http_retries,
         }
 
     def summary(self) -> str:
-        """``agentfaults: N faults injected, N retries, N fixer calls, N escalations``."""
+        """``agentfaults: N faults injected, N retries, N fixer calls, N escalations``.
+
+        With ``N HTTP retries`` after the retries when there were any.
+        """
+        http = f"{plural(self.http_retries, 'HTTP retry', 'HTTP retries')}, "
         return (
             f"agentfaults: {plural(self.faults, 'fault')} injected, "
-            f"{plural(self.retries, 'retry', 'retries')}, "
+            f"{plural(self.retries, 'retry', 'retries')}, {http if self.http_retries else ''}"
             f"{plural(self.fixer_calls, 'fixer call')}, {plural(self.escalations, 'escalation')}"
         )
 
@@ -156,13 +168,13 @@ class TestState:
         trace = self.trace
         if not trace.events:
             return Counts(faults=len(self.plan.fired))
+        retries = count_retries(trace.events)
         return Counts(
             faults=len(self.plan.fired),
-            retries=sum(
-                trace.count(kind) for kind in ("tool.retry", "llm.retry", "transport.retry")
-            ),
+            retries=retries.tool + retries.llm,
             fixer_calls=trace.count("fixer.call"),
             escalations=trace.count("escalation"),
+            http_retries=retries.http,
         )
 
     def recorded(self) -> bool:
@@ -175,16 +187,39 @@ class TestState:
         ``replay`` (the command that reruns the test with the same seed) comes first.
         """
         lines = [f"replay: {replay}"] if replay else []
+        events = self.trace.events
+        if events or self.plan.fired:
+            lines.append(f"summary: {self._summary()}")
         if self.plan.faults:
             lines.append("faults:")
             fired_ids = [id(f.fault) for f in self.plan.fired]
             for fault in self.plan.faults:
-                hits = fired_ids.count(id(fault))
-                lines.append(f"  {fault.describe()}: fired {hits}x ({fault.source})")
+                hits = plural(fired_ids.count(id(fault)), "time")
+                lines.append(clip(f"  fired {hits}: {fault.describe()} ({fault.source})"))
         lines.append("timeline:")
-        lines.extend(f"  {line}" for line in self.trace.render().splitlines() or ["(no events)"])
+        lines.extend(f"  {line}" for line in render_events(events) or ["(no events)"])
         text: str = _shown("\n".join(lines), self._origins())
         return text
+
+    def _summary(self) -> str:
+        """One line of this test's figures: faults, retries by layer, fixers, escalations.
+
+        Only the figures above zero, so the line stays short.
+        """
+        retries = count_retries(self.trace.events)
+        ends = exhausted_after(self.trace.events).values()
+        exhausted = sum(1 for line in ends if line.startswith("retries exhausted"))
+        counted = (
+            (retries.tool, "tool retry", "tool retries"),
+            (retries.llm, "LLM retry", "LLM retries"),
+            (retries.http, "HTTP retry", "HTTP retries"),
+            (self.trace.count("fixer.call"), "fixer call", "fixer calls"),
+            (self.trace.count("escalation"), "escalation", "escalations"),
+            (exhausted, "time retries ran out", "times retries ran out"),
+        )
+        parts = [f"{plural(len(self.plan.fired), 'fault')} fired"]
+        parts.extend(plural(n, one, many) for n, one, many in counted if n)
+        return ", ".join(parts)
 
     def to_json(self, outcome: str) -> str:
         """The JSON file written per test with ``--agentfaults-trace-dir``."""
