@@ -46,6 +46,8 @@ class Session:
         self.totals: Counts | None = None
         self.always: list[tuple[str, str]] = []
         self.html_tests: list[dict[str, Any]] = []
+        #: each test's phases as pytest reported them, for the HTML report (node id ->)
+        self.phases: dict[str, list[dict[str, Any]]] = {}
         self.kit: Kit | None = None
         self.kit_modules: dict[str, bool] = {}  # test module -> holds pytest_agentfaults
         #: a test used the kit (a marker, a kit fixture, or it recorded something): only

@@ -12,13 +12,21 @@ hooks and fixtures. State lives in ``config.stash`` and ``item.stash``.
 from __future__ import annotations
 
 import random
-import shlex
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentfaults._plugin_report import (
+    add_to_pytest_reports as _add_to_pytest_reports,
+)
+from pytest_agentfaults._plugin_report import (
+    add_trace_section as _add_trace_section,
+)
+from pytest_agentfaults._plugin_report import (
+    replay as _replay,
+)
 from pytest_agentfaults._plugin_state import (
     SESSION as _SESSION,
 )
@@ -123,7 +131,8 @@ def pytest_configure(config: pytest.Config) -> None:
         update=bool(config.getoption("agentfaults_update_snapshots")),
         html=Path(html) if html else None,
     )
-    config.pluginmanager.register(_Totals(config.stash[_SESSION]))
+    worker = getattr(config, "workerinput", None) is not None
+    config.pluginmanager.register(_Totals(config.stash[_SESSION], worker))
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed())
 
@@ -245,16 +254,18 @@ def pytest_runtest_makereport(
         outcome = "failed" if item.stash.get(_FAILED, False) else "passed"
         # Everything the controller needs rides on the teardown report, so it reaches
         # the terminal summary and the HTML report from xdist workers too.
-        shipped: dict[str, Any] = {
-            "counts": state.counts().as_dict(),
-            "used": _declares_kit(item) or state.recorded(),
-        }
+        used = _declares_kit(item) or state.recorded()
+        shipped: dict[str, Any] = {"counts": state.counts().as_dict(), "used": used}
         if session.trace_dir is not None and session.kit is not None:
             session.kit.write_trace_file(session.trace_dir, item.nodeid, state.to_json(outcome))
         if session.trace_mode == "always" and state.trace.events:
             shipped["render"] = state.render(replay=_replay(item, session))
         if session.html is not None:
             shipped["html"] = state.as_dict(outcome)
+            if used:
+                shipped["html"]["replay"] = _replay(item, session)
+        if used:
+            _add_to_pytest_reports(item, report, state, shipped["counts"], session)
         report.agentfaults = shipped  # type: ignore[attr-defined]
         # Items live until the session ends: keeping every test's plan, trace and clock
         # alive would grow the heap, and with it the garbage collector's work, per test.
@@ -268,36 +279,6 @@ def pytest_runtest_makereport(
 
 _FAILED = pytest.StashKey[bool]()
 _PASSED = pytest.StashKey[bool]()
-_SHOWN = pytest.StashKey[bool]()  # the test's report has its recovery trace section
-
-
-def _replay(item: pytest.Item, session: _Session) -> str:
-    """The command that runs ``item`` again with the same faults and the same waits.
-
-    The session seed, not the test's own: each test's seed is derived from the session
-    seed and the test id, so this reproduces it whatever else runs (or runs first).
-    """
-    return f"pytest --agentfaults-seed={session.seed} {shlex.quote(item.nodeid)}"
-
-
-def _add_trace_section(
-    item: pytest.Item, report: pytest.TestReport, state: TestState, session: _Session
-) -> None:
-    """The "recovery trace" section, for a test that recorded something or uses the kit.
-
-    On the call report (or a failed setup), and on a failed teardown (a strict check)
-    when the test's report has none yet. It opens with the command that replays the test.
-    """
-    mode = session.trace_mode
-    if mode == "never" or item.stash.get(_SHOWN, False):
-        return
-    if report.when == "teardown":
-        wanted = report.failed
-    else:
-        wanted = (report.when == "call" or report.failed) and (mode == "always" or report.failed)
-    if wanted and (state.recorded() or _declares_kit(item)):
-        report.sections.append(("recovery trace", state.render(replay=_replay(item, session))))
-        item.stash[_SHOWN] = True
 
 
 @pytest.hookimpl(wrapper=True)
@@ -332,10 +313,15 @@ class _Totals:
     run (pytester) keeps its totals apart.
     """
 
-    def __init__(self, session: _Session) -> None:
+    def __init__(self, session: _Session, worker: bool = False) -> None:
         self.session = session
+        self.worker = worker  # an xdist worker: it ships its reports, the controller writes
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.session.html is not None and not self.worker:
+            from pytest_agentfaults._plugin_report import phase_of  # noqa: PLC0415 - lazy
+
+            self.session.phases.setdefault(report.nodeid, []).append(phase_of(report))
         shipped = getattr(report, "agentfaults", None)
         if shipped is None or report.when != "teardown":
             return
@@ -357,7 +343,7 @@ class _Totals:
         if self.session.html is not None:
             from pytest_agentfaults.testing.session import write_html_report  # noqa: PLC0415
 
-            write_html_report(self.session.html, self.session.html_tests)
+            write_html_report(self.session.html, self.session.html_tests, self.session.phases)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

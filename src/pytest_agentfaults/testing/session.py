@@ -28,7 +28,13 @@ from pytest_agentfaults.testing._fault import Fault, without_addresses
 from pytest_agentfaults.testing._trace_text import clip, exhausted_after, render_events
 from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan
-from pytest_agentfaults.testing.report import ReportEntry, count_retries, render_html
+from pytest_agentfaults.testing.report import (
+    Phase,
+    ReportEntry,
+    count_retries,
+    overall_outcome,
+    render_html,
+)
 
 __all__ = ["Counts", "TestState", "test_seed", "trace_file_name", "write_html_report"]
 
@@ -249,6 +255,11 @@ class TestState:
         }
         return _shown(data, self._origins())  # type: ignore[no-any-return]
 
+    def shown_events(self) -> list[Event]:
+        """The trace's events as reports show them (redacted, stable loopback origins)."""
+        events = json.loads(self.trace.to_json())["events"]
+        return [Event.model_validate(e) for e in _shown(events, self._origins())]
+
     def _origins(self) -> dict[str, str]:
         """Each loopback `LLMServer`'s origin, and the stable one reports show instead.
 
@@ -301,19 +312,38 @@ def write_trace_file(directory: Path, nodeid: str, text: str) -> Path:
     return target
 
 
-def write_html_report(path: Path, tests: list[dict[str, Any]]) -> Path:
-    """Write the ``--agentfaults-html`` report for ``tests`` (`TestState.as_dict` items)."""
-    entries = [
-        ReportEntry(
-            nodeid=test["nodeid"],
-            outcome=test["outcome"],
-            seed=test["seed"],
-            faults=[f"{f['fault']} (occurrence {f['occurrence']})" for f in test["faults_fired"]],
-            counts=test["counts"],
-            events=[Event.model_validate(e) for e in test["events"]],
+def write_html_report(
+    path: Path,
+    tests: list[dict[str, Any]],
+    phases: dict[str, list[dict[str, Any]]] | None = None,
+) -> Path:
+    """Write the ``--agentfaults-html`` report.
+
+    ``tests`` are `TestState.as_dict` items (the tests that had the kit's state), ``phases``
+    each test's phases as pytest reported them, by node id, in the order they ran. Every
+    test with phases is in the report; one without kit data shows its phases only.
+    """
+    kit = {test["nodeid"]: test for test in tests}
+    order = list(phases or {}) + [nodeid for nodeid in kit if nodeid not in (phases or {})]
+    entries = []
+    for nodeid in order:
+        test = kit.get(nodeid, {})
+        shown = [Phase(**phase) for phase in (phases or {}).get(nodeid, [])]
+        entries.append(
+            ReportEntry(
+                nodeid=nodeid,
+                outcome=overall_outcome(shown) if shown else test.get("outcome", "passed"),
+                seed=test.get("seed", 0),
+                faults=[
+                    f"{f['fault']} (occurrence {f['occurrence']})"
+                    for f in test.get("faults_fired", [])
+                ],
+                counts=test.get("counts", {}),
+                events=[Event.model_validate(e) for e in test.get("events", [])],
+                phases=shown,
+                replay=test.get("replay", ""),
+            )
         )
-        for test in tests
-    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(entries), encoding="utf-8")
     return path
