@@ -37,7 +37,7 @@ def test_turns_clipped_lines_and_an_explicit_retries_exhausted_line(suite):
     assert "turn 1" in text
     assert "turn 2" in text
     assert "  fired 3 times: tool 'fetch' raises ConnectionError(" in text
-    assert "summary: 3 faults fired, 2 tool retries, 1 time retries ran out" in text
+    assert "summary: 3 faults fired, 2 tool retries, retries exhausted once" in text
     exhausted = [line for line in section if "retries exhausted:" in line]
     assert len(exhausted) == 1
     assert "turn 1   retries exhausted: tool 'fetch' failed all 3 attempts" in exhausted[0]

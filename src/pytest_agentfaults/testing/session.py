@@ -221,10 +221,11 @@ class TestState:
             (retries.http, "HTTP retry", "HTTP retries"),
             (self.trace.count("fixer.call"), "fixer call", "fixer calls"),
             (self.trace.count("escalation"), "escalation", "escalations"),
-            (exhausted, "time retries ran out", "times retries ran out"),
         )
         parts = [f"{plural(len(self.plan.fired), 'fault')} fired"]
         parts.extend(plural(n, one, many) for n, one, many in counted if n)
+        if exhausted:
+            parts.append("retries exhausted " + ("once" if exhausted == 1 else f"{exhausted}x"))
         return ", ".join(parts)
 
     def to_json(self, outcome: str) -> str:
