@@ -131,7 +131,7 @@ def render_html(entries: list[ReportEntry], *, title: str = "pytest-agentfaults 
     for entry in entries:
         totals[entry.outcome] = totals.get(entry.outcome, 0) + 1
     tally = ", ".join(
-        f'<span class="{html.escape(k)}">{v} {html.escape(k)}</span>' for k, v in totals.items()
+        f'<span class="{html.escape(k)}">{html.escape(k)}: {v}</span>' for k, v in totals.items()
     )
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
