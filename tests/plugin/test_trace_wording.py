@@ -117,13 +117,13 @@ def test_count_retries_tells_the_layers_apart():
         Event(type="llm.retry"),
         Event(type="llm.retry"),
         _request(503),
-        _request(503),  # repeats a failed request: a retry
-        _request(200),  # and again: a retry that worked
-        _request(200),  # a new request after a success: not a retry
-        _request(200, url="other"),
+        _request(503),  # the same request again, outside any run: an SDK's retry
+        _request(200, url="other"),  # another route: not a retry
         _request(500, retry_count=0),
         _request(200, retry_count=1),  # the SDK says so
-        Event(type="transport.retry"),  # ignored: the requests were seen
+        Event(type="transport.retry"),  # the runtime's own HTTP retry
+        Event(type="http.request", run_id="run-1", method="POST", url="u"),  # inside a run:
+        Event(type="http.request", run_id="run-1", method="POST", url="u"),  # its events count
     ]
     assert count_retries(events) == RetryCounts(tool=1, llm=2, http=3)
 

@@ -33,22 +33,27 @@ class RetryCounts:
 
     tool: int = 0
     llm: int = 0
-    #: HTTP-level retries: a request sent again after it failed (an SDK's own retries,
-    #: seen as repeated requests, and the runtime's ``transport_retries``)
+    #: HTTP-level retries: the runtime's ``transport_retries``, and an SDK's own retries,
+    #: seen as the same request sent again
     http: int = 0
+
+
+#: the run id of the HTTP events recorded outside any agent run (`TestState`)
+OUTSIDE_RUNS = "http"
 
 
 def count_retries(events: Sequence[Event]) -> RetryCounts:
     """Count ``events``' retries: tool, LLM and HTTP apart (the one place that counts them).
 
-    Tool and LLM retries are the runtime's ``tool.retry`` and ``llm.retry`` events. An HTTP
-    retry is an ``http.request`` that repeats a failed one (same run, method, URL and body)
-    or says so (``x-stainless-retry-count`` above 0); a trace without ``http.request``
-    events counts the runtime's ``transport.retry`` events instead.
+    Tool and LLM retries are the runtime's ``tool.retry`` and ``llm.retry`` events. HTTP
+    retries are its ``transport.retry`` events, plus the retries made below it: an
+    ``http.request`` that says it is one (the SDK's ``x-stainless-retry-count`` header,
+    kept as ``retry_count``, above 0) or, for a client that says nothing and runs outside
+    our agent runs, one that repeats an earlier request to the same route with the same
+    body. Requests made inside an agent run are left to that run's own retry events.
     """
-    tool = llm = transport = repeated = 0
-    requests = 0
-    failed: dict[tuple[object, ...], bool] = {}
+    tool = llm = http = 0
+    seen: set[tuple[object, ...]] = set()
     for event in events:
         kind = event.type
         if kind == "tool.retry":
@@ -56,18 +61,16 @@ def count_retries(events: Sequence[Event]) -> RetryCounts:
         elif kind == "llm.retry":
             llm += 1
         elif kind == "transport.retry":
-            transport += 1
+            http += 1
         elif kind == "http.request":
-            requests += 1
-            key = (event.run_id, event.field("method"), event.field("url"), event.field("body_sha"))
             retry_count = event.field("retry_count")
-            if (isinstance(retry_count, int) and retry_count > 0) or (
-                retry_count is None and failed.get(key, False)
-            ):
-                repeated += 1
-            status = event.status
-            failed[key] = event.error is not None or (isinstance(status, int) and status >= 400)
-    return RetryCounts(tool=tool, llm=llm, http=repeated if requests else transport)
+            if isinstance(retry_count, int):
+                http += retry_count > 0
+            elif event.run_id == OUTSIDE_RUNS:
+                route = (event.field("method"), event.field("url"), event.field("body_sha"))
+                http += route in seen
+                seen.add(route)
+    return RetryCounts(tool=tool, llm=llm, http=http)
 
 
 @dataclass
