@@ -126,3 +126,20 @@ def test_schedule():
     assert "schedule violates 'count'" in out
     assert out.count("test_suite.py:") >= 2  # each failure points at the test's line
     _assert_no_kit_source(out)
+
+
+def test_scripted_model_frames_are_hidden_when_the_script_runs_out_or_fails(suite):
+    result = suite("""
+def test_runs_out():
+    make([call_tool("fetch", url="u")]).run("go")
+
+def test_model_fails():
+    from pytest_agentfaults import fail
+
+    make([fail.http(500)]).run("go")
+""").runpytest()
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "ScriptExhaustedError: ScriptedModel 'scripted' has no step for call 2" in out
+    for source in ("def _next_step(", "def request(", "def respond(", "testing/scripted.py:"):
+        assert source not in out, source
