@@ -53,7 +53,7 @@ def test_svg_is_well_formed_and_shows_every_event(trace):
     assert seqs == [e.seq for e in trace]
     labels = [el.text for el in root.iter(f"{SVG}text")]
     assert "a <run> & more" in labels
-    assert {"model (bot)", "tool fetch", "tool parse"} <= set(labels)
+    assert {"model scripted (bot)", "tool fetch", "tool parse"} <= set(labels)
 
 
 def test_waits_and_failures_are_drawn(trace):
@@ -175,3 +175,17 @@ def test_one_row_per_http_host_tool_and_model():
     root = ET.fromstring(af.Trace(events).render(format="svg"))
     rows = [el.text for el in root.iter(f"{SVG}text") if el.get("class") == "row"]
     assert rows == ["model (bot)", "tool fetch", "HTTP a.test", "HTTP b.test"]
+
+
+def test_a_fallback_model_gets_a_row_of_its_own():
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([fail.http(503)], name="primary", on_exhausted="repeat_last"),
+        resilience=af.ResilienceConfig(fallback_model=ScriptedModel([say("ok")], name="backup")),
+        on_llm_error=lambda exc, attempt: af.LlmErrorDecision.retry(max_attempts=2),
+        clock=af.VirtualClock(),
+    )
+    trace = agent.run("go").trace
+    root = ET.fromstring(trace.render(format="svg"))
+    rows = [el.text for el in root.iter(f"{SVG}text") if el.get("class") == "row"]
+    assert rows == ["model primary (bot)", "model backup (bot)"]

@@ -63,7 +63,7 @@ class _Row:
     events: list[tuple[int, Event]] = field(default_factory=list)
 
 
-def _row_key(event: Event) -> tuple[str, str]:
+def _row_key(event: Event, model: str) -> tuple[str, str]:
     kind = event.type.split(".")[0]
     if event.tool and kind in ("tool", "fixer", "escalation"):
         return f"tool:{event.tool}", f"tool {event.tool}"
@@ -71,13 +71,24 @@ def _row_key(event: Event) -> tuple[str, str]:
         url = event.field("url")
         host = urlsplit(url).netloc if isinstance(url, str) else ""
         return f"http:{host}", f"HTTP {host}" if host else "HTTP"
-    return f"model:{event.agent}", f"model ({event.agent})"
+    named = f"model {model} ({event.agent})" if model else f"model ({event.agent})"
+    return f"model:{event.agent}:{model}", named
 
 
 def _rows(events: Sequence[Event]) -> list[_Row]:
+    # A run's model events go to the row of the model its latest llm.request named (a
+    # fallback model gets its own row); events before its first request, to that one's.
+    first: dict[str, str] = {}
+    for event in events:
+        if event.type == "llm.request" and event.detail:
+            first.setdefault(event.run_id, event.detail)
+    current: dict[str, str] = {}
     rows: dict[str, _Row] = {}
     for index, event in enumerate(events):
-        key, label = _row_key(event)
+        if event.type == "llm.request" and event.detail:
+            current[event.run_id] = event.detail
+        model = current.get(event.run_id, first.get(event.run_id, ""))
+        key, label = _row_key(event, model)
         rows.setdefault(key, _Row(key, label)).events.append((index, event))
     # models first, then tools in order of appearance, then HTTP hosts
     order = {"model": 0, "tool": 1, "http": 2}
