@@ -25,6 +25,7 @@ __all__ = [
     "Kit",
     "Session",
     "adapters_header",
+    "declares_kit",
     "may_use_kit",
     "start_state",
 ]
@@ -49,10 +50,17 @@ class Session:
         self.totals: Counts | None = None
         self.always: list[tuple[str, str]] = []
         self.html_tests: list[dict[str, Any]] = []
+        #: each test's phases as pytest reported them, for the HTML report (node id ->)
+        self.phases: dict[str, list[dict[str, Any]]] = {}
         self.kit: Kit | None = None
         self.kit_modules: dict[str, bool] = {}  # test module -> holds pytest_agentfaults
         self.coverage: CoverageSettings | None = None
         self.matrix: Matrix | None = None  # the fault coverage, built on the first test
+        #: a test used the kit (a marker, a kit fixture, or it recorded something): only
+        #: then do the seed line and the summary line print (a third-party suite run with
+        #: the plugin installed stays as quiet as without it)
+        self.used = False
+        self.seed_shown = False  # the seed line went out after collection
 
 
 class CoverageSettings:
@@ -103,17 +111,20 @@ def may_use_kit(item: pytest.Item) -> bool:
     or not), for a marked test, for a test asking for a kit fixture, and for a test whose
     module holds the lazy package (``import pytest_agentfaults as af``).
     """
-    if _RUNTIME in sys.modules:
+    if _RUNTIME in sys.modules or declares_kit(item):
         return True
+    module = getattr(item, "module", None)
+    return module is not None and imports_the_kit(module, item.config.stash[SESSION])
+
+
+def declares_kit(item: pytest.Item) -> bool:
+    """Whether the test says it uses the kit: an agentfaults marker or a kit fixture."""
     if item.get_closest_marker("inject_fault") or item.get_closest_marker("real_time"):
         return True
     names = getattr(item, "fixturenames", ())
     if not KIT_FIXTURES.isdisjoint(names):
         return True
-    if not SDK_FIXTURES.isdisjoint(names) and uses_our_sdk_fixture(item):
-        return True
-    module = getattr(item, "module", None)
-    return module is not None and imports_the_kit(module, item.config.stash[SESSION])
+    return not SDK_FIXTURES.isdisjoint(names) and uses_our_sdk_fixture(item)
 
 
 _RUNTIME = "pytest_agentfaults.runtime.clock"  # every agent reads its default clock there

@@ -21,6 +21,15 @@ import pytest
 
 from pytest_agentfaults import _plugin_coverage as _coverage
 from pytest_agentfaults import _plugin_network as _network
+from pytest_agentfaults._plugin_report import (
+    add_to_pytest_reports as _add_to_pytest_reports,
+)
+from pytest_agentfaults._plugin_report import (
+    add_trace_section as _add_trace_section,
+)
+from pytest_agentfaults._plugin_report import (
+    replay as _replay,
+)
 from pytest_agentfaults._plugin_state import (
     SESSION as _SESSION,
 )
@@ -32,6 +41,9 @@ from pytest_agentfaults._plugin_state import (
 )
 from pytest_agentfaults._plugin_state import (
     adapters_header as _adapters_header,
+)
+from pytest_agentfaults._plugin_state import (
+    declares_kit as _declares_kit,
 )
 from pytest_agentfaults._plugin_state import (
     may_use_kit as _may_use_kit,
@@ -138,10 +150,10 @@ def pytest_configure(config: pytest.Config) -> None:
         html=Path(html) if html else None,
     )
     config.stash[_SESSION].coverage = _coverage.settings(config)
-    config.pluginmanager.register(_Totals(config.stash[_SESSION]))
+    worker = getattr(config, "workerinput", None) is not None
+    config.pluginmanager.register(_Totals(config.stash[_SESSION], worker))
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed())
-    config.pluginmanager.register(_AdaptersHeader())
 
 
 def _session_seed(config: pytest.Config) -> int:
@@ -161,13 +173,6 @@ def _session_seed(config: pytest.Config) -> int:
     return int(given)
 
 
-class _AdaptersHeader:
-    """The header line naming the frameworks whose tools ``tool=`` faults reach (issue 16)."""
-
-    def pytest_report_header(self) -> str | None:
-        return _adapters_header()  # None (no line) when no supported framework is installed
-
-
 class _XdistSeed:
     """Hands the controller's seed to every xdist worker."""
 
@@ -175,10 +180,23 @@ class _XdistSeed:
         node.workerinput["agentfaults_seed"] = node.config.stash[_SESSION].seed
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    """``agentfaults: seed=N``: rerun with ``--agentfaults-seed=N`` to reproduce."""
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """``agentfaults: seed=N``, after collection, and only when a test uses the kit.
+
+    Printed here rather than in the header: only now are the tests known, and a session
+    none of whose tests uses the kit prints nothing of it. Shown with ``-q`` too.
+    """
     session = config.stash[_SESSION]
-    return f"agentfaults: seed={session.seed} (reproduce with --agentfaults-seed={session.seed})"
+    if not any(_declares_kit(item) for item in items):
+        return []
+    session.seed_shown = True
+    # and the frameworks whose tools tool= faults reach (issue 16), when one is installed
+    adapters = _adapters_header()
+    return [_seed_line(session.seed), *([adapters] if adapters else [])]
+
+
+def _seed_line(seed: int) -> str:
+    return f"agentfaults: seed={seed} (reproduce with --agentfaults-seed={seed})"
 
 
 # ---------------------------------------------------------------------------- per test
@@ -227,6 +245,9 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         _network.check_network(item, passed=item.stash.get(_PASSED, False))
     except Exception as error:
         errors.append(error)
+    if len(errors) == 1 and isinstance(errors[0], AssertionError):
+        # the kit's own check: its message says it all, in every --tb style (native too)
+        pytest.fail(str(errors[0]), pytrace=False)
     if len(errors) == 1:
         raise errors[0]
     if errors:
@@ -256,21 +277,23 @@ def pytest_runtest_makereport(
     if state is None:
         return report
     session = item.config.stash[_SESSION]
-    if report.when == "call" or (report.when == "setup" and report.failed):
-        mode = session.trace_mode
-        if mode == "always" or (mode == "on-failure" and report.failed):
-            report.sections.append(("recovery trace", state.render()))
+    _add_trace_section(item, report, state, session)
     if report.when == "teardown":
         outcome = "failed" if item.stash.get(_FAILED, False) else "passed"
         # Everything the controller needs rides on the teardown report, so it reaches
         # the terminal summary and the HTML report from xdist workers too.
-        shipped: dict[str, Any] = {"counts": state.counts().as_dict()}
+        used = _declares_kit(item) or state.recorded()
+        shipped: dict[str, Any] = {"counts": state.counts().as_dict(), "used": used}
         if session.trace_dir is not None and session.kit is not None:
             session.kit.write_trace_file(session.trace_dir, item.nodeid, state.to_json(outcome))
         if session.trace_mode == "always" and state.trace.events:
-            shipped["render"] = state.render()
+            shipped["render"] = state.render(replay=_replay(item, session))
         if session.html is not None:
             shipped["html"] = state.as_dict(outcome)
+            if used:
+                shipped["html"]["replay"] = _replay(item, session)
+        if used:
+            _add_to_pytest_reports(item, report, state, shipped["counts"], session)
         if session.coverage is not None:
             from pytest_agentfaults.testing._coverage import observe  # noqa: PLC0415 - lazy
 
@@ -325,10 +348,15 @@ class _Totals:
     run (pytester) keeps its totals apart.
     """
 
-    def __init__(self, session: _Session) -> None:
+    def __init__(self, session: _Session, worker: bool = False) -> None:
         self.session = session
+        self.worker = worker  # an xdist worker: it ships its reports, the controller writes
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.session.html is not None and not self.worker:
+            from pytest_agentfaults._plugin_report import phase_of  # noqa: PLC0415 - lazy
+
+            self.session.phases.setdefault(report.nodeid, []).append(phase_of(report))
         shipped = getattr(report, "agentfaults", None)
         if shipped is None or report.when != "teardown":
             return
@@ -338,6 +366,7 @@ class _Totals:
 
             session.totals = Counts()
         session.totals.add(shipped["counts"])
+        session.used = session.used or bool(shipped.get("used", True))
         if "render" in shipped:
             session.always.append((report.nodeid, shipped["render"]))
         if "html" in shipped:
@@ -353,7 +382,7 @@ class _Totals:
         if self.session.html is not None:
             from pytest_agentfaults.testing.session import write_html_report  # noqa: PLC0415
 
-            write_html_report(self.session.html, self.session.html_tests)
+            write_html_report(self.session.html, self.session.html_tests, self.session.phases)
         _coverage.finish(self.session, session)
 
 
@@ -368,7 +397,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(f"{nodeid}")
             for line in text.splitlines():
                 terminalreporter.write_line(f"  {line}")
-    if session.totals is not None:
+    if session.totals is not None and session.used:
+        if not session.seed_shown:  # under xdist the controller collects nothing
+            terminalreporter.write_line(_seed_line(session.seed))
         terminalreporter.write_line(session.totals.summary())
     if session.html is not None:
         terminalreporter.write_line(f"agentfaults: HTML report written to {session.html}")
@@ -380,6 +411,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 def _state(request: pytest.FixtureRequest) -> TestState:
+    __tracebackhide__ = True
     state: TestState | None = request.node.stash.get(_STATE, None)
     if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
         state = _start_state(request.node)
@@ -403,6 +435,7 @@ def trace(request: pytest.FixtureRequest) -> Trace:
 @pytest.fixture
 def virtual_clock(request: pytest.FixtureRequest) -> VirtualClock:
     """The test's virtual clock: agents (``clock=None``) and the test's own sleeps wait on it."""
+    __tracebackhide__ = True
     state = _state(request)
     if state.real_time:
         from pytest_agentfaults.errors import UsageError  # noqa: PLC0415
@@ -462,6 +495,7 @@ def llm_server(
     over its socket; ``llm_server.requests`` lists every request received. A request left
     without a script step fails the test at teardown.
     """
+    __tracebackhide__ = True
     from pytest_agentfaults.testing._compose import check_llm_server_mocks  # noqa: PLC0415
 
     server = _agentfaults_llm_server

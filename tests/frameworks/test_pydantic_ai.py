@@ -215,7 +215,8 @@ def test_teardown_unpatches_and_a_strict_fault_names_the_frameworks_watched(
     ]  # fmt: skip
     result.stdout.fnmatch_lines(
         [
-            "*fault on tool 'never_called' never fired*tools watched in: agentfaults, pydantic_ai*",
+            "*fault on tool 'never_called' never fired*",
+            "*tools watched in: agentfaults, pydantic_ai*",
         ]
     )
 

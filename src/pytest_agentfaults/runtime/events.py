@@ -234,6 +234,7 @@ class Trace:
         A label is ``"type"`` or ``"type:tool"``; one list of labels works too. On failure
         the message shows what was expected, how far the match got, and the actual timeline.
         """
+        __tracebackhide__ = True
         first = labels[0] if len(labels) == 1 else None
         given = tuple(first) if isinstance(first, list | tuple) else labels
         expected = [label for label in given if isinstance(label, str)]
@@ -294,6 +295,7 @@ class Trace:
 
         Takes the options of `verdict`, e.g. ``trace.assert_resilient(ignore=("no_backoff",))``.
         """
+        __tracebackhide__ = True
         judged = verdict(self, **options)
         if not judged.passed:
             raise NotResilientError(judged)

@@ -36,6 +36,7 @@ class PlanInterceptor(Interceptor):
 
     def tool_attempt(self, attempt: Attempt) -> Any:
         name = attempt.tool.name
+        self.plan.tools_called.add(name)  # for the message of a tool fault that never fired
         candidates = [
             f
             for f in self.plan.faults

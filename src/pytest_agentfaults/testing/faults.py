@@ -54,6 +54,7 @@ from pytest_agentfaults.testing._frameworks.function import check_path, patch_fu
 from pytest_agentfaults.testing._marker import parse_marker
 from pytest_agentfaults.testing._plan_interceptor import PlanInterceptor
 from pytest_agentfaults.testing._undo import raise_together, run_all
+from pytest_agentfaults.testing._unfired import explain_unfired
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime._recorder import Recorder
@@ -106,6 +107,8 @@ class FaultPlan:
         self._http_lock = threading.Lock()
         self._checks: list[Callable[[], None]] = []
         self._call_ids = 0
+        #: every tool an attempt was made at while the plan was active (with a fault or not)
+        self.tools_called: set[str] = set()
         #: origins that reports show under a stable name (``http://127.0.0.1:<port>`` of a
         #: bound `LLMServer` -> ``http://llm_server``): a port differs from run to run
         self.shown_origins: dict[str, str] = {}
@@ -181,7 +184,7 @@ class FaultPlan:
         """
         __tracebackhide__ = True
         lines = [
-            f"fault on {f.subject} never fired ({f.source}){self._watched(f)}"
+            explain_unfired(f, self._occurrences, self.tools_called) + self._watched(f)
             for f in self.unfired()
         ]
         if self.unused_routes:
@@ -199,9 +202,9 @@ class FaultPlan:
         if not isinstance(fault, ToolFault):
             return ""
         if fault.function:
-            return "; the function was patched, and never called through that path"
+            return "\n  the function was patched, and never called through that path"
         watched = self.framework_state.get("watched") or ["agentfaults"]
-        return f"; tools watched in: {', '.join(watched)}"
+        return f"\n  tools watched in: {', '.join(watched)}"
 
     def of(self, target: Target) -> list[Fault]:
         """The faults on ``target`` ("tool", "http" or "llm")."""
