@@ -42,7 +42,7 @@ def test_it(http_faults, faults, trace):
     ).runpytest()
     result.assert_outcomes(passed=1)
     # the same GET sent again after each 503: HTTP-level retries, counted as such
-    result.stdout.fnmatch_lines(["agentfaults: 2 faults injected, 2 retries, *"])
+    result.stdout.fnmatch_lines(["agentfaults: 2 faults injected, 0 retries, 2 HTTP retries, *"])
 
 
 def test_a_fault_declared_in_the_body_needs_no_fixture(suite):

@@ -111,7 +111,7 @@ def test_the_summary_counts_the_sdks_retries(pytester):
     pytester.makepyfile(test_summary=SUMMARY.format(chat=chat, message=message))
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["agentfaults: 3 faults injected, 3 retries, *"])
+    result.stdout.fnmatch_lines(["agentfaults: 3 faults injected, 0 retries, 3 HTTP retries, *"])
 
 
 OWN_FIXTURE = """
