@@ -40,7 +40,10 @@ def test_turns_clipped_lines_and_an_explicit_retries_exhausted_line(suite):
     assert "summary: 3 faults fired, 2 tool retries, retries exhausted once" in text
     exhausted = [line for line in section if "retries exhausted:" in line]
     assert len(exhausted) == 1
-    assert "turn 1   retries exhausted: tool 'fetch' failed all 3 attempts" in exhausted[0]
+    assert (
+        "turn 1   tool.exhausted  [bot] retries exhausted: tool 'fetch' failed all 3 attempts"
+        in exhausted[0]
+    )
     assert LONG not in text  # clipped in the section ...
     (written,) = (pytester.path / "out").glob("*.json")
     errors = [

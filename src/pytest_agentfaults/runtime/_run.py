@@ -322,6 +322,13 @@ class Run:
                     self.check_cancel()
                     attempt += 1
                     continue
+                if decision.action == "retry" and attempt >= decision.max_attempts > 1:
+                    rec.emit(
+                        "llm.exhausted",
+                        attempt=attempt,
+                        max_attempts=decision.max_attempts,
+                        error=ErrorRecord.from_exception(exc),
+                    )
                 if decision.action == "respond_with":
                     check_substitute(agent.name, agent.output_spec, decision.output, exc)
                     response = ModelResponse(

@@ -299,6 +299,16 @@ class ToolCalls:
                 yield Sleep(self.clock, delay)
                 self.check_cancel()
                 return raw
+            if runs >= action.max_attempts > 1:  # every attempt the policy allows failed
+                emit(
+                    "tool.exhausted",
+                    tool=name,
+                    call_id=call.id,
+                    framework=_OURS,
+                    attempt=runs,
+                    max_attempts=action.max_attempts,
+                    error=self.record(error),
+                )
             return self.exhausted(name, error, attempts, config)
         if isinstance(action, Fix):
             rounds = used.get(key, 0) + 1

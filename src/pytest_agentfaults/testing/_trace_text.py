@@ -61,12 +61,16 @@ def exhausted_after(events: Sequence[Event]) -> dict[int, str]:
     last_error: dict[tuple[str, str], int] = {}
     retried: set[tuple[str, str]] = set()
     attempts: dict[tuple[str, str], int] = {}
+    explicit: set[tuple[str, str]] = set()  # the runtime recorded its own *.exhausted
     for index, event in enumerate(events):
         key = _call_key(event)
         if key is None:
             continue
         kind = event.type
-        if kind in ("tool.call", "llm.request"):
+        if kind in _EXHAUSTED:
+            explicit.add(key)
+            last_error.pop(key, None)
+        elif kind in ("tool.call", "llm.request"):
             attempts[key] = attempts.get(key, 0) + 1
             last_error.pop(key, None)
         elif kind in ("tool.error", "llm.error"):
@@ -81,6 +85,8 @@ def exhausted_after(events: Sequence[Event]) -> dict[int, str]:
         error = event.error
         what = f"tool {key[1]!r}" if event.type == "tool.error" else "the model call"
         cause = f": {error}" if error is not None else ""
+        if key in explicit:
+            continue
         if key in retried:
             tried = event.attempt or attempts.get(key, 1)
             found[index] = f"retries exhausted: {what} failed all {tried} attempts{cause}"
@@ -97,10 +103,20 @@ def render_events(events: Sequence[Event], *, width: int = WIDTH) -> list[str]:
     for index, event in enumerate(events):
         turn = numbered[index]
         head = f"{event.at:8.3f}s  {f'turn {turn}' if turn else '':<7} "
-        lines.append(clip(f"{head} {event.type:<15} [{event.agent}] {_what(event)}", width))
+        what = _exhausted(event) if event.type in _EXHAUSTED else _what(event)
+        lines.append(clip(f"{head} {event.type:<15} [{event.agent}] {what}", width))
         if index in exhausted:
             lines.append(clip(f"{head} {exhausted[index]}", width))
     return lines
+
+
+_EXHAUSTED = ("tool.exhausted", "llm.exhausted")
+
+
+def _exhausted(event: Event) -> str:
+    what = f"tool {event.tool!r}" if event.type == "tool.exhausted" else "the model call"
+    cause = f": {event.error}" if event.error is not None else ""
+    return f"retries exhausted: {what} failed all {event.attempt} attempts{cause}"
 
 
 def _call_key(event: Event) -> tuple[str, str] | None:

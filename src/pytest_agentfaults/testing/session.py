@@ -238,6 +238,7 @@ class TestState:
         retries = count_retries(self.trace.events)
         ends = exhausted_after(self.trace.events).values()
         exhausted = sum(1 for line in ends if line.startswith("retries exhausted"))
+        exhausted += self.trace.count("tool.exhausted") + self.trace.count("llm.exhausted")
         counted = (
             (retries.tool, "tool retry", "tool retries"),
             (retries.llm, "LLM retry", "LLM retries"),
