@@ -112,7 +112,7 @@ def call_in_worker(function: Callable[[], T], timeout: float) -> T:
     raise value
 
 
-async def acall_in_worker(function: Callable[[], T], timeout: float) -> T:
+async def acall_in_worker(function: Callable[[], T], timeout: float) -> T:  # noqa: ASYNC109
     """`call_in_worker` for the event loop: the loop keeps running while the call does."""
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()

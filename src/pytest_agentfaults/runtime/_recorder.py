@@ -130,8 +130,8 @@ class Recorder:
             self.trace = parent.trace
             self.start = parent.start
             self.parent_run_id: str | None = parent.run_id
-            self._observers: tuple[Observer, ...] = (*parent._observers, *observers)
-            self._collectors: tuple[Trace, ...] = parent._collectors
+            self._observers: tuple[Observer, ...] = (*parent._observers, *observers)  # noqa: SLF001
+            self._collectors: tuple[Trace, ...] = parent._collectors  # noqa: SLF001
         else:
             self.trace = trace if trace is not None else Trace()
             self.start = clock.now()

@@ -152,7 +152,7 @@ class Run:
                 output = agent.fixer_function(self.messages[-1].content if self.messages else "")
                 return self.finish("ok", output)
             if agent.model is None:
-                raise UsageError(f"agent {agent.name!r} has no model; pass model=... to Agent()")
+                raise UsageError(f"agent {agent.name!r} has no model; pass model=... to Agent()")  # noqa: TRY301
             while True:
                 if self.stopping():
                     return self.cancelled()

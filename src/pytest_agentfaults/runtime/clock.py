@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 from pytest_agentfaults.errors import UsageError
 
@@ -99,7 +99,7 @@ def join_virtual_time(clock: VirtualClock, end: float) -> None:
     """Move ``clock`` (in this context) to ``end``, when the branches forked here are done."""
     now = clock.now()
     if end > now:
-        clock._store(end)
+        clock._store(end)  # noqa: SLF001 - this module's own clock
 
 
 class VirtualClock:
@@ -152,7 +152,7 @@ class VirtualClock:
         while self._patches:
             self._patches.pop().uninstall()
 
-    def __enter__(self) -> VirtualClock:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -243,7 +243,7 @@ class HttpFaultBuilder(_Builder):
 
     def context_length(self, *, should_retry: bool | None = None) -> HttpFaultBuilder:
         """Answer the provider's real context-length-exceeded 400."""
-        return self._reset("context_length")._retry_options(None, None, should_retry)
+        return self._reset("context_length")._retry_options(None, None, should_retry)  # noqa: SLF001
 
     def quota(
         self,

@@ -364,7 +364,7 @@ class suspend_earlier_plans:
         self._token: object = None
 
     def __enter__(self) -> None:
-        self._token = _floor.set(self._plan._epoch)
+        self._token = _floor.set(self._plan._epoch)  # noqa: SLF001 - the plan it scopes
 
     def __exit__(self, *exc_info: object) -> None:
         _floor.reset(self._token)  # type: ignore[arg-type]

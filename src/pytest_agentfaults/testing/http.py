@@ -102,7 +102,7 @@ __all__ = ["HttpFaultRouter", "HttpInjector", "UnmatchedRequestError", "is_loopb
 # ----------------------------------------------------------------------------- the layer
 
 _SILENT: Final = "silent"  # pass through, unrecorded (the loopback LLMServer records)
-_PASS: Final = "pass"  # pass through and record the outcome
+_PASS: Final = "pass"  # noqa: S105 - pass through and record the outcome
 
 
 class HttpInjector:

@@ -69,7 +69,7 @@ import socket
 import threading
 import traceback
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Self
 
 from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import UsageError
@@ -184,8 +184,9 @@ class LLMServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> LLMServer:
-        return self.start()
+    def __enter__(self) -> Self:
+        self.start()
+        return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()

@@ -65,7 +65,7 @@ def install() -> Callable[[], None]:
     if original is None or getattr(original, _HOOKED, False):
         return _nothing  # an SDK without that invoker, or hooked already (an outer session)
 
-    async def __call__(self: Any, ctx: Any, input: str) -> Any:
+    async def __call__(self: Any, ctx: Any, input: str) -> Any:  # noqa: N807 - the invoker's
         __tracebackhide__ = True
         if current_plan() is None:
             return await original(self, ctx, input)
