@@ -21,6 +21,7 @@ import pytest
 
 from pytest_agentfaults import _plugin_coverage as _coverage
 from pytest_agentfaults import _plugin_network as _network
+from pytest_agentfaults import _plugin_totals as _totals
 from pytest_agentfaults._plugin_report import (
     add_to_pytest_reports as _add_to_pytest_reports,
 )
@@ -151,7 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[_SESSION].coverage = _coverage.settings(config)
     worker = getattr(config, "workerinput", None) is not None
-    config.pluginmanager.register(_Totals(config.stash[_SESSION], worker))
+    config.pluginmanager.register(_totals.Totals(config.stash[_SESSION], worker))
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed())
 
@@ -192,11 +193,7 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     session.seed_shown = True
     # and the frameworks whose tools tool= faults reach (issue 16), when one is installed
     adapters = _adapters_header()
-    return [_seed_line(session.seed), *([adapters] if adapters else [])]
-
-
-def _seed_line(seed: int) -> str:
-    return f"agentfaults: seed={seed} (reproduce with --agentfaults-seed={seed})"
+    return [_totals.seed_line(session.seed), *([adapters] if adapters else [])]
 
 
 # ---------------------------------------------------------------------------- per test
@@ -341,70 +338,10 @@ def _scrub_report(report: pytest.TestReport | pytest.CollectReport) -> None:
     scrub_report(report)
 
 
-class _Totals:
-    """Adds each test's counts to its own session's totals (xdist workers' reports too).
-
-    An object per config rather than a module-level hook, so a pytest run inside a pytest
-    run (pytester) keeps its totals apart.
-    """
-
-    def __init__(self, session: _Session, worker: bool = False) -> None:
-        self.session = session
-        self.worker = worker  # an xdist worker: it ships its reports, the controller writes
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self.session.html is not None and not self.worker:
-            from pytest_agentfaults._plugin_report import phase_of  # noqa: PLC0415 - lazy
-
-            self.session.phases.setdefault(report.nodeid, []).append(phase_of(report))
-        shipped = getattr(report, "agentfaults", None)
-        if shipped is None or report.when != "teardown":
-            return
-        session = self.session
-        if session.totals is None:
-            from pytest_agentfaults.testing.session import Counts  # noqa: PLC0415 - lazy
-
-            session.totals = Counts()
-        session.totals.add(shipped["counts"])
-        session.used = session.used or bool(shipped.get("used", True))
-        if "render" in shipped:
-            session.always.append((report.nodeid, shipped["render"]))
-        if "html" in shipped:
-            session.html_tests.append(shipped["html"])
-        if "coverage" in shipped:
-            _coverage.session_matrix(session).add(
-                shipped["coverage"], report.nodeid, shipped["passed"]
-            )
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if getattr(session.config, "workerinput", None) is not None:
-            return  # workers ship their tests; the controller writes the report
-        if self.session.html is not None:
-            from pytest_agentfaults.testing.session import write_html_report  # noqa: PLC0415
-
-            write_html_report(self.session.html, self.session.html_tests, self.session.phases)
-        _coverage.finish(self.session, session)
-
-
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Print the always-mode traces and the one-line agentfaults summary."""
-    if getattr(config, "workerinput", None) is not None:
-        return
-    session = config.stash[_SESSION]
-    if session.always:
-        terminalreporter.section("recovery traces")
-        for nodeid, text in session.always:
-            terminalreporter.write_line(f"{nodeid}")
-            for line in text.splitlines():
-                terminalreporter.write_line(f"  {line}")
-    if session.totals is not None and session.used:
-        if not session.seed_shown:  # under xdist the controller collects nothing
-            terminalreporter.write_line(_seed_line(session.seed))
-        terminalreporter.write_line(session.totals.summary())
-    if session.html is not None:
-        terminalreporter.write_line(f"agentfaults: HTML report written to {session.html}")
-    if session.coverage is not None:
-        _coverage.summary(terminalreporter, session)
+    if getattr(config, "workerinput", None) is None:
+        _totals.terminal_summary(terminalreporter, config.stash[_SESSION])
 
 
 # ---------------------------------------------------------------------------- fixtures
