@@ -111,6 +111,9 @@ class Event(BaseModel):
     #: whose tool a ``tool.*`` event is about: ``"agentfaults"`` (our runtime),
     #: ``"pydantic_ai"``, ``"langchain"``, ``"openai_agents"``, ``"mcp"`` or ``"function"``
     framework: str | None = None
+    #: an ``http.request``'s ``x-stainless-retry-count`` (the official SDKs send it): 0 for the
+    #: first attempt; the same number `llm_server.requests[i].retry_count` gives
+    retry_count: int | None = None
 
     def label(self) -> str:
         """``type`` or ``type:tool``, the form `Trace.assert_sequence` matches."""
