@@ -205,7 +205,7 @@ def start_state(item: pytest.Item) -> TestState:
         state.add_faults(parsed(m, kit) for m in top_down(markers, item))
     item.stash[STATE] = state
     state.start()
-    if uses_the_kit(item):
+    if markers or uses_the_kit(item):  # a marked test uses the kit: no second marker lookup
         state.use_virtual_time()  # undone by state.stop(), like the rest
     return state
 

@@ -278,7 +278,14 @@ class ToolCalls:
         if isinstance(action, Retry):
             runs = used.get(key, 0) + 1
             used[key] = runs
-            if runs < action.max_attempts and action.should_retry(error):
+            # By default the error's trace record, built once, already says it: it is what
+            # `Retry.should_retry` would classify.
+            retry = (
+                self.record(error).retryable
+                if action.retry_on is None
+                else action.should_retry(error)
+            )
+            if runs < action.max_attempts and retry:
                 if must_not_rerun(tool, error, action):
                     # It may have taken effect: the model checks before calling it again.
                     if config.on_exhaustion == "raise":
