@@ -276,3 +276,51 @@ async def test_to_thread(trace, faults):
 """
     ).runpytest()
     result.assert_outcomes(passed=2)
+
+
+PATCHED_UNDER_THE_KIT = """
+import httpcore2
+import httpx
+import pytest
+
+import pytest_agentfaults as af
+
+ORIGINAL_POOL = httpcore2.ConnectionPool.__dict__["handle_request"]
+import helpers_mod
+ORIGINAL_FETCH = helpers_mod.fetch
+
+
+def fake_pool(self, request):
+    return httpcore2.Response(200, content=b"{}")
+
+
+@pytest.fixture
+def users_own_patches(monkeypatch):
+    # the test's own patches, made before the kit patches over the same names
+    monkeypatch.setattr(httpcore2.ConnectionPool, "handle_request", fake_pool)
+    monkeypatch.setattr(helpers_mod, "fetch", lambda url: "the test's fake")
+
+
+def test_a(users_own_patches, http_faults, faults):
+    http_faults.get("https://api.example.test/").respond(200, json={})
+    faults.function("helpers_mod:fetch").returns("the kit's fault")
+    assert helpers_mod.fetch("x") == "the kit's fault"
+    with httpx.Client() as client:
+        client.get("https://api.example.test/")
+
+
+def test_b_nothing_of_either_is_left():
+    assert httpcore2.ConnectionPool.__dict__["handle_request"] is ORIGINAL_POOL
+    assert helpers_mod.fetch is ORIGINAL_FETCH
+"""
+
+
+def test_a_patch_the_test_made_under_the_kits_is_undone_by_the_test_not_revived(pytester):
+    # The kit switches off after the test's finalizers (so nothing of the kit survives a
+    # failing one); its undo must then leave alone what the test's own undo put back,
+    # rather than restore the test's patch it found when it patched over it.
+    pytester.makepyfile(helpers_mod="def fetch(url):\n    return 'real'\n")
+    pytester.makepyfile(test_order=PATCHED_UNDER_THE_KIT)
+    pytester.syspathinsert()
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)

@@ -166,7 +166,7 @@ def libraries() -> list[Library]:
 # ----------------------------------------------------------------------------- patching
 
 _stack: list[Layer] = []
-_undo: list[tuple[type, str, Any]] = []
+_undo: list[tuple[type, str, Any, Any]] = []
 
 
 def _install() -> None:
@@ -178,16 +178,19 @@ def _install() -> None:
         module = library.module
         sync_original = module.Client.__dict__["_send_single_request"]
         async_original = module.AsyncClient.__dict__["_send_single_request"]
-        _undo.append((module.Client, "_send_single_request", sync_original))
-        _undo.append((module.AsyncClient, "_send_single_request", async_original))
-        module.Client._send_single_request = _sync_entry(library, sync_original)
-        module.AsyncClient._send_single_request = _async_entry(library, async_original)
+        sync_entry = _sync_entry(library, sync_original)
+        async_entry = _async_entry(library, async_original)
+        _undo.append((module.Client, "_send_single_request", sync_original, sync_entry))
+        _undo.append((module.AsyncClient, "_send_single_request", async_original, async_entry))
+        module.Client._send_single_request = sync_entry
+        module.AsyncClient._send_single_request = async_entry
 
 
 def _uninstall() -> None:
     while _undo:
-        owner, name, original = _undo.pop()
-        setattr(owner, name, original)
+        owner, name, original, ours = _undo.pop()
+        if owner.__dict__.get(name) is ours:  # else replaced since: its owner restores it
+            setattr(owner, name, original)
 
 
 def _sync_entry(library: Library, original: Callable[..., Any]) -> Callable[..., Any]:

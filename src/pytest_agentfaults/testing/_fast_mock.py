@@ -22,16 +22,22 @@ __all__ = ["start_mocker"]
 class _Patched:
     """One attribute set on a class, undone by `stop` (what ``mock.patch`` would undo)."""
 
-    __slots__ = ("local", "name", "original", "owner")
+    __slots__ = ("local", "name", "new", "original", "owner")
 
     def __init__(self, owner: type, name: str, new: Any) -> None:
         self.owner = owner
         self.name = name
+        self.new = new
         self.local = name in owner.__dict__
         self.original = owner.__dict__.get(name)
         setattr(owner, name, new)
 
     def stop(self) -> None:
+        # Ours no longer there: whoever replaced it (the test's monkeypatch, undone before
+        # the kit switches off) has put back what it found; restoring what *we* found (the
+        # test's own patch) would revive it for every later test.
+        if self.owner.__dict__.get(self.name) is not self.new:
+            return
         if self.local:
             setattr(self.owner, self.name, self.original)
         else:

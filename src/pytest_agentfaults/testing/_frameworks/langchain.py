@@ -134,7 +134,7 @@ class _Patches:
         with self._lock:
             saved, self._saved = self._saved, {}
         steps = [
-            functools.partial(setattr, owner, name, original)
+            functools.partial(_put_back, owner, name, original)
             for (owner, name), original in reversed(saved.items())
         ]
         raise_together(run_all(steps), "undoing the LangChain adapter failed")
@@ -206,3 +206,9 @@ def _failure_text(tf: ToolFailure) -> str:
     if not tf.recommendations:
         return tf.error
     return tf.error + " Recommendations: " + "; ".join(tf.recommendations)
+
+
+def _put_back(owner: type, name: str, original: object) -> None:
+    """Restore ``original``, unless ours was replaced since: then its replacer restores."""
+    if getattr(owner.__dict__.get(name), _OURS, False):
+        setattr(owner, name, original)
