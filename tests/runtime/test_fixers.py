@@ -335,3 +335,16 @@ def test_fixer_round_costs_are_counted_per_call():
     )
     assert len(result.trace.fixer_calls("count_keys")) == 2
     assert result.usage.fixer_calls == 2
+
+
+def test_an_llm_fixer_s_tokens_add_to_the_run_s_usage():
+    fixed = say('{"json": "{}"}', usage={"input_tokens": 40, "output_tokens": 7})
+    fixer = af.Agent("json-fixer", model=ScriptedModel([fixed]))
+    tool, _ = counting_tool(af.OnError(execution=af.fix(fixer)))
+    steps = [
+        call_tool("count_keys", json="{k: 1}").with_usage(input_tokens=100, output_tokens=10),
+        say("0", usage={"input_tokens": 150, "output_tokens": 5}),
+    ]
+    result, _ = run(steps, [tool])
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (290, 22)
+    assert result.usage.llm_calls == 3

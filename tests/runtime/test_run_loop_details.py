@@ -1,0 +1,120 @@
+"""The run loop's recovery as its trace and its result show it: output corrections, the
+fallback model, LLM fixers. A user reads these events (and tests assert on them)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import BaseModel
+
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool, say
+
+
+class Answer(BaseModel):
+    count: int
+    unit: str
+
+
+def agent_with(model, **kwargs):
+    kwargs.setdefault("clock", af.VirtualClock())
+    return af.Agent("bot", model=model, **kwargs)
+
+
+def test_a_corrected_structured_answer_ends_the_run_ok_with_each_correction_traced():
+    model = ScriptedModel([say("three"), say('{"count": "x"}'), say('{"count": 3, "unit": "k"}')])
+    result = agent_with(model, output_type=Answer).run("x")
+    assert result.status == "ok"
+    assert result.ok
+    assert result.trace.of("run.end")[-1].status == "ok"
+    errors = result.trace.of("llm.error")
+    assert [e.detail for e in errors] == ["output_type", "output_type"]
+    assert [e.error.type for e in errors] == ["MalformedResponseError"] * 2
+    retries = result.trace.of("llm.retry")
+    assert [(e.attempt, e.max_attempts) for e in retries] == [(2, 4), (3, 4)]
+    assert {e.detail for e in retries} == {"output correction"}
+    assert [e.error.type for e in retries] == ["MalformedResponseError"] * 2
+
+
+def test_the_output_corrections_count_against_max_retries():
+    model = ScriptedModel([say("bad")], on_exhausted="repeat_last")
+    config = af.ResilienceConfig(max_retries=1)
+    result = agent_with(model, output_type=Answer, resilience=config).run("x")
+    assert result.status == "max_iterations"
+    (retry,) = result.trace.of("llm.retry")
+    assert (retry.attempt, retry.max_attempts) == (2, 2)
+
+
+def test_the_fallback_event_names_the_fallback_and_the_primary_error():
+    fallback = ScriptedModel([say('{"count": 1, "unit": "u"}')], name="backup")
+    config = af.ResilienceConfig(max_retries=0, fallback_model=fallback)
+    result = agent_with(ScriptedModel([say("nope")]), output_type=Answer, resilience=config).run(
+        "x"
+    )
+    assert result.status == "ok"
+    (event,) = result.trace.of("fallback")
+    assert event.detail == "backup"
+    assert event.error.type == "MalformedResponseError"
+    # the fallback's call is its first attempt
+    assert [e.attempt for e in result.trace.of("llm.request")][-1] == 1
+
+
+def test_a_fallback_answer_that_fails_the_schema_too_is_traced_as_an_output_error():
+    fallback = ScriptedModel([say("also bad")], name="backup")
+    config = af.ResilienceConfig(max_retries=0, fallback_model=fallback)
+    result = agent_with(ScriptedModel([say("nope")]), output_type=Answer, resilience=config).run(
+        "x"
+    )
+    assert result.status == "max_iterations"
+    assert [e.detail for e in result.trace.of("llm.error")] == ["output_type", "output_type"]
+
+
+def test_an_llm_fixer_is_shown_the_tool_schema_and_asked_for_json_only():
+    fixer_model = ScriptedModel([say('{"json": "{}"}')])
+    fixer = af.Agent("json-fixer", model=fixer_model)
+
+    @af.tool(on_error=af.OnError(execution=af.fix(fixer)))
+    def parse(json: str) -> int:
+        """Parse."""
+        import json as _json
+
+        return len(_json.loads(json))
+
+    model = ScriptedModel([call_tool("parse", json="{k: 1}"), say("0")])
+    result = agent_with(model, tools=[parse]).run("x")
+    assert result.ok
+    (message,) = fixer_model.requests[0].messages
+    assert json.dumps(parse.parameters) in message.content
+    assert message.content.endswith("Reply with only the corrected arguments as one JSON object.")
+
+
+def test_an_llm_fixer_s_own_observer_sees_its_events():
+    seen = []
+    fixer = af.Agent(
+        "json-fixer", model=ScriptedModel([say('{"json": "{}"}')]), observer=seen.append
+    )
+
+    @af.tool(on_error=af.OnError(execution=af.fix(fixer)))
+    def parse(json: str) -> int:
+        """Parse."""
+        import json as _json
+
+        return len(_json.loads(json))
+
+    agent_with(ScriptedModel([call_tool("parse", json="{k: 1}"), say("0")]), tools=[parse]).run("x")
+    assert "llm.request" in [e.type for e in seen]
+    assert {e.agent for e in seen} == {"json-fixer"}
+
+
+def test_a_fixer_without_a_model_is_a_usage_error_naming_it():
+    fixer = af.Agent("no-brain")
+
+    @af.tool(on_error=af.OnError(execution=af.fix(fixer)))
+    def parse(json: str) -> int:
+        """Parse."""
+        raise ValueError("bad")
+
+    agent = agent_with(ScriptedModel([call_tool("parse", json="x")]), tools=[parse])
+    with pytest.raises(af.UsageError, match="fixer agent 'no-brain' has no model and no function"):
+        agent.run("x")

@@ -1,0 +1,143 @@
+"""The verdict's details a user reads or relies on: its report text, the advice for our own
+client, which failures count as ambiguous, and which run end says a request recovered."""
+
+from __future__ import annotations
+
+from pytest_agentfaults.runtime._verdict_codes import ADVICE
+from pytest_agentfaults.runtime.events import ErrorRecord, Event, Trace
+from pytest_agentfaults.runtime.verdict import Verdict
+
+URL = "https://api.example.com/v1/chat/completions"
+
+
+def attempt(at: float, status: int | None = 200, **fields: object) -> Event:
+    fields.setdefault("run_id", "run-1")
+    fields.setdefault("body_sha", "abc")
+    return Event(type="http.request", at=at, status=status, method="POST", url=URL, **fields)
+
+
+def failure(kind: str = "ReadTimeout", *, retryable: bool = True) -> ErrorRecord:
+    return ErrorRecord(type=kind, message="injected", kind="runtime", retryable=retryable)
+
+
+def judge(*events: Event, **options: object) -> Verdict:
+    trace = Trace()
+    for event in events:
+        trace.add(event)
+    return trace.verdict(**options)
+
+
+def tool_event(type: str, at: float, **fields: object) -> Event:
+    fields.setdefault("run_id", "run-1")
+    fields.setdefault("tool", "pay")
+    return Event(type=type, at=at, **fields)
+
+
+# ------------------------------------------------------------------- the report
+
+
+def test_the_report_says_finding_for_one_and_findings_for_more():
+    one = judge(attempt(0, 503)).render()
+    assert one.splitlines()[0] == (
+        "resilience verdict: 1 finding (1 HTTP requests (1 attempts), 0 retry events)"
+    )
+    two = judge(attempt(0, 503), attempt(0, 502, body_sha="other")).render()
+    assert two.splitlines()[0].startswith("resilience verdict: 2 findings (")
+
+
+def test_the_report_puts_each_finding_and_its_advice_on_their_own_lines():
+    result = judge(attempt(0, 503))
+    lines = result.render().splitlines()
+    assert lines[1].startswith("gave_up_early: POST")
+    assert lines[2].startswith("  advice: ")
+    assert lines[3].startswith("  #0 http.request")
+    assert result.findings[0].render().splitlines() == lines[1:]
+
+
+def test_a_passed_report_lists_every_ignored_code():
+    result = judge(
+        attempt(0, 503),
+        attempt(1, 400, body_sha="b"),
+        attempt(1.01, 400, body_sha="b"),
+        ignore=("gave_up_early", "retried_non_retryable"),
+    )
+    assert result.passed
+    assert result.render().endswith("; ignored: gave_up_early, retried_non_retryable")
+    assert "ignored" not in judge().render()
+
+
+# ------------------------------------------------------------------- advice
+
+
+def test_a_finding_on_our_own_transport_retry_gets_this_runtime_advice():
+    storm = [
+        Event(type="transport.retry", run_id="r", attempt=n, delay=0.0, error=failure())
+        for n in range(2, 4)
+    ]
+    found = judge(*storm).of("no_backoff")
+    assert found
+    assert "transport_retry=af.TransportRetry(" in found[0].advice
+    assert found[0].advice != ADVICE["no_backoff"]
+    # a tool's retry is not the model client's: the general advice
+    tool_retry = Event(type="tool.retry", tool="t", attempt=2, delay=0.0, error=failure())
+    assert judge(tool_retry).of("no_backoff")[0].advice == ADVICE["no_backoff"]
+
+
+def test_a_plain_client_finding_gets_the_general_advice_not_the_runtime_one():
+    found = judge(attempt(0, 503)).of("gave_up_early")[0]
+    assert "this runtime's model clients" not in found.advice
+
+
+# ------------------------------------------------------------------- ambiguity
+
+
+def rerun_after(error: ErrorRecord | None, **flags: object) -> Verdict:
+    return judge(
+        tool_event("tool.call", 0, call_id="c1", attempt=1, idempotent=False),
+        tool_event("tool.error", 0, call_id="c1", attempt=1, error=error, **flags),
+        tool_event("tool.call", 1, call_id="c1", attempt=2),
+    )
+
+
+def test_a_failure_the_event_marks_ambiguous_flags_a_rerun_whatever_its_type():
+    result = rerun_after(failure("Oops"), ambiguous=True)
+    assert result.codes == ["retried_non_idempotent"]
+    assert "failed with Oops" in result.findings[0].message
+
+
+def test_a_plain_failure_of_a_non_idempotent_tool_may_be_retried():
+    # the call surely failed (not a timeout, not a broken connection): running it again
+    # cannot do the work twice
+    assert rerun_after(failure("ValueError", retryable=False)).passed
+    assert rerun_after(failure("KeyError")).passed
+
+
+def test_an_error_event_without_an_error_record_is_not_ambiguous():
+    assert rerun_after(None).passed
+
+
+def test_a_timeout_of_a_non_idempotent_tool_then_a_rerun_is_flagged():
+    assert rerun_after(failure("TimeoutError")).codes == ["retried_non_idempotent"]
+
+
+# ------------------------------------------------------------------- recovery
+
+
+def test_only_the_request_s_own_run_ending_ok_counts_as_recovered():
+    # another run ended ok, this request's own run ended in error: it gave up
+    result = judge(
+        attempt(0, 503, run_id="a"),
+        Event(type="run.end", run_id="b", status="ok"),
+        Event(type="run.end", run_id="a", status="error"),
+    )
+    assert result.codes == ["gave_up_early"]
+
+
+def test_a_request_whose_run_never_ended_recovered_only_if_a_run_ended_ok_after_it():
+    later_ok = Event(type="run.end", run_id="b", status="ok")
+    assert judge(attempt(0, 503, run_id="unended"), later_ok).passed
+    # a run that ended ok before the request does not cover it
+    assert judge(later_ok, attempt(0, 503, run_id="unended")).codes == ["gave_up_early"]
+    # a later run that ended in error does not either
+    later_error = Event(type="run.end", run_id="b", status="error")
+    assert judge(attempt(0, 503, run_id="unended"), later_error).codes == ["gave_up_early"]
