@@ -152,3 +152,9 @@ def test_a_retry_after_header_on_a_5xx_is_honoured_too():
     handler = lambda exc, n: af.LlmErrorDecision.retry()  # noqa: E731
     agent_with([fail.http(503, retry_after=30), say("ok")], clock, handler).run("x")
     assert clock.sleeps == [30.0]
+
+
+def test_each_decision_says_its_action():
+    assert af.LlmErrorDecision.rethrow().action == "rethrow"
+    assert af.LlmErrorDecision.retry().action == "retry"
+    assert af.LlmErrorDecision.respond_with("x").action == "respond_with"

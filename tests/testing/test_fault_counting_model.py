@@ -149,3 +149,26 @@ def test_times_and_at_refuse_what_is_not_a_positive_int(bad):
         FaultPlan().tool("fetch").times(bad)
     with pytest.raises(af.UsageError, match="at"):
         FaultPlan().tool("fetch").at(bad)
+
+
+def test_an_unfired_http_fault_is_named_by_the_call_that_declared_it():
+    plan = FaultPlan()
+    plan.http(url="https://api.example.com/v1", method="post").status(503)
+    plan.http().status(500)
+    with pytest.raises(AssertionError) as caught:
+        plan.check()
+    lines = str(caught.value).splitlines()
+    assert lines[0] == (
+        "fault on http POST https://api.example.com/v1 never fired "
+        "(faults.http(url='https://api.example.com/v1', method='post'))"
+    )
+    assert lines[1] == "fault on http (any request) never fired (faults.http())"
+
+
+def test_the_tool_calls_a_plan_makes_up_are_numbered_in_order():
+    plan = FaultPlan()
+    assert [plan.next_call_id() for _ in range(3)] == [
+        "fault_call_1",
+        "fault_call_2",
+        "fault_call_3",
+    ]
