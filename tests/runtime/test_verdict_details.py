@@ -141,3 +141,121 @@ def test_a_request_whose_run_never_ended_recovered_only_if_a_run_ended_ok_after_
     # a later run that ended in error does not either
     later_error = Event(type="run.end", run_id="b", status="error")
     assert judge(attempt(0, 503, run_id="unended"), later_error).codes == ["gave_up_early"]
+
+
+# ------------------------------------------------------------------- retry events
+
+
+def retry(attempt: int, delay: float = 1.0, **fields: object) -> Event:
+    fields.setdefault("type", "tool.retry")
+    fields.setdefault("error", failure())
+    return Event(attempt=attempt, delay=delay, **fields)
+
+
+def test_a_retried_non_retryable_error_names_what_was_retried():
+    bad = failure("ValueError", retryable=False)
+    result = judge(
+        retry(2, tool="parse", error=bad),
+        retry(2, type="llm.retry", model="gpt-x", error=bad),
+        retry(2, type="llm.retry", agent="bot", error=bad),
+        retry(2, type="llm.retry", error=bad),
+    )
+    assert [f.message for f in result.findings] == [
+        "tool.retry of parse retried ValueError, which is not retryable",
+        "llm.retry of gpt-x retried ValueError, which is not retryable",
+        "llm.retry of bot retried ValueError, which is not retryable",
+        "llm.retry of a model call retried ValueError, which is not retryable",
+    ]
+    assert all(f.events for f in result.findings)
+
+
+def test_a_wait_of_exactly_the_minimum_backoff_is_enough():
+    assert judge(retry(2, delay=0.05, tool="t")).passed
+    assert judge(retry(2, delay=0.5, tool="t"), min_backoff=0.5).passed
+    assert judge(retry(2, delay=0.49, tool="t"), min_backoff=0.5).codes == ["no_backoff"]
+
+
+def test_a_storm_starts_past_the_cap_once_per_call():
+    at_cap = [retry(n, tool="t", call_id="c1") for n in range(2, 6)]
+    assert judge(*at_cap).passed  # attempt 5 is the default cap: not more
+    past = [retry(n, tool="t", call_id="c1") for n in range(2, 8)]
+    result = judge(*past)
+    assert result.codes == ["retry_storm"]
+    assert result.findings[0].message == "tool.retry of t reached attempt 6 (more than 5)"
+    assert result.findings[0].events[0].attempt == 6
+    # two calls storming: one finding each
+    other = [retry(n, tool="u", call_id="c2") for n in range(2, 8)]
+    assert len(judge(*past, *other).of("retry_storm")) == 2
+
+
+def test_an_explicit_cap_judges_retry_events_too():
+    result = judge(retry(2, tool="t"), retry(3, tool="t"), max_attempts=2)
+    assert result.codes == ["retry_storm"]
+    assert "reached attempt 3 (more than 2)" in result.findings[0].message
+
+
+def test_our_transport_retry_events_do_not_storm_by_their_attempt_number():
+    transport = [retry(n, type="transport.retry", run_id="r", max_attempts=9) for n in range(2, 9)]
+    assert "retry_storm" not in judge(*transport).codes
+
+
+def test_a_non_idempotent_call_that_then_succeeded_is_not_a_rerun():
+    result = judge(
+        tool_event("tool.call", 0, call_id="c1", attempt=1, idempotent=False),
+        tool_event("tool.error", 0, call_id="c1", attempt=1, error=failure("TimeoutError")),
+        tool_event("tool.result", 1, call_id="c1", attempt=1),
+        tool_event("tool.call", 2, call_id="c1", attempt=2),
+    )
+    assert result.passed
+
+
+def test_an_unknown_ignored_code_is_refused_with_the_list_of_codes():
+    import pytest
+
+    from pytest_agentfaults.errors import UsageError
+    from pytest_agentfaults.runtime._verdict_codes import CODES
+
+    with pytest.raises(UsageError) as caught:
+        judge(ignore=("typo",))
+    assert str(caught.value).endswith(f"the codes are {', '.join(CODES)}")
+
+
+# ------------------------------------------------------------------- cut streams
+
+
+def cut(at: float, **fields: object) -> Event:
+    return attempt(
+        at, 200, fault="truncated_stream", error=failure("RemoteProtocolError"), **fields
+    )
+
+
+def test_a_cut_stream_whose_run_ended_ok_was_accepted():
+    end = Event(type="run.end", run_id="run-1", status="ok")
+    result = judge(cut(0), end)
+    (found,) = result.findings
+    assert found.message.endswith(
+        ": the stream was cut mid-way, never requested again, and the run still ended ok"
+    )
+    assert [e.type for e in found.events] == ["http.request", "run.end"]
+
+
+def test_a_cut_stream_given_up_on_is_gave_up_early():
+    end = Event(type="run.end", run_id="other", status="error")
+    result = judge(cut(0, client="openai.OpenAI"), end)
+    (found,) = result.findings
+    assert found.code == "gave_up_early"
+    assert found.message.endswith(": the stream was cut mid-way and never requested again")
+    assert [e.type for e in found.events] == ["http.request"]
+    assert "no SDK re-issues a stream" in found.advice
+
+
+def test_a_cut_stream_is_judged_by_a_run_end_after_it_only():
+    before = Event(type="run.end", run_id="run-1", status="ok")
+    # the run that ended ok ended before the stream was cut: not accepted, given up
+    assert judge(before, cut(1)).codes == ["gave_up_early"]
+
+
+def test_a_cut_stream_on_a_retried_request_is_the_caller_s_policy():
+    first = attempt(0, 503, client="httpx")
+    second = cut(1, client="httpx")
+    assert judge(first, second).passed
