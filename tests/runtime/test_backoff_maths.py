@@ -203,3 +203,11 @@ def test_an_unknown_strategy_message_lists_no_extra_hint():
     with pytest.raises(af.UsageError) as info:
         af.ResilienceConfig(strategy="fibonacci")
     assert str(info.value).splitlines()[1].endswith("(got 'fibonacci')")
+
+
+def test_the_validation_message_names_a_nested_field_by_its_dotted_path():
+    with pytest.raises(af.UsageError) as info:
+        af.ResilienceConfig(tool_overrides={"fetch": 5})
+    assert str(info.value).splitlines()[1] == (
+        "  tool_overrides.fetch: Input should be a valid dictionary (got 5)"
+    )

@@ -133,3 +133,19 @@ def test_a_cut_stream_of_an_unknown_client_gets_the_general_stream_advice():
     )
     result = judge(cut, Event(type="run.end", run_id="r", status="ok"))
     assert result.findings[0].advice == ADVICE["truncated_stream_accepted"]
+
+
+def test_a_retry_after_at_the_client_s_cap_is_still_waited_out():
+    # plain clients wait up to 60 s: a request asked to wait exactly that should be retried
+    at_cap = judge(attempt(0, 429, retry_after=60.0, client="httpx"))
+    assert at_cap.codes == ["gave_up_early"]
+    assert judge(attempt(0, 429, retry_after=60.5, client="httpx")).passed
+
+
+def test_a_failure_is_worth_retrying_if_retryable_or_of_a_transient_type():
+    retryable = ErrorRecord(type="FlakyError", message="m", kind="runtime", retryable=True)
+    assert judge(attempt(0, None, error=retryable, client="httpx")).codes == ["gave_up_early"]
+    transient = ErrorRecord(type="ConnectError", message="m", kind="runtime", retryable=False)
+    assert judge(attempt(0, None, error=transient, client="httpx")).codes == ["gave_up_early"]
+    neither = ErrorRecord(type="ValueError", message="m", kind="runtime", retryable=False)
+    assert judge(attempt(0, None, error=neither, client="httpx")).passed
