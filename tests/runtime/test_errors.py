@@ -161,3 +161,7 @@ def test_every_5xx_status_is_retryable_and_nothing_above(status, retryable):
     assert errors.is_retryable_status(status) is retryable
     exc = af.ModelHTTPError("x", status=status)
     assert af.classify(exc).retryable is retryable
+
+
+def test_a_tool_failure_it_reported_itself_is_not_ambiguous():
+    assert errors.is_ambiguous(af.ToolFailure(error="File not found")) is False

@@ -158,3 +158,20 @@ def test_each_decision_says_its_action():
     assert af.LlmErrorDecision.rethrow().action == "rethrow"
     assert af.LlmErrorDecision.retry().action == "retry"
     assert af.LlmErrorDecision.respond_with("x").action == "respond_with"
+
+
+def test_a_wait_asked_for_of_exactly_max_retry_after_is_waited_out():
+    decision = af.LlmErrorDecision.retry(3, 0.0, max_retry_after=10)
+    assert decision.delay(1, af.RateLimitError("429", retry_after=10.0)) == 10.0
+    assert decision.delay(1, af.RateLimitError("429", retry_after=10.5)) is None
+
+
+def test_retry_counts_the_original_call_so_one_attempt_is_the_least():
+    assert af.LlmErrorDecision.retry(1).max_attempts == 1
+    for bad in (0, True, 2.0):
+        with pytest.raises(af.UsageError) as caught:
+            af.LlmErrorDecision.retry(bad)  # type: ignore[arg-type]
+        assert str(caught.value) == (
+            f"LlmErrorDecision.retry(max_attempts={bad!r}): give an int >= 1 "
+            "(it counts the original call)"
+        )

@@ -259,3 +259,39 @@ def test_a_cut_stream_on_a_retried_request_is_the_caller_s_policy():
     first = attempt(0, 503, client="httpx")
     second = cut(1, client="httpx")
     assert judge(first, second).passed
+
+
+def test_without_call_ids_a_rerun_is_an_attempt_numbered_above_one():
+    def no_id(type: str, at: float, **fields: object) -> Event:
+        return tool_event(type, at, call_id=None, **fields)
+
+    timeout = failure("TimeoutError")
+    declared = no_id("tool.call", 0, attempt=1, idempotent=False)
+    rerun = judge(
+        declared,
+        no_id("tool.error", 0, attempt=1, error=timeout),
+        no_id("tool.call", 1, attempt=2),
+    )
+    assert rerun.codes == ["retried_non_idempotent"]
+    # a new call the model made (attempt 1, or no attempt number) is its choice; a rerun
+    # after it is still caught
+    new_then_rerun = judge(
+        declared,
+        no_id("tool.error", 0, attempt=1, error=timeout),
+        no_id("tool.call", 1, attempt=1),
+        no_id("tool.call", 2),
+        no_id("tool.call", 3, attempt=2),
+    )
+    assert new_then_rerun.codes == ["retried_non_idempotent"]
+    assert new_then_rerun.findings[0].events[-1].attempt == 2
+
+
+def test_a_rerun_after_a_failure_flagged_ambiguous_without_an_error_says_so():
+    result = judge(
+        tool_event("tool.call", 0, call_id="c1", attempt=1, idempotent=False),
+        tool_event("tool.error", 0, call_id="c1", attempt=1, ambiguous=True),
+        tool_event("tool.call", 1, call_id="c1", attempt=2),
+    )
+    assert "failed with an ambiguous failure (it may have taken effect)" in (
+        result.findings[0].message
+    )

@@ -172,3 +172,40 @@ def test_the_tool_calls_a_plan_makes_up_are_numbered_in_order():
         "fault_call_2",
         "fault_call_3",
     ]
+
+
+def test_each_http_target_counts_a_request_it_matches_on_its_own():
+    plan = FaultPlan()
+    plan.http(url="https://api.example.com/v1").status(503).at(2)
+    plan.http().status(500)
+    specific, anywhere = plan.faults
+    # the first request is occurrence 1 of both targets: the specific one waits for its
+    # second, the catch-all hits
+    first = plan.next_http_fault("POST", "https://api.example.com/v1")
+    assert first is not None
+    assert first[0] is anywhere
+    second = plan.next_http_fault("POST", "https://api.example.com/v1")
+    assert second is not None
+    assert second[0] is specific
+    assert second[1] == 2
+
+
+def test_an_http_fault_matches_the_method_it_names_only():
+    plan = FaultPlan()
+    plan.http(url="https://api.example.com/v1", method="post").status(503)
+    assert plan.next_http_fault("GET", "https://api.example.com/v1") is None
+    assert plan.next_http_fault("POST", "https://api.example.com/v1") is not None
+
+
+def test_the_loopback_server_matches_a_provider_url_on_any_host():
+    plan = FaultPlan()
+    plan.http(url="https://api.openai.com/v1/chat/completions").status(503).times(2)
+    loopback = "http://127.0.0.1:5000/v1/chat/completions"
+    assert plan.next_http_fault("POST", loopback) is None  # a real client: another host
+    assert plan.next_http_fault("POST", loopback, any_host=True) is not None
+
+
+def test_the_http_layer_is_only_there_inside_an_active_plan():
+    with pytest.raises(af.UsageError) as caught:
+        FaultPlan().http_layer()
+    assert str(caught.value) == "plan.http_layer() works inside `with plan.active():` only"
