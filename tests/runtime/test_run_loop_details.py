@@ -118,3 +118,37 @@ def test_a_fixer_without_a_model_is_a_usage_error_naming_it():
     agent = agent_with(ScriptedModel([call_tool("parse", json="x")]), tools=[parse])
     with pytest.raises(af.UsageError, match="fixer agent 'no-brain' has no model and no function"):
         agent.run("x")
+
+
+def test_the_fallback_s_answer_is_the_last_message_of_the_run():
+    fallback = ScriptedModel([say('{"count": 1, "unit": "u"}')], name="backup")
+    config = af.ResilienceConfig(max_retries=0, fallback_model=fallback)
+    result = agent_with(ScriptedModel([say("nope")]), output_type=Answer, resilience=config).run(
+        "x"
+    )
+    assert result.messages[-1].role == "assistant"
+    assert result.messages[-1].content == '{"count": 1, "unit": "u"}'
+
+
+def test_a_fallback_answer_failing_the_schema_is_the_error_raised_on_exhaustion():
+    fallback = ScriptedModel([say("also bad")], name="backup")
+    config = af.ResilienceConfig(max_retries=0, fallback_model=fallback, on_exhaustion="raise")
+    agent = agent_with(ScriptedModel([say("nope")]), output_type=Answer, resilience=config)
+    with pytest.raises(af.MalformedResponseError) as caught:
+        agent.run("x")
+    assert "also bad" in caught.value.body or "output_type Answer" in str(caught.value)
+
+
+def test_the_llm_call_budget_is_checked_before_calling_the_fallback():
+    fallback = ScriptedModel([say('{"count": 1, "unit": "u"}')], strict=False)
+    config = af.ResilienceConfig(max_retries=0, fallback_model=fallback)
+    agent = agent_with(
+        ScriptedModel([say("nope")]),
+        output_type=Answer,
+        resilience=config,
+        budget=af.Budget(max_llm_calls=1),
+    )
+    result = agent.run("x")
+    assert result.status == "max_iterations"
+    assert [e.status for e in result.trace.of("budget.exceeded")] == ["max_llm_calls"]
+    assert fallback.requests == []
