@@ -85,6 +85,7 @@ def test_a_retry_strategy_is_case_insensitive():
     ],
 )
 def test_a_bad_retry_says_which_argument_and_the_fix(kwargs, message):
+    kwargs = dict(kwargs)  # the parameter is shared by every run of this test in a process
     max_attempts = kwargs.pop("max_attempts", 3)
     with pytest.raises(af.UsageError) as info:
         af.retry(max_attempts, **kwargs)
