@@ -152,3 +152,17 @@ def test_the_llm_call_budget_is_checked_before_calling_the_fallback():
     assert result.status == "max_iterations"
     assert [e.status for e in result.trace.of("budget.exceeded")] == ["max_llm_calls"]
     assert fallback.requests == []
+
+
+def test_invoke_runs_an_llm_fixer_too():
+    # Tool.invoke has no run around it (no cancel token): the fixer's run makes its own
+    fixer = af.Agent("json-fixer", model=ScriptedModel([say('{"json": "{}"}')]))
+
+    @af.tool(on_error=af.OnError(execution=af.fix(fixer)))
+    def parse(json: str) -> int:
+        """Parse."""
+        import json as _json
+
+        return len(_json.loads(json))
+
+    assert parse.invoke({"json": "{k: 1}"}, clock=af.VirtualClock()) == 0
