@@ -166,3 +166,76 @@ def test_invoke_runs_an_llm_fixer_too():
         return len(_json.loads(json))
 
     assert parse.invoke({"json": "{k: 1}"}, clock=af.VirtualClock()) == 0
+
+
+def failing_tool(on_error, fails: int = 99):
+    calls: list[str] = []
+
+    @af.tool(on_error=on_error)
+    def fetch(url: str) -> str:
+        """Fetch."""
+        calls.append(url)
+        if len(calls) <= fails:
+            raise ConnectionError("reset")
+        return "page"
+
+    return fetch, calls
+
+
+def test_respond_with_records_the_substitute_as_the_call_s_result():
+    fetch, _ = failing_tool(af.OnError(execution=af.respond_with({"cached": True})))
+    model = ScriptedModel([call_tool("fetch", url="u"), say("ok")])
+    result = agent_with(model, tools=[fetch]).run("x")
+    (call,) = result.trace.of("tool.call", tool="fetch")
+    (event,) = result.trace.of("tool.result", tool="fetch")
+    assert event.detail == 'respond_with: {"cached":true}'
+    assert event.call_id == call.call_id
+    assert event.attempt == 1
+    assert [m.content for m in result.messages if m.role == "tool"] == ['{"cached":true}']
+
+
+def test_an_exhausted_retry_tells_the_model_the_tool_and_the_attempts():
+    fetch, calls = failing_tool(af.OnError(execution=af.retry(2, strategy="fixed")))
+    model = ScriptedModel([call_tool("fetch", url="u"), say("ok")])
+    result = agent_with(model, tools=[fetch]).run("x")
+    assert calls == ["u", "u"]
+    payload = json.loads(next(m.content for m in result.messages if m.role == "tool"))
+    assert (payload["tool"], payload["attempts"]) == ("fetch", 2)
+
+
+def test_an_exhausted_retry_raises_naming_the_tool_and_the_attempts():
+    fetch, _ = failing_tool(af.OnError(execution=af.retry(2, strategy="fixed")))
+    model = ScriptedModel([call_tool("fetch", url="u")])
+    config = af.ResilienceConfig(on_exhaustion="raise")
+    with pytest.raises(af.ToolExecutionError) as caught:
+        agent_with(model, tools=[fetch], resilience=config).run("x")
+    assert str(caught.value) == "tool 'fetch' failed after 2 attempt(s): ConnectionError: reset"
+
+
+def test_fix_rounds_used_up_end_the_call_naming_the_tool():
+    fetch, _ = failing_tool(
+        af.OnError(execution=af.fix(af.Agent.from_function("f", lambda raw: '{"url": "v"}')))
+    )
+    model = ScriptedModel([call_tool("fetch", url="u")])
+    config = af.ResilienceConfig(on_exhaustion="raise")
+    with pytest.raises(af.ToolExecutionError) as caught:
+        agent_with(model, tools=[fetch], resilience=config).run("x")
+    assert str(caught.value).startswith("tool 'fetch' failed after 2 attempt(s): ")
+
+
+def test_a_non_idempotent_tool_not_rerun_reports_its_one_attempt():
+    clock = af.VirtualClock()
+
+    @af.tool(idempotent=False)
+    def charge(amount: int) -> str:
+        """Charge."""
+        raise TimeoutError("gateway timed out")
+
+    model = ScriptedModel([call_tool("charge", amount=3), say("ok")])
+    result = agent_with(model, tools=[charge], clock=clock).run("x")
+    payload = json.loads(next(m.content for m in result.messages if m.role == "tool"))
+    assert (payload["tool"], payload["attempts"]) == ("charge", 1)
+    config = af.ResilienceConfig(on_exhaustion="raise")
+    model = ScriptedModel([call_tool("charge", amount=3)])
+    with pytest.raises(af.ToolExecutionError, match=r"^tool 'charge' failed after 1 attempt"):
+        agent_with(model, tools=[charge], clock=clock, resilience=config).run("x")
