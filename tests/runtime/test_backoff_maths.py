@@ -197,6 +197,10 @@ def test_the_validation_message_does_not_dump_a_mapping_input():
         in message
     )
     assert "(got" not in message
+    assert message.endswith(
+        "valid fields are base_delay, jitter_factor, max_delay, max_retries, on_exhaustion, "
+        "strategy, timeout_seconds"
+    )
 
 
 def test_an_unknown_strategy_message_lists_no_extra_hint():

@@ -175,3 +175,19 @@ def test_retry_counts_the_original_call_so_one_attempt_is_the_least():
             f"LlmErrorDecision.retry(max_attempts={bad!r}): give an int >= 1 "
             "(it counts the original call)"
         )
+
+
+def test_retry_refuses_bad_seconds_naming_the_argument():
+    for name in ("initial_backoff", "max_backoff", "max_retry_after"):
+        for bad in (True, -1, float("nan"), "1"):
+            with pytest.raises(af.UsageError) as caught:
+                af.LlmErrorDecision.retry(3, **{name: bad})
+            assert str(caught.value) == (
+                f"LlmErrorDecision.retry({name}={bad!r}): must be a finite number of seconds >= 0"
+            )
+
+
+def test_retry_without_a_retry_after_limit_waits_any_ask():
+    decision = af.LlmErrorDecision.retry(3, 0.0, max_retry_after=None)
+    assert decision.max_retry_after is None
+    assert decision.delay(1, af.RateLimitError("429", retry_after=9000.0)) == 9000.0
