@@ -45,3 +45,18 @@ def test_every_http_kind_is_documented_on_the_sdk_page():
     text = (DOCS / "howto" / "sdk-clients.md").read_text(encoding="utf-8")
     missing = [kind for kind in HTTP_KINDS if f'"{kind}"' not in text]
     assert not missing, f"docs/howto/sdk-clients.md does not name http= kinds {missing}"
+
+
+def test_the_architecture_page_lists_every_module_as_the_code_describes_it():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "module_tree", DOCS.parent / "scripts" / "module_tree.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module_tree = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module_tree)
+    page = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    shown = page.split(module_tree.START, 1)[1].split(module_tree.END, 1)[0]
+    assert shown == module_tree.tree(), "run: python scripts/module_tree.py --write"

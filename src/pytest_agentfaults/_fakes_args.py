@@ -279,7 +279,7 @@ class _Filler:
         count = self.rng.randint(max(low, 1 if depth < _MAX_DEPTH else 0), high) if high else low
         count = max(low, min(count, high))
         items_schema = schema.get("items", {})
-        singular = name[:-1] if name.endswith("s") else name
+        singular = name.removesuffix("s")
         items: list[Any] = []
         unique = bool(schema.get("uniqueItems"))
         seen: set[str] = set()

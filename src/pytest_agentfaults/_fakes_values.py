@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import datetime
+import datetime  # noqa: ICN001 - named in full: dates and datetimes both
 import json
 import re
 from collections.abc import Callable
@@ -24,7 +24,7 @@ Make = Callable[[Faker], Any]
 
 # Faker draws dates up to "now" unless told an end: the same seed would give other dates on
 # another day (or a microsecond later). A fixed end keeps fake_args a function of its seed.
-DATES_END: Final = datetime.datetime(2025, 12, 31, 23, 59, 59)
+DATES_END: Final = datetime.datetime(2025, 12, 31, 23, 59, 59)  # noqa: DTZ001 - Faker is naive
 BIRTHS: Final = (datetime.date(1940, 1, 1), datetime.date(2007, 12, 31))
 
 
@@ -155,7 +155,7 @@ STRING_BY_NAME: Final[dict[str, Make]] = {
     "password": lambda fake: fake.password(),
     "json": _json_text,
     "payload": _json_text,
-    "sql": lambda fake: f"SELECT * FROM {fake.word()} LIMIT {fake.random_int(1, 50)}",
+    "sql": lambda fake: f"SELECT * FROM {fake.word()} LIMIT {fake.random_int(1, 50)}",  # noqa: S608
 }
 
 # Names that end like these (``created_at``, ``start_date``, ``user_id`` ...) -> a string.

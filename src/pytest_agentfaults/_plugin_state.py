@@ -18,11 +18,14 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing.session import Counts, TestState
 
 __all__ = [
+    "FRAMEWORKS",
     "SESSION",
     "STATE",
     "CoverageSettings",
     "Kit",
     "Session",
+    "adapters_header",
+    "declares_kit",
     "may_use_kit",
     "start_state",
 ]
@@ -47,10 +50,17 @@ class Session:
         self.totals: Counts | None = None
         self.always: list[tuple[str, str]] = []
         self.html_tests: list[dict[str, Any]] = []
+        #: each test's phases as pytest reported them, for the HTML report (node id ->)
+        self.phases: dict[str, list[dict[str, Any]]] = {}
         self.kit: Kit | None = None
         self.kit_modules: dict[str, bool] = {}  # test module -> holds pytest_agentfaults
         self.coverage: CoverageSettings | None = None
         self.matrix: Matrix | None = None  # the fault coverage, built on the first test
+        #: a test used the kit (a marker, a kit fixture, or it recorded something): only
+        #: then do the seed line and the summary line print (a third-party suite run with
+        #: the plugin installed stays as quiet as without it)
+        self.used = False
+        self.seed_shown = False  # the seed line went out after collection
 
 
 class CoverageSettings:
@@ -70,6 +80,27 @@ STATE = pytest.StashKey["TestState"]()
 KIT_FIXTURES = frozenset(
     ("faults", "trace", "virtual_clock", "http_faults", "llm_server", "scripted_model")
 )
+# The official SDKs' clients (`_plugin_sdk`): kit fixtures too, unless the user's own
+# fixture of the same name overrides ours.
+SDK_FIXTURES = frozenset(
+    ("openai_client", "async_openai_client", "anthropic_client", "async_anthropic_client")
+)
+
+
+# Tests that use the kit get virtual time: a marker, or any kit fixture (the SDK clients too).
+_VIRTUAL_TIME_FIXTURES = KIT_FIXTURES | {
+    "openai_client",
+    "async_openai_client",
+    "anthropic_client",
+    "async_anthropic_client",
+}
+
+
+def uses_the_kit(item: pytest.Item) -> bool:
+    """An ``inject_fault`` marker or a kit fixture: its waits are virtual by default."""
+    if item.get_closest_marker("inject_fault") is not None:
+        return True
+    return not _VIRTUAL_TIME_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
 
 
 def may_use_kit(item: pytest.Item) -> bool:
@@ -80,17 +111,32 @@ def may_use_kit(item: pytest.Item) -> bool:
     or not), for a marked test, for a test asking for a kit fixture, and for a test whose
     module holds the lazy package (``import pytest_agentfaults as af``).
     """
-    if _RUNTIME in sys.modules:
-        return True
-    if item.get_closest_marker("inject_fault") or item.get_closest_marker("real_time"):
-        return True
-    if not KIT_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
+    if _RUNTIME in sys.modules or declares_kit(item):
         return True
     module = getattr(item, "module", None)
     return module is not None and imports_the_kit(module, item.config.stash[SESSION])
 
 
+def declares_kit(item: pytest.Item) -> bool:
+    """Whether the test says it uses the kit: an agentfaults marker or a kit fixture."""
+    if item.get_closest_marker("inject_fault") or item.get_closest_marker("real_time"):
+        return True
+    names = getattr(item, "fixturenames", ())
+    if not KIT_FIXTURES.isdisjoint(names):
+        return True
+    return not SDK_FIXTURES.isdisjoint(names) and uses_our_sdk_fixture(item)
+
+
 _RUNTIME = "pytest_agentfaults.runtime.clock"  # every agent reads its default clock there
+
+
+def uses_our_sdk_fixture(item: pytest.Item) -> bool:
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    for name in SDK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        found = definitions.get(name)
+        if found and getattr(found[-1].func, "__module__", "") == "pytest_agentfaults._plugin_sdk":
+            return True
+    return False
 
 
 def imports_the_kit(module: ModuleType, session: Session) -> bool:
@@ -104,6 +150,44 @@ def imports_the_kit(module: ModuleType, session: Session) -> bool:
 def is_kit(value: object) -> bool:
     name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
     return isinstance(name, str) and name.startswith("pytest_agentfaults")
+
+
+# The frameworks whose tools ``tool=`` faults reach: top-level module -> (the name the
+# header shows, the distributions that provide it). Kept here, not in the kit's adapter
+# registry (testing._frameworks), so the header loads none of the kit.
+FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "pydantic_ai": ("pydantic-ai", ("pydantic-ai-slim", "pydantic-ai")),
+    "langchain_core": ("langchain", ("langchain-core",)),
+    "agents": ("openai-agents", ("openai-agents",)),
+    "mcp": ("mcp", ("mcp",)),
+}
+
+
+def adapters_header() -> str | None:
+    """``agentfaults: tool faults also reach pydantic-ai 2.68.0, ...``: None if none installed.
+
+    Says which frameworks' tools the adapters can reach in this environment; an adapter
+    loads in a test only once the test process has imported its framework. Looks up what is
+    installed without importing any framework.
+    """
+    from importlib import metadata, util  # noqa: PLC0415 - lazy: once per session
+
+    found = []
+    for module, (shown, distributions) in FRAMEWORKS.items():
+        if util.find_spec(module) is None:
+            continue
+        for distribution in distributions:
+            try:
+                found.append(f"{shown} {metadata.version(distribution)}")
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    if not found:
+        return None
+    return (
+        f"agentfaults: tool faults also reach {', '.join(found)} "
+        "(each adapter loads in the tests that import its framework)"
+    )
 
 
 def start_state(item: pytest.Item) -> TestState:
@@ -121,6 +205,8 @@ def start_state(item: pytest.Item) -> TestState:
         state.add_faults(parsed(m, kit) for m in top_down(markers, item))
     item.stash[STATE] = state
     state.start()
+    if markers or uses_the_kit(item):  # a marked test uses the kit: no second marker lookup
+        state.use_virtual_time()  # undone by state.stop(), like the rest
     return state
 
 

@@ -99,11 +99,11 @@ def http_faults(
     or let `fault_plans` do it (``http=True``).
 
     ``statuses`` defaults to retryable (503, 429, 500, 502, 504, 529, 408) and final (400,
-    401, 403, 404) codes; ``kinds`` to every transport failure; pass an empty list to
-    leave either out.
+    401, 403, 404) codes; ``kinds`` to the six above; pass an empty list to leave either
+    out, or name the newer kinds (``stall``, ``quota`` ...) to draw them too.
     """
     codes = tuple(_HTTP_STATUSES if statuses is None else statuses)
-    failures = tuple(HTTP_KINDS if kinds is None else kinds)
+    failures = tuple(_DEFAULT_HTTP_KINDS if kinds is None else kinds)
     for code in codes:
         if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
             raise UsageError(f"http_faults(statuses=...): {code!r} is not an HTTP status")
@@ -139,6 +139,9 @@ def http_faults(
 
     return build()
 
+
+#: the kinds `http_faults` draws unless told: those it drew before the newer kinds came
+_DEFAULT_HTTP_KINDS: Final = HTTP_KINDS[:6]
 
 _TOOL_FAILURES: Final = (
     ToolFailure(error="No results found", recommendations=["Try a broader query"]),

@@ -20,6 +20,8 @@ AgentFaultsError
 │   ├── MalformedResponseError        2xx body that cannot be decoded, bad tool-call JSON,
 │   │                                 empty/blocked output
 │   └── ModelStreamError              broken stream after the first chunk
+├── NetworkBlockedError               a test's request would have left this machine; never
+│                                     retried (allow it: @pytest.mark.allow_network)
 └── BudgetExceededError
 ```
 
@@ -39,15 +41,18 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
+from pytest_agentfaults._ambiguity import AMBIGUOUS_ERROR_NAMES, UNSENT_ERROR_NAMES, is_ambiguous
 from pytest_agentfaults._redact import redact_text
 
 if TYPE_CHECKING:
     from pytest_agentfaults._failure import ToolFailure
 
 __all__ = [
+    "AMBIGUOUS_ERROR_NAMES",
     "NEVER_RECOVERED",
+    "UNSENT_ERROR_NAMES",
     "AgentFaultsError",
     "BudgetExceededError",
     "ErrorInfo",
@@ -62,6 +67,7 @@ __all__ = [
     "ModelStreamError",
     "ModelTimeoutError",
     "ModelTransportError",
+    "NetworkBlockedError",
     "RateLimitError",
     "Severity",
     "ToolError",
@@ -281,6 +287,22 @@ class ModelStreamError(ModelError):
     """A streamed answer broke after its first chunk. A stream is never re-issued then."""
 
 
+class NetworkBlockedError(AgentFaultsError):
+    """A request in a test would have reached a real, non-loopback host: refused before sending.
+
+    ``host`` is where it was going and ``test`` the test that sent it. A mistake in the
+    test, never a transient failure: nothing retries it. Allow the network for one test
+    with ``@pytest.mark.allow_network``, or for all with ini ``agentfaults_network = allow``.
+    """
+
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str, *, host: str = "", test: str = "") -> None:
+        super().__init__(message)
+        self.host = host
+        self.test = test
+
+
 class BudgetExceededError(AgentFaultsError):
     """A `Budget` cap was reached.
 
@@ -295,8 +317,9 @@ class BudgetExceededError(AgentFaultsError):
 
 
 # The one place that says which errors no recovery ever handles (no retry, fixer, feed-back
-# or fallback): a budget cap, the developer's mistake, the test's (an AssertionError).
-NEVER_RECOVERED: Final = (BudgetExceededError, UsageError, AssertionError)
+# or fallback): a budget cap, the developer's mistake, the test's (an AssertionError, a
+# request that would have left the machine).
+NEVER_RECOVERED: Final = (BudgetExceededError, UsageError, AssertionError, NetworkBlockedError)
 
 
 # --------------------------------------------------------------------------- classify
@@ -323,71 +346,6 @@ _AUTH_PATTERNS: Final = re.compile(
 )
 _RETRYABLE_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504, 529})
 _NEVER_RETRIED: Final = (ValueError, TypeError, KeyError, PermissionError, LookupError)
-
-
-# Ambiguous failures: the request may have reached the other side and done its work, only
-# the answer was lost. Matched by class name (in the MRO) so that httpx, requests, urllib3
-# and http.client errors are known without importing them, and so a trace (which keeps type
-# names only) can be judged by the same list.
-AMBIGUOUS_ERROR_NAMES: Final = frozenset(
-    {
-        "TimeoutError",  # builtin, asyncio's, ToolTimeoutError, ModelTimeoutError
-        "ToolTimeoutError",
-        "ModelTimeoutError",
-        "ReadTimeout",  # httpx, requests: the request was sent, no answer came
-        "WriteTimeout",
-        "ReadError",
-        "WriteError",
-        "RemoteProtocolError",  # httpx: the server hung up without an answer
-        "ConnectionError",  # builtin (refused aside, below); requests' after-send failures
-        "ConnectionResetError",
-        "ConnectionAbortedError",
-        "BrokenPipeError",
-        "RemoteDisconnected",
-        "IncompleteRead",
-        "ProtocolError",  # urllib3
-        "ChunkedEncodingError",  # requests
-    }
-)
-# Failures known to happen before anything was sent: the call surely did not take effect.
-# They win over the list above (requests' ConnectTimeout is also a ConnectionError).
-UNSENT_ERROR_NAMES: Final = frozenset(
-    {
-        "ConnectionRefusedError",
-        "ConnectError",  # httpx
-        "ConnectTimeout",  # httpx, requests
-        "PoolTimeout",  # httpx: no connection was free
-        "NetworkBlockedError",
-        "gaierror",  # DNS
-    }
-)
-
-
-def is_ambiguous(exc: object) -> bool:
-    """Whether ``exc`` leaves it unknown if the failed call took effect.
-
-    True for timeouts and for connections that broke after the request was sent (reset,
-    aborted, a server that hung up); False for failures known to come before sending
-    (refused, DNS, no connection) and for everything else a tool raises, which says the
-    call failed. An exception may decide for itself with an ``ambiguous`` attribute.
-
-    ```python
-    >>> from pytest_agentfaults.errors import is_ambiguous
-    >>> is_ambiguous(TimeoutError())
-    True
-    >>> is_ambiguous(ConnectionRefusedError())
-    False
-    ```
-    """
-    if not isinstance(exc, BaseException):
-        return False  # a ToolFailure: the tool said what happened
-    explicit = getattr(exc, "ambiguous", None)
-    if isinstance(explicit, bool):
-        return explicit
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    if names & UNSENT_ERROR_NAMES:
-        return False
-    return bool(names & AMBIGUOUS_ERROR_NAMES)
 
 
 def is_retryable_status(status: int) -> bool:

@@ -40,10 +40,13 @@ from pytest_agentfaults.testing._malformed import (
     can_break,
     write,
 )
-from pytest_agentfaults.testing._wire import PROVIDERS, error_payload
+from pytest_agentfaults.testing._wire import error_payload
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing._wire import Provider
+
+#: the providers whose error bodies `AgentFaultsProvider.provider_error_body` fakes
+PROVIDERS: Final = ("openai", "anthropic", "ollama")
 
 __all__ = [
     "MALFORMED_JSON_KINDS",

@@ -1,7 +1,8 @@
 """The pytest plugin (``pytest11`` entry point ``agentfaults``).
 
-Markers ``inject_fault`` and ``real_time``; fixtures ``faults``, ``trace``,
-``virtual_clock``, ``scripted_model``, ``http_faults``, ``llm_server``; options
+Markers ``inject_fault``, ``real_time`` and ``allow_network``; fixtures ``faults``, ``trace``,
+``virtual_clock``, ``scripted_model``, ``http_faults``, ``llm_server``, ``openai_client``
+(and ``async_openai_client``, ``anthropic_client``, ``async_anthropic_client``); options
 ``--agentfaults-trace``, ``--agentfaults-trace-dir``, ``--agentfaults-seed``,
 ``--agentfaults-update-snapshots``.
 
@@ -19,6 +20,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agentfaults import _plugin_coverage as _coverage
+from pytest_agentfaults import _plugin_network as _network
+from pytest_agentfaults import _plugin_totals as _totals
+from pytest_agentfaults._plugin_report import (
+    add_to_pytest_reports as _add_to_pytest_reports,
+)
+from pytest_agentfaults._plugin_report import (
+    add_trace_section as _add_trace_section,
+)
+from pytest_agentfaults._plugin_report import (
+    replay as _replay,
+)
 from pytest_agentfaults._plugin_state import (
     SESSION as _SESSION,
 )
@@ -27,6 +39,12 @@ from pytest_agentfaults._plugin_state import (
 )
 from pytest_agentfaults._plugin_state import (
     Session as _Session,
+)
+from pytest_agentfaults._plugin_state import (
+    adapters_header as _adapters_header,
+)
+from pytest_agentfaults._plugin_state import (
+    declares_kit as _declares_kit,
 )
 from pytest_agentfaults._plugin_state import (
     may_use_kit as _may_use_kit,
@@ -52,7 +70,9 @@ _INJECT_FAULT = (
     "times=1, at=1, probability=None, strict=True, url=None, method=None, retry_after=None): "
     "inject a fault into a tool (tool='name' with raises=, returns= or delay=), an HTTP "
     "request (http=503 / 429 / 'timeout' / 'connect_error' / 'read_error' / 'reset' / "
-    "'malformed_body' / 'truncated_stream', optionally url= and method=) or a model call "
+    "'malformed_body' / 'truncated_stream' / 'not_json' / 'proxy_html' / 'stall' / "
+    "'slow_first_token' / 'context_length' / 'quota', optionally url=, method=, "
+    "retry_after=, retry_after_format=, should_retry=, after=, status=, delay=) or a model call "
     "(llm='malformed_tool_args' / 'rate_limit' / 'server_error' / 'timeout' / 'empty' / "
     "'blocked' / 'unknown_tool' / 'not_json'). Exactly one target per marker; markers stack."
 )
@@ -101,12 +121,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentfaults_html", "default for --agentfaults-html", default="")
     parser.addini("agentfaults_trace_dir", "default for --agentfaults-trace-dir", default="")
     parser.addini("agentfaults_seed", "default for --agentfaults-seed", default="")
+    parser.addini(
+        "agentfaults_network",
+        "real hosts: kit (default: refused in tests that use the kit), block (in every "
+        "test, socket.connect too) or allow",
+        default="kit",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers and settle the session's settings."""
     config.addinivalue_line("markers", _INJECT_FAULT)
     config.addinivalue_line("markers", _REAL_TIME)
+    config.addinivalue_line("markers", _network.ALLOW_NETWORK)
+    config.stash[_network.MODE] = _network.network_mode(config)
+    config.pluginmanager.import_plugin("pytest_agentfaults._plugin_sdk")
     mode = config.getoption("agentfaults_trace") or config.getini("agentfaults_trace")
     if mode not in _TRACE_MODES:
         raise pytest.UsageError(
@@ -122,7 +151,8 @@ def pytest_configure(config: pytest.Config) -> None:
         html=Path(html) if html else None,
     )
     config.stash[_SESSION].coverage = _coverage.settings(config)
-    config.pluginmanager.register(_Totals(config.stash[_SESSION]))
+    worker = getattr(config, "workerinput", None) is not None
+    config.pluginmanager.register(_totals.Totals(config.stash[_SESSION], worker))
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed())
 
@@ -151,10 +181,19 @@ class _XdistSeed:
         node.workerinput["agentfaults_seed"] = node.config.stash[_SESSION].seed
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    """``agentfaults: seed=N``: rerun with ``--agentfaults-seed=N`` to reproduce."""
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """``agentfaults: seed=N``, after collection, and only when a test uses the kit.
+
+    Printed here rather than in the header: only now are the tests known, and a session
+    none of whose tests uses the kit prints nothing of it. Shown with ``-q`` too.
+    """
     session = config.stash[_SESSION]
-    return f"agentfaults: seed={session.seed} (reproduce with --agentfaults-seed={session.seed})"
+    if not any(_declares_kit(item) for item in items):
+        return []
+    session.seed_shown = True
+    # and the frameworks whose tools tool= faults reach (issue 16), when one is installed
+    adapters = _adapters_header()
+    return [_totals.seed_line(session.seed), *([adapters] if adapters else [])]
 
 
 # ---------------------------------------------------------------------------- per test
@@ -168,8 +207,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     plugin costs it next to nothing; a kit fixture it asks for later builds the state then.
     """
     __tracebackhide__ = True
-    if _may_use_kit(item):
+    uses_kit = _may_use_kit(item)
+    if uses_kit:
         _start_state(item)
+    _network.start_network(item, uses_kit)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -191,11 +232,19 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         state = item.stash.get(_STATE, None)
         if state is not None:
             errors.extend(state.stop())
+        errors.extend(_network.stop_network(item))
     if state is not None and item.stash.get(_PASSED, False):
         try:
             state.plan.check()
         except Exception as error:
             errors.append(error)
+    try:
+        _network.check_network(item, passed=item.stash.get(_PASSED, False))
+    except Exception as error:
+        errors.append(error)
+    if len(errors) == 1 and isinstance(errors[0], AssertionError):
+        # the kit's own check: its message says it all, in every --tb style (native too)
+        pytest.fail(str(errors[0]), pytrace=False)
     if len(errors) == 1:
         raise errors[0]
     if errors:
@@ -209,7 +258,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         return (yield)
     except BaseException as interrupted:
         state = item.stash.get(_STATE, None)
-        for error in state.stop() if state is not None else ():
+        for error in [*(state.stop() if state is not None else ()), *_network.stop_network(item)]:
             interrupted.add_note(f"pytest-agentfaults could not switch off: {error!r}")
         raise
 
@@ -225,21 +274,23 @@ def pytest_runtest_makereport(
     if state is None:
         return report
     session = item.config.stash[_SESSION]
-    if report.when == "call" or (report.when == "setup" and report.failed):
-        mode = session.trace_mode
-        if mode == "always" or (mode == "on-failure" and report.failed):
-            report.sections.append(("recovery trace", state.render()))
+    _add_trace_section(item, report, state, session)
     if report.when == "teardown":
         outcome = "failed" if item.stash.get(_FAILED, False) else "passed"
         # Everything the controller needs rides on the teardown report, so it reaches
         # the terminal summary and the HTML report from xdist workers too.
-        shipped: dict[str, Any] = {"counts": state.counts().as_dict()}
+        used = _declares_kit(item) or state.recorded()
+        shipped: dict[str, Any] = {"counts": state.counts().as_dict(), "used": used}
         if session.trace_dir is not None and session.kit is not None:
             session.kit.write_trace_file(session.trace_dir, item.nodeid, state.to_json(outcome))
         if session.trace_mode == "always" and state.trace.events:
-            shipped["render"] = state.render()
+            shipped["render"] = state.render(replay=_replay(item, session))
         if session.html is not None:
             shipped["html"] = state.as_dict(outcome)
+            if used:
+                shipped["html"]["replay"] = _replay(item, session)
+        if used:
+            _add_to_pytest_reports(item, report, state, shipped["counts"], session)
         if session.coverage is not None:
             from pytest_agentfaults.testing._coverage import observe  # noqa: PLC0415 - lazy
 
@@ -287,71 +338,22 @@ def _scrub_report(report: pytest.TestReport | pytest.CollectReport) -> None:
     scrub_report(report)
 
 
-class _Totals:
-    """Adds each test's counts to its own session's totals (xdist workers' reports too).
-
-    An object per config rather than a module-level hook, so a pytest run inside a pytest
-    run (pytester) keeps its totals apart.
-    """
-
-    def __init__(self, session: _Session) -> None:
-        self.session = session
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        shipped = getattr(report, "agentfaults", None)
-        if shipped is None or report.when != "teardown":
-            return
-        session = self.session
-        if session.totals is None:
-            from pytest_agentfaults.testing.session import Counts  # noqa: PLC0415 - lazy
-
-            session.totals = Counts()
-        session.totals.add(shipped["counts"])
-        if "render" in shipped:
-            session.always.append((report.nodeid, shipped["render"]))
-        if "html" in shipped:
-            session.html_tests.append(shipped["html"])
-        if "coverage" in shipped:
-            _coverage.session_matrix(session).add(
-                shipped["coverage"], report.nodeid, shipped["passed"]
-            )
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if getattr(session.config, "workerinput", None) is not None:
-            return  # workers ship their tests; the controller writes the report
-        if self.session.html is not None:
-            from pytest_agentfaults.testing.session import write_html_report  # noqa: PLC0415
-
-            write_html_report(self.session.html, self.session.html_tests)
-        _coverage.finish(self.session, session)
-
-
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Print the always-mode traces and the one-line agentfaults summary."""
-    if getattr(config, "workerinput", None) is not None:
-        return
-    session = config.stash[_SESSION]
-    if session.always:
-        terminalreporter.section("recovery traces")
-        for nodeid, text in session.always:
-            terminalreporter.write_line(f"{nodeid}")
-            for line in text.splitlines():
-                terminalreporter.write_line(f"  {line}")
-    if session.totals is not None:
-        terminalreporter.write_line(session.totals.summary())
-    if session.html is not None:
-        terminalreporter.write_line(f"agentfaults: HTML report written to {session.html}")
-    if session.coverage is not None:
-        _coverage.summary(terminalreporter, session)
+    if getattr(config, "workerinput", None) is None:
+        _totals.terminal_summary(terminalreporter, config.stash[_SESSION])
 
 
 # ---------------------------------------------------------------------------- fixtures
 
 
 def _state(request: pytest.FixtureRequest) -> TestState:
+    __tracebackhide__ = True
     state: TestState | None = request.node.stash.get(_STATE, None)
     if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
         state = _start_state(request.node)
+        _network.start_network_late(request.node)
+    state.use_virtual_time()  # a kit fixture: the test's waits are virtual (not real_time)
     return state
 
 
@@ -369,7 +371,8 @@ def trace(request: pytest.FixtureRequest) -> Trace:
 
 @pytest.fixture
 def virtual_clock(request: pytest.FixtureRequest) -> VirtualClock:
-    """The test's virtual clock; every agent built with ``clock=None`` waits on it."""
+    """The test's virtual clock: agents (``clock=None``) and the test's own sleeps wait on it."""
+    __tracebackhide__ = True
     state = _state(request)
     if state.real_time:
         from pytest_agentfaults.errors import UsageError  # noqa: PLC0415
@@ -400,6 +403,8 @@ def http_faults(request: pytest.FixtureRequest) -> HttpFaultRouter:
     and a request that matches no route raises an `AssertionError` unless it goes to
     loopback. Stopped with the test's fault plan; a route never requested then fails the
     test (opt out with ``http_faults.assert_all_called = False``).
+    ``http_faults.script("openai", [call_tool(...), say("done")])`` answers a provider's
+    endpoint with scripted steps in its wire format.
     """
     return _state(request).plan.http_layer().router
 
@@ -420,13 +425,14 @@ def _agentfaults_llm_server() -> Generator[LLMServer, None, None]:
 def llm_server(
     request: pytest.FixtureRequest, _agentfaults_llm_server: LLMServer
 ) -> Generator[LLMServer, None, None]:
-    """A real server on 127.0.0.1 speaking the OpenAI, Anthropic and Ollama wire formats.
+    """A real server on 127.0.0.1 speaking the OpenAI, Anthropic, Ollama and Gemini wires.
 
     Drive it with ``llm_server.script([...steps])``; point clients at
     ``llm_server.base_url("openai")`` (or ``.env()``). The test's http faults are served
     over its socket; ``llm_server.requests`` lists every request received. A request left
     without a script step fails the test at teardown.
     """
+    __tracebackhide__ = True
     from pytest_agentfaults.testing._compose import check_llm_server_mocks  # noqa: PLC0415
 
     server = _agentfaults_llm_server

@@ -26,7 +26,12 @@ def test_importing_the_entry_point_loads_only_the_stdlib_and_pytest():
     ours = sorted(m for m in modules if m.startswith("pytest_agentfaults"))
     assert ours == [
         "pytest_agentfaults",
+        "pytest_agentfaults._network_policy",
+        "pytest_agentfaults._plugin_coverage",
+        "pytest_agentfaults._plugin_network",
+        "pytest_agentfaults._plugin_report",
         "pytest_agentfaults._plugin_state",
+        "pytest_agentfaults._plugin_totals",
         "pytest_agentfaults.plugin",
     ]
 

@@ -26,12 +26,15 @@ def test_failure_report_has_a_recovery_trace_section(suite):
     result.stdout.fnmatch_lines(
         [
             "*- recovery trace -*",
-            "seed *",
+            "replay: pytest --agentfaults-seed=* test_suite.py::test_fails",
+            "summary: 1 fault fired, 1 tool retry",
             "faults:",
-            "  tool 'fetch' raises ConnectionError('reset'): fired 1x (@pytest.mark.inject_fault(*",
+            "  fired 1 time: tool 'fetch' raises ConnectionError('reset') (@pytest.mark.inject*",
             "timeline:",
-            "  run.start *",
-            "  tool.fault * fetch attempt 1 *",
+            "     0.000s           run.start       [bot] go",
+            "     0.000s  turn 1   llm.request     [bot] scripted",
+            "*",
+            "     0.000s  turn 1   tool.fault      ?bot? fetch  tool 'fetch' raises *",
         ]
     )
 
@@ -78,7 +81,13 @@ def test_trace_dir_gets_one_json_file_per_test_passed_or_failed(suite):
     failed = data["test_suite.py::test_fails"]
     assert passed["outcome"] == "passed"
     assert failed["outcome"] == "failed"
-    assert passed["counts"] == {"faults": 2, "retries": 2, "fixer_calls": 0, "escalations": 0}
+    assert passed["counts"] == {
+        "faults": 2,
+        "retries": 2,
+        "fixer_calls": 0,
+        "escalations": 0,
+        "http_retries": 0,
+    }
     assert [f["kind"] for f in passed["faults_fired"]] == ["raises", "raises"]
     assert passed["events"][0]["type"] == "run.start"
     assert not list((pytester.path / "out").glob("*.tmp"))
@@ -110,7 +119,7 @@ def test_two():
 ''').runpytest()
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        ["agentfaults: 3 faults injected, 3 retries, 1 fixer calls, 1 escalations"]
+        ["agentfaults: 3 faults injected, 3 retries, 1 fixer call, 1 escalation"]
     )
 
 

@@ -128,7 +128,9 @@ def test_a_tool_failure_comes_back_from_the_plain_path():
     assert bare(lambda: read.invoke({"path": "x"})) == af.ToolFailure(error="File not found")
 
 
-@pytest.mark.parametrize("error", [af.UsageError("bad"), AssertionError("mock")])
+@pytest.mark.parametrize(
+    "error", [af.UsageError("bad"), AssertionError("mock"), af.NetworkBlockedError("refused")]
+)
 def test_never_recovered_errors_pass_through_invoke_untouched(error: Exception):
     calls: list[int] = []
 
@@ -148,6 +150,7 @@ def test_never_recovered_is_one_list_classify_agrees_with():
         af.BudgetExceededError: af.BudgetExceededError("cap", limit="max_turns", value=1),
         af.UsageError: af.UsageError("misuse"),
         AssertionError: AssertionError("exhausted script"),
+        af.NetworkBlockedError: af.NetworkBlockedError("refused", host="api.openai.com"),
     }
     assert set(NEVER_RECOVERED) == set(made)
     for error in made.values():

@@ -177,6 +177,7 @@ def test_a_path_filter_matches_any_host(faults, http_faults, client):
     assert client.post("https://b.test/v1/other").status_code == 200
 
 
+@pytest.mark.allow_network  # else the network guard patches httpx from the start
 def test_a_fault_declared_in_the_test_body_switches_the_layer_on(faults):
     original = httpx.Client._send_single_request
     faults.http(url=API).status(418)
@@ -184,7 +185,8 @@ def test_a_fault_declared_in_the_test_body_switches_the_layer_on(faults):
     assert httpx.get(API).status_code == 418
 
 
-def test_without_http_faults_httpx_is_left_alone(faults):
+@pytest.mark.allow_network
+def test_without_http_faults_or_the_guard_httpx_is_left_alone(faults):
     faults.tool("x").raises(ValueError).strict(False)
     assert httpx.Client._send_single_request.__module__ == "httpx._client"
     assert httpx.HTTPTransport.handle_request.__module__ == "httpx._transports.default"
@@ -352,6 +354,7 @@ def test_events_outside_a_run_are_stamped_with_the_tests_virtual_time(
     assert {e.agent for e in trace.of("http.*")} == {"http"}
 
 
+@pytest.mark.allow_network  # no network guard: the plan alone patches httpx
 def test_a_plan_outside_pytest_records_on_its_own_recorder():
     plan = FaultPlan(seed=1)
     plan.http(url=API).status(503)

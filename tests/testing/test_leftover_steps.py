@@ -88,7 +88,10 @@ def test_plan_check_reports_every_failure_together() -> None:
     with pytest.raises(AssertionError) as caught:
         plan.check()
     assert str(caught.value).splitlines() == [
-        "fault on tool 'fetch' never fired (faults.tool('fetch'))",
+        "fault on tool 'fetch' never fired: faults.tool('fetch')",
+        "  what happened: fetch was called 0 times: the agent never called a tool",
+        "  fix: make the agent call it, or add .strict(False) if the fault may go unused",
+        "  tools watched in: agentfaults",
         "first check",
         "second check",
     ]

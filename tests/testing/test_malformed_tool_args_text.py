@@ -45,7 +45,9 @@ def test_args_chooses_the_text_the_model_sends(pytester):
             assert trace.count("tool.error") == 1
         """
     )
-    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+    pytester.runpytest(
+        "-p", "no:randomly", "-o", "asyncio_default_fixture_loop_scope=function"
+    ).assert_outcomes(passed=1)
 
 
 def test_args_must_be_text(pytester):
@@ -58,7 +60,9 @@ def test_args_must_be_text(pytester):
             pass
         """
     )
-    result = pytester.runpytest("-p", "no:randomly")
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-o", "asyncio_default_fixture_loop_scope=function"
+    )
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*args= is the raw arguments text the model sends, a str*"])
 
@@ -73,6 +77,8 @@ def test_args_applies_only_to_malformed_tool_args(pytester):
             pass
         """
     )
-    result = pytester.runpytest("-p", "no:randomly")
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-o", "asyncio_default_fixture_loop_scope=function"
+    )
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*args= does not apply to llm='empty'*"])

@@ -77,8 +77,10 @@ def test_base_urls_follow_each_sdks_convention(server):
     assert server.base_url("openai") == f"{server.url}/v1"
     assert server.base_url("anthropic") == server.url
     assert server.base_url("ollama") == server.url
+    assert server.base_url("openai-responses") == f"{server.url}/v1"
+    assert server.base_url("gemini") == server.url  # google-genai adds /v1beta/models/...
     with pytest.raises(UsageError, match="unknown provider"):
-        server.base_url("gemini")
+        server.base_url("mistral")
 
 
 def test_env_points_sdks_and_our_clients_here(server, monkeypatch):

@@ -71,7 +71,7 @@ def test_the_fakes_cut_a_truncation_in_its_second_half() -> None:
 # --------------------------------------------------------------------------- error bodies
 
 
-@pytest.mark.parametrize("provider", _wire.PROVIDERS)
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "ollama"])
 def test_fake_error_bodies_have_the_servers_shape_and_type(provider: str) -> None:
     fake = fakes.faker_with_provider(seed=2)
     compared = 0

@@ -24,6 +24,9 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, TypeVar
 
+from pytest_agentfaults.runtime._virtual_time import executor_busy as _executor_busy
+from pytest_agentfaults.runtime._virtual_time import is_bookkeeping, next_timer
+from pytest_agentfaults.runtime._virtual_time import wake as _wake
 from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded, VirtualClock
 
 __all__ = ["GRACE", "DeadlineExpired", "await_virtual_deadline", "call_in_worker"]
@@ -109,7 +112,7 @@ def call_in_worker(function: Callable[[], T], timeout: float) -> T:
     raise value
 
 
-async def acall_in_worker(function: Callable[[], T], timeout: float) -> T:
+async def acall_in_worker(function: Callable[[], T], timeout: float) -> T:  # noqa: ASYNC109
     """`call_in_worker` for the event loop: the loop keeps running while the call does."""
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
@@ -147,11 +150,6 @@ async def acall_in_worker(function: Callable[[], T], timeout: float) -> T:
 # ------------------------------------------------------------------------ virtual autojump
 
 
-def _wake(tick: asyncio.Future[None]) -> None:
-    if not tick.done():
-        tick.set_result(None)
-
-
 async def await_virtual_deadline(
     coro: Coroutine[Any, Any, T], clock: VirtualClock, deadline: float
 ) -> T:
@@ -184,7 +182,12 @@ async def await_virtual_deadline(
             state = _idle_state(loop, clock, deadline)
             quiet = quiet + 1 if state is not None and state == last else 0
             last = state
-            if quiet >= QUIET_TICKS and deadline <= min(waiting):
+            # Only the earliest deadline jumps, and never over an earlier virtual sleep.
+            if (
+                quiet >= QUIET_TICKS
+                and deadline <= min(waiting)
+                and (deadline <= next_timer(loop, clock))
+            ):
                 clock._jump_to(deadline)
                 task.cancel()
                 await asyncio.wait({task})
@@ -219,27 +222,14 @@ def _idle_state(
     awaits another future. The state holds the futures themselves, compared by identity,
     so a new future cannot pass for an old one that was freed at the same address.
     """
-    if loop._ready:  # type: ignore[attr-defined]
+    if any(not is_bookkeeping(h) for h in loop._ready):  # type: ignore[attr-defined]
         return None
     horizon = loop.time() + max(0.0, deadline - clock.now())
     for handle in loop._scheduled:  # type: ignore[attr-defined]
-        if handle._callback is not _wake and not handle.cancelled() and handle.when() < horizon:
+        if not is_bookkeeping(handle) and not handle.cancelled() and handle.when() < horizon:
             return None  # a real timer fires before the deadline would come
     if _executor_busy(loop):
         return None
     current = asyncio.current_task(loop)
     tasks = sorted((t for t in asyncio.all_tasks(loop) if t is not current), key=id)
     return tuple((each, getattr(each, "_fut_waiter", None)) for each in tasks)
-
-
-def _executor_busy(loop: asyncio.AbstractEventLoop) -> bool:
-    """Whether the loop's default executor runs something (``asyncio.to_thread``)."""
-    executor = getattr(loop, "_default_executor", None)
-    if executor is None:
-        return False
-    threads = getattr(executor, "_threads", None)
-    idle = getattr(getattr(executor, "_idle_semaphore", None), "_value", None)
-    pending = getattr(executor, "_work_queue", None)
-    if threads is None or idle is None:
-        return False
-    return len(threads) > idle or (pending is not None and not pending.empty())

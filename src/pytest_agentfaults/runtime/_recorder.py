@@ -16,7 +16,7 @@ from pydantic import TypeAdapter
 
 from pytest_agentfaults._redact import redact_text, redact_value
 from pytest_agentfaults.runtime._log import logger
-from pytest_agentfaults.runtime.events import Event, Observer, Trace
+from pytest_agentfaults.runtime.events import ErrorRecord, Event, Observer, Trace
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock
@@ -24,7 +24,12 @@ if TYPE_CHECKING:
 __all__ = ["Recorder", "active_collectors", "buffer_events", "collecting", "new_run_id"]
 
 # Fields that hold a name, an id or a status word, never free text (see `Recorder.emit`).
-_NAME_FIELDS: Final = frozenset({"tool", "call_id", "status", "severity", "method", "fault"})
+_NAME_FIELDS: Final = frozenset(
+    {"tool", "call_id", "status", "severity", "method", "fault", "framework"}
+)
+
+# Field values that hold no text to redact, skipped without an `isinstance` (the hot path).
+_NOT_CONTAINERS: Final = frozenset({int, float, bool, type(None), ErrorRecord})
 
 # The one TypeAdapter events are built through: its validator fills the defaults, keeps the
 # fields given as ``model_fields_set`` and the others as extra fields, all in pydantic-core.
@@ -128,8 +133,8 @@ class Recorder:
             self.trace = parent.trace
             self.start = parent.start
             self.parent_run_id: str | None = parent.run_id
-            self._observers: tuple[Observer, ...] = (*parent._observers, *observers)
-            self._collectors: tuple[Trace, ...] = parent._collectors
+            self._observers: tuple[Observer, ...] = (*parent._observers, *observers)  # noqa: SLF001
+            self._collectors: tuple[Trace, ...] = parent._collectors  # noqa: SLF001
         else:
             self.trace = trace if trace is not None else Trace()
             self.start = clock.now()
@@ -151,10 +156,11 @@ class Recorder:
         ``call_id``, ``status`` ...) are not text and skip the scan: this is the hot path.
         """
         for key, value in fields.items():
-            if value.__class__ is str:  # `type` is the event's type here
+            cls = value.__class__
+            if cls is str:  # `type` is the event's type here
                 if key not in _NAME_FIELDS:
                     fields[key] = redact_text(value)
-            elif isinstance(value, dict | list):
+            elif cls not in _NOT_CONTAINERS and isinstance(value, dict | list):
                 fields[key] = redact_value(value)
         trace = self.trace
         events = trace.events

@@ -152,7 +152,7 @@ class Run:
                 output = agent.fixer_function(self.messages[-1].content if self.messages else "")
                 return self.finish("ok", output)
             if agent.model is None:
-                raise UsageError(f"agent {agent.name!r} has no model; pass model=... to Agent()")
+                raise UsageError(f"agent {agent.name!r} has no model; pass model=... to Agent()")  # noqa: TRY301
             while True:
                 if self.stopping():
                     return self.cancelled()
@@ -322,6 +322,13 @@ class Run:
                     self.check_cancel()
                     attempt += 1
                     continue
+                if decision.action == "retry" and attempt >= decision.max_attempts > 1:
+                    rec.emit(
+                        "llm.exhausted",
+                        attempt=attempt,
+                        max_attempts=decision.max_attempts,
+                        error=ErrorRecord.from_exception(exc),
+                    )
                 if decision.action == "respond_with":
                     check_substitute(agent.name, agent.output_spec, decision.output, exc)
                     response = ModelResponse(

@@ -56,6 +56,8 @@ __all__ = ["Cancelled", "Outcome", "ToolCalls"]
 
 
 _NON_IDEMPOTENT: Final[dict[str, Any]] = {"idempotent": False}
+#: the ``framework`` field of this runtime's tool events (other frameworks' tools have theirs)
+_OURS: Final = "agentfaults"
 
 
 class Cancelled(Exception):
@@ -187,6 +189,7 @@ class ToolCalls:
                     tool=name,
                     call_id=call.id,
                     attempt=attempts,
+                    framework=_OURS,
                     detail=preview(raw),
                     **marks,
                 )
@@ -233,6 +236,7 @@ class ToolCalls:
                         tool=name,
                         call_id=call.id,
                         attempt=attempts,
+                        framework=_OURS,
                         detail=preview(content),
                     )
                     return Outcome(content, value=result, attempts=attempts)
@@ -274,7 +278,14 @@ class ToolCalls:
         if isinstance(action, Retry):
             runs = used.get(key, 0) + 1
             used[key] = runs
-            if runs < action.max_attempts and action.should_retry(error):
+            # By default the error's trace record, built once, already says it: it is what
+            # `Retry.should_retry` would classify.
+            retry = (
+                self.record(error).retryable
+                if action.retry_on is None
+                else action.should_retry(error)
+            )
+            if runs < action.max_attempts and retry:
                 if must_not_rerun(tool, error, action):
                     # It may have taken effect: the model checks before calling it again.
                     if config.on_exhaustion == "raise":
@@ -285,6 +296,7 @@ class ToolCalls:
                     "tool.retry",
                     tool=name,
                     call_id=call.id,
+                    framework=_OURS,
                     attempt=runs + 1,
                     max_attempts=action.max_attempts,
                     delay=delay,
@@ -294,6 +306,16 @@ class ToolCalls:
                 yield Sleep(self.clock, delay)
                 self.check_cancel()
                 return raw
+            if runs >= action.max_attempts > 1:  # every attempt the policy allows failed
+                emit(
+                    "tool.exhausted",
+                    tool=name,
+                    call_id=call.id,
+                    framework=_OURS,
+                    attempt=runs,
+                    max_attempts=action.max_attempts,
+                    error=self.record(error),
+                )
             return self.exhausted(name, error, attempts, config)
         if isinstance(action, Fix):
             rounds = used.get(key, 0) + 1
@@ -316,6 +338,7 @@ class ToolCalls:
                 tool=name,
                 call_id=call.id,
                 attempt=attempts or None,
+                framework=_OURS,
                 detail=f"respond_with: {preview(content)}",
             )
             return Outcome(content, value=action.value, error=error, attempts=attempts)
@@ -364,6 +387,7 @@ class ToolCalls:
             "tool.error",
             tool=call.name,
             call_id=call.id,
+            framework=_OURS,
             attempt=attempt,
             error=self.record(error),
             **marks,

@@ -15,10 +15,11 @@ then ``min(max_delay, delay)``, so no delay ever exceeds ``max_delay``, jitter i
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -80,10 +81,22 @@ def active_seed() -> int | None:
     return _session_seed.get()
 
 
+# The one unseeded stream, shared: seeding a fresh `Random` from the OS costs ~10 us a run,
+# and jitter without a seed only has to differ between runs and processes, not replay. A
+# forked child (an xdist worker, a pre-fork server) reseeds it, so no two retry in step.
+_unseeded: Final = random.Random()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_unseeded.seed)
+
+
 def jitter_rng() -> random.Random:
-    """A random source for jitter: seeded when a seed is active (tests), else from the OS."""
+    """A random source for jitter: seeded when a seed is active (tests), else from the OS.
+
+    A seeded stream is new on every call, so each run replays from the seed; the unseeded
+    one is shared by every run in the process.
+    """
     seed = _session_seed.get()
-    return random.Random(seed)
+    return _unseeded if seed is None else random.Random(seed)
 
 
 class seeded_jitter:

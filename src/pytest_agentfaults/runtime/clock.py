@@ -13,9 +13,12 @@ from __future__ import annotations
 import asyncio
 import time
 from contextvars import ContextVar
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 from pytest_agentfaults.errors import UsageError
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime._virtual_time import ThreadTime
 
 __all__ = ["Clock", "RealClock", "VirtualClock", "default_clock", "use_default_clock"]
 
@@ -96,7 +99,7 @@ def join_virtual_time(clock: VirtualClock, end: float) -> None:
     """Move ``clock`` (in this context) to ``end``, when the branches forked here are done."""
     now = clock.now()
     if end > now:
-        clock._store(end)
+        clock._store(end)  # noqa: SLF001 - this module's own clock
 
 
 class VirtualClock:
@@ -116,16 +119,19 @@ class VirtualClock:
             raise UsageError(f"VirtualClock(start={start!r}): start must be >= 0")
         self._now = float(start)
         self.sleeps: list[float] = []
-        self._patches: list[tuple[object, str, object]] = []
+        self._patches: list[ThreadTime] = []  # the sleeps made virtual (`patch_sleep`)
         # Deadlines of async tool attempts waiting for the loop to go idle (`_deadlines`).
         self._autojump: list[float] = []
 
     def patch_sleep(self) -> VirtualClock:
-        """Make `time.sleep`, `asyncio.sleep` and `anyio.sleep` wait on this clock.
+        """Make this thread's `time.sleep`, `asyncio.sleep` and `anyio.sleep` wait on this clock.
 
-        For third-party code that sleeps on its own, such as the official SDKs' retry
-        loops. Usable as a context manager; the plugin undoes it at teardown. Calling it
-        twice patches once.
+        In a test that uses the kit the plugin has already done it for the test's clock, so
+        there this is a no-op, kept for compatibility. Elsewhere it is for third-party code
+        that sleeps on its own, such as the official SDKs' retry loops. Only the calling
+        thread and the event loops it runs are affected: other threads keep real time.
+        Async sleeps are timers on a virtual loop clock, so concurrent sleeps overlap.
+        Usable as a context manager; calling it twice patches once.
 
         ```python
         with clock.patch_sleep():
@@ -134,44 +140,19 @@ class VirtualClock:
         """
         if self._patches:
             return self
-        real_asyncio_sleep = asyncio.sleep
-        clock = self
+        from pytest_agentfaults.runtime._virtual_time import ThreadTime  # noqa: PLC0415
 
-        def sleep(seconds: float) -> None:
-            clock.sleep(max(0.0, float(seconds)))
-
-        async def asyncio_sleep(delay: float, result: object = None) -> object:
-            if delay > 0:
-                clock.sleep(float(delay))
-            await real_asyncio_sleep(0)
-            return result
-
-        async def anyio_sleep(delay: float) -> None:
-            if delay > 0:
-                clock.sleep(float(delay))
-            await real_asyncio_sleep(0)
-
-        self._replace(time, "sleep", sleep)
-        self._replace(asyncio, "sleep", asyncio_sleep)
-        try:
-            import anyio  # noqa: PLC0415 - optional, and only needed here
-        except ImportError:  # pragma: no cover - anyio ships with httpx
-            pass
-        else:
-            self._replace(anyio, "sleep", anyio_sleep)
+        thread_time = ThreadTime(self)
+        self._patches.append(thread_time)
+        thread_time.install()
         return self
 
     def unpatch_sleep(self) -> None:
         """Undo `patch_sleep`."""
         while self._patches:
-            owner, name, original = self._patches.pop()
-            setattr(owner, name, original)
+            self._patches.pop().uninstall()
 
-    def _replace(self, owner: object, name: str, replacement: object) -> None:
-        self._patches.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, replacement)
-
-    def __enter__(self) -> VirtualClock:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -239,6 +220,12 @@ def set_attempt_deadline(clock: Clock, deadline: float | None) -> object:
     if deadline is None or not isinstance(clock, VirtualClock):
         return _deadline.set(None)
     return _deadline.set((clock, deadline))
+
+
+def attempt_deadline(clock: VirtualClock) -> float | None:
+    """The deadline of the tool attempt running in this context on ``clock``, if any."""
+    active = _deadline.get()
+    return active[1] if active is not None and active[0] is clock else None
 
 
 def reset_attempt_deadline(token: object) -> None:

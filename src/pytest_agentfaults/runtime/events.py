@@ -40,11 +40,13 @@ EventType = Literal[
     "llm.response",
     "llm.error",
     "llm.retry",
+    "llm.exhausted",
     "transport.retry",
     "tool.call",
     "tool.result",
     "tool.error",
     "tool.retry",
+    "tool.exhausted",
     "fixer.call",
     "fixer.result",
     "escalation",
@@ -106,6 +108,12 @@ class Event(BaseModel):
     severity: str | None = None
     status: str | int | None = None
     detail: str | None = None
+    #: whose tool a ``tool.*`` event is about: ``"agentfaults"`` (our runtime),
+    #: ``"pydantic_ai"``, ``"langchain"``, ``"openai_agents"``, ``"mcp"`` or ``"function"``
+    framework: str | None = None
+    #: an ``http.request``'s ``x-stainless-retry-count`` (the official SDKs send it): 0 for the
+    #: first attempt; the same number `llm_server.requests[i].retry_count` gives
+    retry_count: int | None = None
 
     def label(self) -> str:
         """``type`` or ``type:tool``, the form `Trace.assert_sequence` matches."""
@@ -196,6 +204,13 @@ class Trace:
             return self.count("tool.retry")
         return self.count("tool.retry", tool=tool)
 
+    def tool_attempts(self, tool: str) -> int:
+        """How many times ``tool`` was attempted (its ``tool.call`` events), in any framework.
+
+        Retries included: a tool that failed twice and then worked was attempted 3 times.
+        """
+        return self.count("tool.call", tool=tool)
+
     def fixer_calls(self, tool: str | None = None) -> list[Event]:
         """The ``fixer.call`` events (for ``tool`` when given)."""
         return self.of("fixer.call") if tool is None else self.of("fixer.call", tool=tool)
@@ -218,12 +233,21 @@ class Trace:
             return self.of("tool.error", tool=tool)
         return [e for e in self.events if e.type in ("tool.error", "llm.error")]
 
-    def assert_sequence(self, *expected: str) -> None:
+    def assert_sequence(self, *labels: str | Sequence[str]) -> None:
         """Assert that events labelled ``expected`` occur in this order (gaps allowed).
 
-        A label is ``"type"`` or ``"type:tool"``. On failure the message shows what was
-        expected, how far the match got, and the actual timeline.
+        A label is ``"type"`` or ``"type:tool"``; one list of labels works too. On failure
+        the message shows what was expected, how far the match got, and the actual timeline.
         """
+        __tracebackhide__ = True
+        first = labels[0] if len(labels) == 1 else None
+        given = tuple(first) if isinstance(first, list | tuple) else labels
+        expected = [label for label in given if isinstance(label, str)]
+        if len(expected) != len(given):
+            raise UsageError(
+                "trace.assert_sequence(...): give labels such as 'tool.retry:fetch', "
+                "as arguments or as one list"
+            )
         position = 0
         matched: list[int] = []
         for index, event in enumerate(self.events):
@@ -276,6 +300,7 @@ class Trace:
 
         Takes the options of `verdict`, e.g. ``trace.assert_resilient(ignore=("no_backoff",))``.
         """
+        __tracebackhide__ = True
         judged = verdict(self, **options)
         if not judged.passed:
             raise NotResilientError(judged)

@@ -197,7 +197,10 @@ def _call_interceptor(hook: Callable[[Any], Any], effect: Any) -> Any:
     except Exception as exc:
         raise InterceptorError(f"fault injection failed in {hook!r}: {exc!r}") from exc
     if isinstance(outcome, Inject):
-        raise outcome.error
+        # A fault's exception is one instance, raised again and again (a marker's, in every
+        # test): raised as is, its traceback would grow by each raise's frames and keep
+        # every earlier run alive. Each raise starts a traceback of its own.
+        raise outcome.error.with_traceback(None)
     return outcome
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pytest_agentfaults.errors import UsageError, classify
+from pytest_agentfaults.errors import UsageError, kind_and_retryable
 from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig, backoff_delay
 
 __all__ = [
@@ -116,7 +116,7 @@ class Retry:
     def should_retry(self, exc: BaseException) -> bool:
         """Whether ``exc`` is one this action retries."""
         if self.retry_on is None:
-            return classify(exc).retryable
+            return kind_and_retryable(exc)[1]  # `classify` without its recommendations
         if isinstance(self.retry_on, tuple):
             return isinstance(exc, self.retry_on)
         return bool(self.retry_on(exc))

@@ -99,7 +99,7 @@ def tool(
     `Tool`.
     """
     # The caller's local names, so hints naming a class defined inside a function resolve.
-    caller = sys._getframe(1).f_locals
+    caller = sys._getframe(1).f_locals  # noqa: SLF001 - as pydantic resolves local hints
     if function is not None:
         return Tool(
             function,

@@ -23,6 +23,7 @@ from pytest_agentfaults.testing._fault import (
     ToolFault,
     is_exception_class,
 )
+from pytest_agentfaults.testing._wire import RETRY_AFTER_FORMATS
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
@@ -118,41 +119,152 @@ class HttpFaultBuilder(_Builder):
     def __init__(self, fault: HTTPFault) -> None:
         self.fault: HTTPFault = fault
 
-    def status(self, code: int, *, retry_after: float | None = None) -> HttpFaultBuilder:
-        """Answer with HTTP ``code`` (``retry_after`` adds Retry-After / retry-after-ms)."""
+    def status(
+        self,
+        code: int,
+        *,
+        retry_after: float | None = None,
+        retry_after_format: str | None = None,
+        should_retry: bool | None = None,
+    ) -> HttpFaultBuilder:
+        """Answer with HTTP ``code``.
+
+        ``retry_after`` adds ``Retry-After`` and ``retry-after-ms`` (``retry_after_format``
+        ``"seconds"`` / ``"ms"`` / ``"date"`` sends only one, or the date form);
+        ``should_retry`` adds ``x-should-retry: true|false``.
+        """
         if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
             raise UsageError(f"{self.fault.source}: status needs an HTTP code, got {code!r}")
-        self.fault.status, self.fault.kind = code, None
-        self.fault.retry_after = seconds_or_none(retry_after, "retry_after", self.fault.source)
+        self._reset(None)
+        self.fault.status = code
+        return self._retry_options(retry_after, retry_after_format, should_retry)
+
+    def _reset(self, kind: str | None) -> HttpFaultBuilder:
+        fault = self.fault
+        fault.status, fault.kind, fault.kind_status = None, kind, None
+        fault.retry_after = fault.retry_after_format = fault.should_retry = None
+        fault.after = fault.delay = None
         return self
 
-    def _kind(self, kind: str) -> HttpFaultBuilder:
-        self.fault.status, self.fault.kind = None, kind
+    _kind = _reset
+
+    def _retry_options(
+        self, retry_after: Any, retry_after_format: Any, should_retry: Any
+    ) -> HttpFaultBuilder:
+        where = self.fault.source
+        seconds = seconds_or_none(retry_after, "retry_after", where)
+        if retry_after_format is not None:
+            if retry_after_format not in RETRY_AFTER_FORMATS:
+                raise UsageError(
+                    f"{where}: retry_after_format= must be one of "
+                    f"{', '.join(map(repr, RETRY_AFTER_FORMATS))}, got {retry_after_format!r}"
+                )
+            if seconds is None:
+                raise UsageError(
+                    f"{where}: retry_after_format={retry_after_format!r} says how to send "
+                    "retry_after=, which is missing; add retry_after=<seconds>"
+                )
+        if should_retry is not None and not isinstance(should_retry, bool):
+            raise UsageError(f"{where}: should_retry= must be True or False, got {should_retry!r}")
+        fault = self.fault
+        fault.retry_after, fault.should_retry = seconds, should_retry
+        fault.retry_after_format = None if retry_after_format == "both" else retry_after_format
         return self
 
     def timeout(self) -> HttpFaultBuilder:
         """Time out (the ReadTimeout of the client's library)."""
-        return self._kind("timeout")
+        return self._reset("timeout")
 
     def connect_error(self) -> HttpFaultBuilder:
         """Fail to connect."""
-        return self._kind("connect_error")
+        return self._reset("connect_error")
 
     def read_error(self) -> HttpFaultBuilder:
         """Fail while reading the response."""
-        return self._kind("read_error")
+        return self._reset("read_error")
 
     def reset(self) -> HttpFaultBuilder:
         """Drop the connection (connection reset by peer)."""
-        return self._kind("reset")
+        return self._reset("reset")
 
     def malformed_body(self) -> HttpFaultBuilder:
         """Answer 200 with a body that is not what the client expects."""
-        return self._kind("malformed_body")
+        return self._reset("malformed_body")
 
-    def truncated_stream(self) -> HttpFaultBuilder:
-        """Cut a streamed answer in the middle."""
-        return self._kind("truncated_stream")
+    def truncated_stream(self, *, after: int | None = None) -> HttpFaultBuilder:
+        """Cut a streamed answer: after ``after`` events (default: half of them)."""
+        self._reset("truncated_stream").fault.after = _events(after, self.fault.source)
+        return self
+
+    def not_json(self) -> HttpFaultBuilder:
+        """Answer 200 with a JSON content type and a body that is not JSON (a proxy's text)."""
+        return self._reset("not_json")
+
+    def proxy_html(
+        self,
+        status: int = 502,
+        *,
+        retry_after: float | None = None,
+        retry_after_format: str | None = None,
+        should_retry: bool | None = None,
+    ) -> HttpFaultBuilder:
+        """Answer a proxy's HTML error page with the 5xx ``status`` (default 502)."""
+        where = self.fault.source
+        if isinstance(status, bool) or not isinstance(status, int) or not 500 <= status <= 599:
+            raise UsageError(
+                f"{where}: proxy_html takes a 5xx status= (a proxy's error page), got {status!r}"
+            )
+        self._reset("proxy_html").fault.kind_status = status
+        return self._retry_options(retry_after, retry_after_format, should_retry)
+
+    def stall(self, *, after: int | None = None) -> HttpFaultBuilder:
+        """Send ``after`` events of a stream (default: half), then stall.
+
+        Nothing more comes until the client gives up: its read timeout fires (at once
+        in-process; on ``llm_server`` in real time, at most ``timeout_hold``).
+        """
+        self._reset("stall").fault.after = _events(after, self.fault.source)
+        return self
+
+    def slow_first_token(self, *, delay: float = 30.0) -> HttpFaultBuilder:
+        """Hold the answer's first chunk ``delay`` seconds, then send the answer.
+
+        In-process the wait is virtual; a client whose read timeout is shorter than
+        ``delay`` times out instead. On ``llm_server`` it waits in real time, at most
+        ``timeout_hold``.
+        """
+        seconds = seconds_or_none(delay, "delay", self.fault.source)
+        if not seconds:
+            raise UsageError(
+                f"{self.fault.source}: slow_first_token needs delay= seconds > 0, got {delay!r}"
+            )
+        self._reset("slow_first_token").fault.delay = seconds
+        return self
+
+    def context_length(self, *, should_retry: bool | None = None) -> HttpFaultBuilder:
+        """Answer the provider's real context-length-exceeded 400."""
+        return self._reset("context_length")._retry_options(None, None, should_retry)  # noqa: SLF001
+
+    def quota(
+        self,
+        *,
+        retry_after: float | None = None,
+        retry_after_format: str | None = None,
+        should_retry: bool | None = None,
+    ) -> HttpFaultBuilder:
+        """Answer the provider's per-minute quota 429 (its body and rate-limit headers)."""
+        self._reset("quota")
+        return self._retry_options(retry_after, retry_after_format, should_retry)
+
+
+def _events(after: Any, where: str) -> int | None:
+    if after is None:
+        return None
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise UsageError(
+            f"{where}: after= must be a number of stream events (an int >= 0), got {after!r}"
+        )
+    return after
 
 
 class LlmFaultBuilder(_Builder):
@@ -160,6 +272,13 @@ class LlmFaultBuilder(_Builder):
 
     def __init__(self, fault: LLMFault) -> None:
         self.fault: LLMFault = fault
+
+    def agent(self, name: str) -> LlmFaultBuilder:
+        """Hit only the model calls of the agent called ``name`` (e.g. a fixer's)."""
+        if not isinstance(name, str) or not name:
+            raise UsageError(f"{self.fault.source}: agent= needs an agent's name, got {name!r}")
+        self.fault.agent = name
+        return self
 
 
 class LlmFaults:

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import httpx
 from respx.mocks import HTTPCoreMocker, Mocker
 
+from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.testing._wire import (
-    JSON_TYPE,
-    error_body,
+    Served,
+    kind_served,
     malformed_body,
     model_name,
     provider_for,
-    retry_after_headers,
+    status_served,
     truncated_body,
     wants_stream,
 )
@@ -33,16 +34,22 @@ from pytest_agentfaults.testing._wire import (
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from pytest_agentfaults.testing._fault import HTTPFault
+
 __all__ = [
     "HTTPCore2Mocker",
     "Injected",
     "Layer",
     "Library",
+    "current_guard",
     "libraries",
     "outcome",
     "push",
+    "push_guard",
     "remove",
+    "remove_guard",
     "request_body",
+    "slow_stream",
 ]
 
 
@@ -186,9 +193,10 @@ def _uninstall() -> None:
 def _sync_entry(library: Library, original: Callable[..., Any]) -> Callable[..., Any]:
     def _send_single_request(client: Any, request: Any) -> Any:
         __tracebackhide__ = True
-        if not _stack:
+        layers = _stack or _guards
+        if not layers:
             return original(client, request)
-        return _stack[-1].handle(library, client, request, original)
+        return layers[-1].handle(library, client, request, original)
 
     return _send_single_request
 
@@ -196,16 +204,17 @@ def _sync_entry(library: Library, original: Callable[..., Any]) -> Callable[...,
 def _async_entry(library: Library, original: Callable[..., Any]) -> Callable[..., Any]:
     async def _send_single_request(client: Any, request: Any) -> Any:
         __tracebackhide__ = True
-        if not _stack:
+        layers = _stack or _guards
+        if not layers:
             return await original(client, request)
-        return await _stack[-1].ahandle(library, client, request, original)
+        return await layers[-1].ahandle(library, client, request, original)
 
     return _send_single_request
 
 
 def push(layer: Layer) -> None:
     """Route requests through ``layer`` (the newest layer wins), patching on the first."""
-    if not _stack:
+    if not _stack and not _guards:
         _install()
     _stack.append(layer)
 
@@ -214,8 +223,33 @@ def remove(layer: Layer) -> None:
     """Stop routing through ``layer``; with no layer left, undo the patch."""
     if layer in _stack:
         _stack.remove(layer)
-    if not _stack:
+    if not _stack and not _guards:
         _uninstall()
+
+
+# The network guard of the running test (`testing._network`): it answers requests only
+# while no fault layer is on, and a fault layer asks it about the requests it lets go.
+_guards: list[Layer] = []
+
+
+def push_guard(guard: Layer) -> None:
+    """Route requests through ``guard`` while no layer of `push` is on."""
+    if not _stack and not _guards:
+        _install()
+    _guards.append(guard)
+
+
+def remove_guard(guard: Layer) -> None:
+    """Undo `push_guard`; with nothing left, undo the patch."""
+    if guard in _guards:
+        _guards.remove(guard)
+    if not _stack and not _guards:
+        _uninstall()
+
+
+def current_guard() -> Any:
+    """The running test's network guard, or None (allowed, or outside pytest)."""
+    return _guards[-1] if _guards else None
 
 
 # ----------------------------------------------------------------------------- outcomes
@@ -227,34 +261,39 @@ class Injected:
     ``later`` is the failure a cut response body raises once the client reads it.
     """
 
-    __slots__ = ("error", "later", "response")
+    __slots__ = ("delay", "error", "fault", "later", "response")
 
     def __init__(
         self,
         response: Any = None,
         error: BaseException | None = None,
         later: BaseException | None = None,
+        delay: float | None = None,
     ) -> None:
         self.response = response
         self.error = error
         self.later = later
+        #: ``slow_first_token``: the request goes through, its first chunk held this long
+        self.delay = delay
+        #: the fault behind the outcome (set by the layer)
+        self.fault: Any = None
 
 
-def outcome(library: Library, request: Any, kind: str, retry_after: float | None) -> Injected:
-    """What the client gets for a fault of ``kind``: a status (``"503"``) or a failure name.
+def outcome(library: Library, request: Any, fault: HTTPFault) -> Injected:
+    """What the client gets for ``fault``: a status or a failure kind (see `HTTP_KINDS`).
 
-    A status answers with the provider's error body and ``Retry-After`` headers; a
+    A status answers with the provider's error body and the retry headers asked for; a
     failure raises the library's own exception, or answers with a body that is not
-    JSON or is cut mid-way (the cut raises once the client reads it).
+    JSON, is cut mid-way or stalls (the cut and the stall raise once the client reads);
+    ``slow_first_token`` lets the request through and holds its first chunk.
     """
     module = library.module
-    provider = provider_for(request.url.path)
-    if kind.isdigit():
-        status = int(kind)
-        headers = [("content-type", JSON_TYPE)]
-        headers.extend(retry_after_headers(retry_after))
-        body = error_body(provider, status)
-        return Injected(module.Response(status, headers=headers, content=body))
+    path = request.url.path
+    provider = provider_for(path)
+    kind = fault.label
+    options = fault.options
+    if fault.status is not None:
+        return Injected(_response(module, status_served(provider, fault.status, **options)))
     if kind == "timeout":
         return Injected(error=module.ReadTimeout("agentfaults: injected read timeout"))
     if kind == "connect_error":
@@ -263,29 +302,80 @@ def outcome(library: Library, request: Any, kind: str, retry_after: float | None
         error = module.ReadError("[Errno 104] Connection reset by peer (agentfaults)")
         error.__cause__ = ConnectionResetError(104, "Connection reset by peer")
         return Injected(error=error)
+    if kind == "slow_first_token":
+        return Injected(delay=fault.delay)
     body = request_body(request)
-    stream = wants_stream(provider, body)
+    stream = wants_stream(provider, body, path)
     if kind == "malformed_body":
         content_type, data = malformed_body(provider, stream=stream)
         return Injected(
             module.Response(200, headers=[("content-type", content_type)], content=data)
         )
-    model = model_name(body)
+    model = model_name(body, path)
     if kind == "read_error":
         content_type, data = truncated_body(provider, stream=False, model=model)
         failure = module.ReadError("agentfaults: injected read error after the headers")
-    else:  # truncated_stream
-        content_type, data = truncated_body(provider, stream=stream, model=model)
+        response = module.Response(
+            200,
+            headers=[("content-type", content_type)],
+            stream=library.cut_stream(data, failure),
+        )
+        return Injected(response, later=failure)
+    served = kind_served(kind, provider, stream=stream, model=model, **options)
+    if served.then == "end":
+        return Injected(_response(module, served))
+    if served.then == "cut":
         failure = module.RemoteProtocolError(
             "peer closed connection without sending complete message body: "
             "incomplete chunked read (agentfaults: injected truncated stream)"
         )
+    else:
+        failure = module.ReadTimeout(
+            f"agentfaults: the stream stalled after {len(served.chunks)} event(s); "
+            "the client's read timeout fired"
+        )
+    data = b"".join(served.chunks)
     response = module.Response(
-        200,
-        headers=[("content-type", content_type)],
-        stream=library.cut_stream(data, failure),
+        200, headers=served.headers, stream=library.cut_stream(data, failure)
     )
     return Injected(response, later=failure)
+
+
+def _response(module: Any, served: Served) -> Any:
+    return module.Response(served.status, headers=served.headers, content=b"".join(served.chunks))
+
+
+def slow_stream(module: Any, inner: Any, delay: float, error: BaseException | None) -> Any:
+    """``inner`` (a response body), its first chunk held ``delay`` seconds of virtual time.
+
+    With ``error`` (the client's read timeout is shorter than ``delay``), the first read
+    raises it instead.
+    """
+
+    def wait() -> None:
+        if error is not None:
+            raise error
+        advance = getattr(default_clock(), "advance", None)
+        if advance is not None:  # a real clock: no real wait (no test sleeps)
+            advance(delay)
+
+    class SlowStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[misc]
+        def __iter__(self) -> Iterator[bytes]:
+            wait()
+            yield from inner
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            wait()
+            async for chunk in inner:
+                yield chunk
+
+        def close(self) -> None:
+            inner.close()
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    return SlowStream()
 
 
 def request_body(request: Any) -> bytes:

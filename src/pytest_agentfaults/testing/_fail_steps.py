@@ -55,6 +55,7 @@ class RaiseError(ScriptStep):
         next_call_id: Callable[[], str] | None = None,
     ) -> ModelResponse:
         """Raise the error."""
+        __tracebackhide__ = True
         error = self.error
         if isinstance(error, BaseException):
             # The traceback of an earlier raise would keep growing with every repeat.
@@ -104,6 +105,7 @@ class HTTPFailure(ScriptStep):
         next_call_id: Callable[[], str] | None = None,
     ) -> ModelResponse:
         """Raise the HTTP error, a new one for every call."""
+        __tracebackhide__ = True
         raise self.error(model)
 
     def error(self, model: str = "scripted") -> ModelHTTPError:
@@ -150,6 +152,7 @@ class TimeoutFailure(ScriptStep):
         next_call_id: Callable[[], str] | None = None,
     ) -> ModelResponse:
         """Raise a new `ModelTimeoutError`."""
+        __tracebackhide__ = True
         raise ModelTimeoutError(f"scripted model {model!r} timed out", model=model)
 
     def __repr__(self) -> str:
@@ -168,6 +171,7 @@ class ConnectionFailure(ScriptStep):
         next_call_id: Callable[[], str] | None = None,
     ) -> ModelResponse:
         """Raise a new `ModelTransportError`."""
+        __tracebackhide__ = True
         raise ModelTransportError(f"scripted model {model!r}: connection refused", model=model)
 
     def __repr__(self) -> str:

@@ -24,6 +24,7 @@ from pytest_agentfaults.testing.steps import ScriptStep
 
 __all__ = [
     "HTTP_KINDS",
+    "HTTP_KIND_OPTIONS",
     "LLM_FAULT_KINDS",
     "LLM_KINDS",
     "MALFORMED_LLM_KINDS",
@@ -51,6 +52,24 @@ HTTP_KINDS: Final = (
     "reset",
     "malformed_body",
     "truncated_stream",
+    "not_json",
+    "proxy_html",
+    "stall",
+    "slow_first_token",
+    "context_length",
+    "quota",
+)
+#: the options each ``http=`` kind takes (``"status"``: an ``http=503`` code)
+HTTP_KIND_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "status": ("retry_after", "retry_after_format", "should_retry"),
+        "truncated_stream": ("after",),
+        "stall": ("after",),
+        "slow_first_token": ("delay",),
+        "proxy_html": ("status", "retry_after", "retry_after_format", "should_retry"),
+        "context_length": ("should_retry",),
+        "quota": ("retry_after", "retry_after_format", "should_retry"),
+    }
 )
 
 
@@ -164,6 +183,8 @@ class ToolFault(FaultBase):
     delay: float | None = None
     #: ``False`` declares the tool non-idempotent for the test; None leaves it as it is
     idempotent: bool | None = None
+    #: True: ``tool`` is a ``"pkg.module:attr"`` path (``function=`` / ``faults.function``)
+    function: bool = False
 
     @property
     def action(self) -> ToolAction | None:
@@ -182,23 +203,23 @@ class ToolFault(FaultBase):
 
     @property
     def subject(self) -> str:
-        return f"tool {self.tool!r}"
+        return f"{'function' if self.function else 'tool'} {self.tool!r}"
 
     def _describe(self) -> str:
-        action = self.action
+        action, subject = self.action, self.subject
         if action == "raises":
-            return f"tool {self.tool!r} raises {short(self.raises)}"
+            return f"{subject} raises {short(self.raises)}"
         if action == "returns":
-            return f"tool {self.tool!r} returns {short(self.returns)}"
+            return f"{subject} returns {short(self.returns)}"
         if action == "delay":
-            return f"tool {self.tool!r} delays {self.delay}"
-        return f"tool {self.tool!r} (no action) {short(None)}"
+            return f"{subject} delays {self.delay}"
+        return f"{subject} (no action) {short(None)}"
 
     def check(self) -> None:
         __tracebackhide__ = True
         if self.action is None:
             raise UsageError(
-                f"{self.source or 'fault'} on tool {self.tool!r} says nothing to "
+                f"{self.source or 'fault'} on {self.subject} says nothing to "
                 "inject; finish it with .raises(...), .returns(...) or .delay(...)"
             )
 
@@ -216,11 +237,34 @@ class HTTPFault(FaultBase):
     kind: str | None = None
     #: seconds sent as Retry-After / retry-after-ms with the ``status``
     retry_after: float | None = None
+    #: how ``retry_after`` is sent: ``"seconds"``, ``"ms"``, ``"date"`` (None: both headers)
+    retry_after_format: str | None = None
+    #: the ``x-should-retry`` header sent with the status (None: none)
+    should_retry: bool | None = None
+    #: ``truncated_stream`` / ``stall``: the stream's events sent first (None: half)
+    after: int | None = None
+    #: ``slow_first_token``: seconds before the first chunk
+    delay: float | None = None
+    #: ``proxy_html``: the status of the proxy's page
+    kind_status: int | None = None
 
     @property
     def label(self) -> str:
         """The status (``"503"``) or the failure kind (``"timeout"``) injected."""
         return str(self.status) if self.status is not None else str(self.kind)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The options given with the status or kind (``after=2``, ``should_retry=False``)."""
+        values = {
+            "status": self.kind_status,
+            "retry_after": self.retry_after,
+            "retry_after_format": self.retry_after_format,
+            "should_retry": self.should_retry,
+            "after": self.after,
+            "delay": self.delay,
+        }
+        return {k: v for k, v in values.items() if v is not None}
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -254,16 +298,18 @@ class HTTPFault(FaultBase):
 
     def _describe(self) -> str:
         where = " ".join(p for p in (self.method, self.url) if p) or "any request"
-        after = "" if self.retry_after is None else f" (retry_after={self.retry_after:g})"
-        return f"http {self.label}{after} on {where}"
+        options = ", ".join(f"{k}={v!r}" for k, v in self.options.items())
+        if list(self.options) == ["retry_after"]:  # the form reports and snapshots know
+            options = f"retry_after={self.retry_after:g}"
+        shown = f" ({options})" if options else ""
+        return f"http {self.label}{shown} on {where}"
 
     def check(self) -> None:
         __tracebackhide__ = True
         if self.status is None and self.kind is None:
             raise UsageError(
                 f"{self.source or 'faults.http()'} says nothing to inject; finish it with "
-                ".status(503), .timeout(), .connect_error(), .read_error(), .reset(), "
-                ".malformed_body() or .truncated_stream()"
+                ".status(503), " + ", ".join(f".{kind}()" for kind in HTTP_KINDS)
             )
 
 
@@ -275,10 +321,17 @@ class LLMFault(FaultBase):
     kind: str
     #: keyword arguments of the kind's step (`LlmKind.step`), e.g. ``retry_after``
     options: dict[str, Any] = field(default_factory=dict)
+    #: only the model calls of the agent of this name (None: every agent's)
+    agent: str | None = None
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return ("llm",) if self.agent is None else ("llm", self.agent)
 
     @property
     def subject(self) -> str:
-        return f"llm {self.kind!r}"
+        of = "" if self.agent is None else f" of agent {self.agent!r}"
+        return f"llm {self.kind!r}{of}"
 
     @property
     def transient(self) -> bool:
@@ -291,7 +344,8 @@ class LLMFault(FaultBase):
         return LLM_FAULT_KINDS[self.kind].step(**options)
 
     def _describe(self) -> str:
-        return f"llm {self.kind}"
+        of = "" if self.agent is None else f" (agent {self.agent!r})"
+        return f"llm {self.kind}{of}"
 
 
 Fault: TypeAlias = ToolFault | HTTPFault | LLMFault

@@ -35,15 +35,16 @@ __all__ = ["Endpoint", "HTTPServer", "Handler", "Reply", "send"]
 
 @dataclass(slots=True)
 class Reply:
-    """What to do on the socket: answer, stream (maybe cut), drop, reset or hold."""
+    """What to do on the socket: answer, stream (maybe cut or stalled), drop, reset or hold."""
 
-    kind: Literal["answer", "cut", "drop", "reset", "hold"]
+    kind: Literal["answer", "cut", "drop", "reset", "hold", "stall"]
     status: int = 200
     headers: list[tuple[str, str]] = field(default_factory=list)
     chunks: list[bytes] = field(default_factory=list)  # the body, or the stream's events
     stream: bool = False
     retry_after: float | None = None
     fault: str | None = None  # the fault kind (or the failure step) behind this reply
+    first_delay: float | None = None  # slow_first_token: real seconds before the body
 
 
 @dataclass(slots=True)
@@ -164,11 +165,21 @@ def send(handler: Handler, reply: Reply, hold: float) -> str | None:
     try:
         if reply.kind == "answer":
             if reply.stream:
+                head = _head(reply.status, reply.headers, "transfer-encoding: chunked")
                 payload = b"".join(_chunk(c) for c in reply.chunks if c) + b"0\r\n\r\n"
-                write(_head(reply.status, reply.headers, "transfer-encoding: chunked") + payload)
             else:
                 body = b"".join(reply.chunks)
-                write(_head(reply.status, reply.headers, f"content-length: {len(body)}") + body)
+                head = _head(reply.status, reply.headers, f"content-length: {len(body)}")
+                payload = body
+            if reply.first_delay is None:
+                write(head + payload)
+                return None
+            write(head)
+            handler.wfile.flush()
+            if _hold(handler.connection, min(reply.first_delay, hold)) is None:
+                handler.close_connection = True  # the client gave up first
+                return None
+            write(payload)
             return None
         handler.close_connection = True
         if reply.kind == "cut":
@@ -185,6 +196,14 @@ def send(handler: Handler, reply: Reply, hold: float) -> str | None:
             )
             handler.connection.close()
         elif reply.kind == "hold":
+            return _hold(handler.connection, hold)
+        elif reply.kind == "stall":  # some of the answer, then nothing: the client gives up
+            if reply.stream:
+                sent = b"".join(_chunk(c) for c in reply.chunks if c)
+                write(_head(200, reply.headers, "transfer-encoding: chunked") + sent)
+            else:
+                write(_head(200, reply.headers, "content-length: 1000"))
+            handler.wfile.flush()
             return _hold(handler.connection, hold)
     except OSError:  # the client went away first: nothing left to tell it
         handler.close_connection = True

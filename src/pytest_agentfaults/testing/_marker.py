@@ -19,6 +19,7 @@ from pytest_agentfaults.testing._builders import (
     seconds_or_none,
 )
 from pytest_agentfaults.testing._fault import (
+    HTTP_KIND_OPTIONS,
     HTTP_KINDS,
     LLM_FAULT_KINDS,
     LLM_KINDS,
@@ -28,17 +29,24 @@ from pytest_agentfaults.testing._fault import (
     ToolFault,
     short,
 )
+from pytest_agentfaults.testing._frameworks.function import check_path
 
 __all__ = ["parse_marker"]
 
 _COMMON: Final = ("times", "at", "probability", "strict")
 #: every option some llm= kind takes, in the order the kinds declare them
 _LLM_OPTIONS: Final = tuple(dict.fromkeys(o for k in LLM_FAULT_KINDS.values() for o in k.options))
+#: every option some http= status or kind takes
+_HTTP_OPTIONS: Final = tuple(dict.fromkeys(o for k in HTTP_KIND_OPTIONS.values() for o in k))
+#: the keys an http= marker takes (what `parse_marker` checks, over ``_VALID_KEYS["http"]``)
+_HTTP_KEYS: Final = ("http", "url", "method", *_HTTP_OPTIONS, *_COMMON)
 _VALID_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "tool": ("tool", "raises", "returns", "delay", "idempotent", *_COMMON),
+    "function": ("function", "raises", "returns", "delay", "idempotent", *_COMMON),
     "http": ("http", "url", "method", "retry_after", *_COMMON),
-    "llm": ("llm", *_LLM_OPTIONS, *_COMMON),
+    "llm": ("llm", *_LLM_OPTIONS, "agent", *_COMMON),
 }
+_TARGETS: Final = tuple(_VALID_KEYS)
 
 
 def parse_marker(
@@ -54,15 +62,15 @@ def parse_marker(
             f"{shown}: takes keyword arguments only, such as tool='fetch', http=503 or "
             "llm='rate_limit'"
         )
-    targets = [t for t in ("tool", "http", "llm") if t in kwargs]
+    targets = [t for t in _TARGETS if t in kwargs]
     if len(targets) != 1:
         problem = "has no target" if not targets else f"has {len(targets)} targets"
         raise UsageError(
-            f"{shown} {problem}: give exactly one of tool=..., http=..., llm=... "
-            "(stack several markers for several faults)"
+            f"{shown} {problem}: give exactly one of tool=..., function=..., http=..., "
+            "llm=... (stack several markers for several faults)"
         )
     target = targets[0]
-    valid = _VALID_KEYS[target]
+    valid = _HTTP_KEYS if target == "http" else _VALID_KEYS[target]
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:
         raise UsageError(
@@ -71,7 +79,7 @@ def parse_marker(
             f"valid keys: {', '.join(valid)}"
         )
     common = _common(kwargs, shown)
-    if target == "tool":
+    if target in ("tool", "function"):
         return _parse_tool(kwargs, shown, common)
     if target == "http":
         return _parse_http(kwargs, shown, common)
@@ -95,16 +103,20 @@ def _common(kwargs: Mapping[str, Any], shown: str) -> dict[str, Any]:
 
 
 def _parse_tool(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -> ToolFault:
-    name = kwargs["tool"]
-    if not isinstance(name, str) or not name:
-        raise UsageError(f"{shown}: tool= must be a tool name (str), got {name!r}")
+    by_path = "function" in kwargs
+    if by_path:
+        name = check_path(kwargs["function"], shown)
+    else:
+        name = kwargs["tool"]
+        if not isinstance(name, str) or not name:
+            raise UsageError(f"{shown}: tool= must be a tool name (str), got {name!r}")
     actions = [k for k in ("raises", "returns", "delay") if k in kwargs]
     if len(actions) != 1:
         raise UsageError(
-            f"{shown}: a tool fault needs exactly one of raises=..., returns=..., delay=... "
-            f"(got {', '.join(actions) or 'none'})"
+            f"{shown}: a {'function' if by_path else 'tool'} fault needs exactly one of "
+            f"raises=..., returns=..., delay=... (got {', '.join(actions) or 'none'})"
         )
-    fault = ToolFault(tool=name, **common)
+    fault = ToolFault(tool=name, function=by_path, **common)
     builder = ToolFaultBuilder(fault)
     getattr(builder, actions[0])(kwargs[actions[0]])
     if "idempotent" in kwargs:
@@ -121,17 +133,28 @@ def _parse_http(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -
         raise UsageError(f"{shown}: method= must be a str such as 'POST', got {method!r}")
     fault = HTTPFault(url=url, method=method.upper() if method else None, **common)
     builder = HttpFaultBuilder(fault)
-    if isinstance(spec, int) and not isinstance(spec, bool):
-        builder.status(spec, retry_after=kwargs.get("retry_after"))
-    elif spec in HTTP_KINDS:
-        if kwargs.get("retry_after") is not None:
-            raise UsageError(f"{shown}: retry_after= only goes with an HTTP status, like http=429")
-        getattr(builder, spec)()  # each kind has the builder method of its name
-    else:
+    is_status = isinstance(spec, int) and not isinstance(spec, bool)
+    if not is_status and spec not in HTTP_KINDS:
         raise UsageError(
             f"{shown}: http= must be a status code (e.g. 503) or one of "
             f"{', '.join(HTTP_KINDS)}; got {spec!r}"
         )
+    allowed = HTTP_KIND_OPTIONS.get("status" if is_status else spec, ())
+    options = {key: kwargs[key] for key in _HTTP_OPTIONS if key in kwargs}
+    for key in options:
+        if key not in allowed:
+            takers = [
+                "an HTTP status such as http=503" if kind == "status" else f"http={kind!r}"
+                for kind, keys in HTTP_KIND_OPTIONS.items()
+                if key in keys
+            ]
+            raise UsageError(
+                f"{shown}: {key}= does not apply to http={spec!r}; it goes with {', '.join(takers)}"
+            )
+    if is_status:
+        builder.status(spec, **options)
+    else:
+        getattr(builder, spec)(**options)  # each kind has the builder method of its name
     return fault
 
 
@@ -155,7 +178,10 @@ def _parse_llm(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) ->
             f"{shown}: args= is the raw arguments text the model sends, a str; "
             f"got {options['args']!r}, e.g. args='{{\"query\": '"
         )
-    fault = LLMFault(kind=kind, options=options, **common)
+    agent = kwargs.get("agent")
+    if agent is not None and (not isinstance(agent, str) or not agent):
+        raise UsageError(f"{shown}: agent= must be an agent's name (str), got {agent!r}")
+    fault = LLMFault(kind=kind, options=options, agent=agent, **common)
     try:
         fault.step()
     except (TypeError, ValueError) as exc:

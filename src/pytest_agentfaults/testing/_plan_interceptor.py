@@ -36,7 +36,12 @@ class PlanInterceptor(Interceptor):
 
     def tool_attempt(self, attempt: Attempt) -> Any:
         name = attempt.tool.name
-        candidates = [f for f in self.plan.faults if isinstance(f, ToolFault) and f.tool == name]
+        self.plan.tools_called.add(name)  # for the message of a tool fault that never fired
+        candidates = [
+            f
+            for f in self.plan.faults
+            if isinstance(f, ToolFault) and f.tool == name and not f.function
+        ]
         if not candidates:
             return PROCEED
         hit = self.plan.next_fault(("tool", name), candidates)
@@ -50,6 +55,7 @@ class PlanInterceptor(Interceptor):
             tool=name,
             call_id=attempt.call_id,
             attempt=attempt.number,
+            framework="agentfaults",
             status=fault.action,
             detail=fault.describe(),
             **({"idempotent": False} if self.declares_non_idempotent(name) else {}),
@@ -78,10 +84,7 @@ class PlanInterceptor(Interceptor):
         )
 
     def model_call(self, call: ModelCall) -> Any:
-        candidates = [f for f in self.plan.faults if isinstance(f, LLMFault)]
-        if not candidates:
-            return PROCEED
-        hit = self.plan.next_fault(("llm",), candidates)
+        hit = self.llm_fault(call.request.agent)
         if hit is None:
             return PROCEED
         fault, occurrence = hit
@@ -94,6 +97,20 @@ class PlanInterceptor(Interceptor):
         return _respond_instead(
             model, call, fault.step(), model_name, self.plan, not fault.transient
         )
+
+    def llm_fault(self, agent: str) -> tuple[LLMFault, int] | None:
+        """The llm fault that hits this model call of ``agent``, if any.
+
+        Faults with ``agent=`` count that agent's calls alone and are asked first; the
+        others count every agent's calls, except one an ``agent=`` fault answered (as
+        for http targets: the first that hits answers, later ones do not see the call).
+        """
+        aimed = [f for f in self.plan.faults if isinstance(f, LLMFault) and f.agent == agent]
+        hit = self.plan.next_fault(("llm", agent), aimed) if aimed else None
+        if hit is not None:
+            return hit
+        anyone = [f for f in self.plan.faults if isinstance(f, LLMFault) and f.agent is None]
+        return self.plan.next_fault(("llm",), anyone) if anyone else None
 
 
 def _respond_instead(

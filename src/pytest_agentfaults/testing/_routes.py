@@ -35,7 +35,7 @@ class AllCalledSwitch:
         self._router = router
 
     def __bool__(self) -> bool:
-        return bool(self._router._routes_must_be_called)
+        return bool(self._router._routes_must_be_called)  # noqa: SLF001 - our own router
 
     def __eq__(self, other: object) -> bool:
         return bool(self) == other

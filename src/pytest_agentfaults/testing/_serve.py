@@ -14,7 +14,7 @@ import itertools
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from pytest_agentfaults._redact import redact_headers, redact_text
 from pytest_agentfaults.errors import (
@@ -35,8 +35,10 @@ from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
 from pytest_agentfaults.testing._wire import (
     JSON_TYPE,
     Provider,
+    Served,
     content_type,
     error_body,
+    kind_served,
     malformed_body,
     model_name,
     model_request,
@@ -44,6 +46,7 @@ from pytest_agentfaults.testing._wire import (
     provider_for,
     render_response,
     retry_after_headers,
+    status_served,
     truncated_body,
     wants_stream,
 )
@@ -149,14 +152,19 @@ class Service:
         """Answer one request under ``binding`` (the test it arrived in) and record it."""
         recorded = len(binding.model.requests)
         provider = provider_for(path)
-        stream = provider is not None and wants_stream(provider, body)
+        stream = provider is not None and wants_stream(provider, body, path)
         url = f"{server.url}{path}"
         shown = f"{RECORDED_ORIGIN}{path}"  # no port: the same bytes on every run
         plan = binding.plan
         hit = plan.next_http_fault(method, url, any_host=True) if plan is not None else None
         if plan is not None and hit is not None:
             fault, occurrence = hit
-            reply = self._fault_reply(fault, provider, stream, body)
+            if fault.kind == "slow_first_token" and provider is not None and method == "POST":
+                # the answer itself, its first chunk held (see `send`)
+                reply = self._script_reply(binding, provider, stream, body, path)
+                reply.first_delay, reply.fault = fault.delay, reply.fault or fault.label
+            else:
+                reply = self._fault_reply(fault, provider, stream, body, path)
             plan.record(fault, f"{method} {shown}", reply.fault or "", occurrence)
             self._emit(
                 binding,
@@ -174,7 +182,7 @@ class Service:
         elif method != "POST":
             reply = _answer(405, error_body(provider, 405, f"use POST for {path}"))
         else:
-            reply = self._script_reply(binding, provider, stream, body)
+            reply = self._script_reply(binding, provider, stream, body, path)
         received = ReceivedRequest(
             method=method,
             path=path,
@@ -194,7 +202,8 @@ class Service:
         # the event is recorded before the reply goes out: the client may look at once
         if send(handler, reply, server.timeout_hold) == "held":
             binding.problems.append(
-                f"a 'timeout' on {method} {path} held the response {server.timeout_hold:g}s "
+                f"a {reply.fault or 'timeout'!r} on {method} {path} held the response "
+                f"{server.timeout_hold:g}s "
                 "and the client never gave up; give the client a timeout below that "
                 "(e.g. timeout=0.05), or raise LLMServer(timeout_hold=...)"
             )
@@ -204,7 +213,7 @@ class Service:
     ) -> None:
         method, url = received.method, f"{RECORDED_ORIGIN}{received.path}"
         fields: dict[str, Any] = {"method": method, "url": url}
-        if reply.kind in ("answer", "cut"):
+        if reply.kind in ("answer", "cut", "stall"):
             fields["status"] = reply.status
         if reply.kind != "answer":
             fields["error"] = _error_record(reply)
@@ -230,12 +239,14 @@ class Service:
                 binding.recorder.emit(type, **fields)
 
     def _script_reply(
-        self, binding: Binding, provider: Provider, stream: bool, body: bytes
+        self, binding: Binding, provider: Provider, stream: bool, body: bytes, path: str
     ) -> Reply:
         data, problem = parse_body(body)
         if problem:
             return _answer(400, error_body(provider, 400, problem))
         model = str(data.get("model") or "agentfaults") if isinstance(data, dict) else "x"
+        if provider == "gemini":
+            model = model_name(b"", path)
         request = model_request(provider, data, stream=stream)
         with self._lock:
             try:
@@ -260,17 +271,45 @@ class Service:
         return Reply("answer", 200, headers, events, stream=stream)
 
     def _fault_reply(
-        self, fault: HTTPFault, provider: Provider | None, stream: bool, body: bytes
+        self, fault: HTTPFault, provider: Provider | None, stream: bool, body: bytes, path: str
     ) -> Reply:
         fault.check()
+        options = fault.options
         if fault.status is not None:
-            status = fault.status
-            headers = [("content-type", JSON_TYPE), *retry_after_headers(fault.retry_after)]
-            reply = _answer(status, error_body(provider, status), headers)
-            reply.retry_after = fault.retry_after
-            reply.fault = str(status)
+            return _served_reply(
+                status_served(provider, fault.status, **options), str(fault.status)
+            )
+        kind = str(fault.kind)
+        if kind == "slow_first_token":  # a request no script answers: its error, held
+            message = f"agentfaults llm_server: no endpoint {path}"
+            reply = _answer(404, error_body(provider, 404, message))
+            reply.first_delay, reply.fault = fault.delay, kind
             return reply
-        return _kind_reply(str(fault.kind), provider, stream, model_name(body))
+        if kind not in _SERVED_KINDS:
+            return _kind_reply(kind, provider, stream, model_name(body, path))
+        model = model_name(body, path)
+        return _served_reply(
+            kind_served(kind, provider, stream=stream, model=model, **options), kind
+        )
+
+
+#: the kinds whose answer `kind_served` describes (the older ones are `_kind_reply`'s)
+_SERVED_KINDS: Final = frozenset(
+    {"not_json", "proxy_html", "stall", "context_length", "quota", "truncated_stream"}
+)
+
+
+def _served_reply(served: Served, fault: str) -> Reply:
+    kind: Literal["answer", "cut", "stall"] = "answer" if served.then == "end" else served.then
+    return Reply(
+        kind,
+        served.status,
+        served.headers,
+        served.chunks,
+        stream=served.stream,
+        retry_after=served.retry_after,
+        fault=fault,
+    )
 
 
 def _cut_texts(requests: list[ModelRequest], cap: int) -> None:
@@ -344,6 +383,7 @@ _REASONS: Final = {
     "drop": ("RemoteProtocolError", "the server dropped the connection before the headers"),
     "reset": ("ConnectionResetError", "the server reset the connection"),
     "cut": ("RemoteProtocolError", "the server cut the response off mid-way"),
+    "stall": ("ReadTimeout", "the stream stalled until the client gave up"),
 }
 
 

@@ -50,9 +50,11 @@ from pytest_agentfaults.testing._fault import (
     Target,
     ToolFault,
 )
+from pytest_agentfaults.testing._frameworks.function import check_path, patch_function
 from pytest_agentfaults.testing._marker import parse_marker
 from pytest_agentfaults.testing._plan_interceptor import PlanInterceptor
 from pytest_agentfaults.testing._undo import raise_together, run_all
+from pytest_agentfaults.testing._unfired import explain_unfired
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime._recorder import Recorder
@@ -105,9 +107,15 @@ class FaultPlan:
         self._http_lock = threading.Lock()
         self._checks: list[Callable[[], None]] = []
         self._call_ids = 0
+        #: every tool an attempt was made at while the plan was active (with a fault or not)
+        self.tools_called: set[str] = set()
         #: origins that reports show under a stable name (``http://127.0.0.1:<port>`` of a
         #: bound `LLMServer` -> ``http://llm_server``): a port differs from run to run
         self.shown_origins: dict[str, str] = {}
+        #: what `testing._frameworks` keeps per plan: its recorders, attempt counts, and
+        #: the frameworks watched (``"watched"``, set by the plugin) for the strict message
+        self.framework_state: dict[str, Any] = {}
+        self._functions: dict[str, Callable[[], None]] = {}  # function= path -> undo
 
     # ------------------------------------------------------------------ declaring
 
@@ -116,6 +124,20 @@ class FaultPlan:
         if not isinstance(name, str) or not name:
             raise UsageError(f"faults.tool(name): give a tool name, got {name!r}")
         fault = ToolFault(tool=name, source=f"faults.tool({name!r})")
+        self.faults.append(fault)
+        return ToolFaultBuilder(fault)
+
+    def function(self, path: str) -> ToolFaultBuilder:
+        """A fault on the callable at import path ``"pkg.module:attr"``, patched while active.
+
+        Each call of it is an occurrence; the attribute is replaced as
+        ``unittest.mock.patch`` would replace it, and put back when the plan switches off.
+        """
+        source = f"faults.function({path!r})"
+        check_path(path, source)
+        fault = ToolFault(tool=path, function=True, source=source)
+        if self._active and path not in self._functions:  # declared after activation
+            self._functions[path] = patch_function(path, source)
         self.faults.append(fault)
         return ToolFaultBuilder(fault)
 
@@ -161,7 +183,10 @@ class FaultPlan:
         the checks added with `add_check` run too. Every failure is reported, together.
         """
         __tracebackhide__ = True
-        lines = [f"fault on {f.subject} never fired ({f.source})" for f in self.unfired()]
+        lines = [
+            explain_unfired(f, self._occurrences, self.tools_called) + self._watched(f)
+            for f in self.unfired()
+        ]
         if self.unused_routes:
             lines.append(self.unused_routes)
         for check in list(self._checks):
@@ -171,6 +196,15 @@ class FaultPlan:
                 lines.append(str(exc))
         if lines:
             raise AssertionError(redact_text("\n".join(lines)))
+
+    def _watched(self, fault: Fault) -> str:
+        """For a tool fault's message: whose tools were watched for that name."""
+        if not isinstance(fault, ToolFault):
+            return ""
+        if fault.function:
+            return "\n  the function was patched, and never called through that path"
+        watched = self.framework_state.get("watched") or ["agentfaults"]
+        return f"\n  tools watched in: {', '.join(watched)}"
 
     def of(self, target: Target) -> list[Fault]:
         """The faults on ``target`` ("tool", "http" or "llm")."""
@@ -202,6 +236,7 @@ class FaultPlan:
         try:
             if self.of("http"):
                 self.http_layer()
+            self._patch_functions()
         except BaseException:
             self.deactivate((interceptor, token))
             raise
@@ -218,8 +253,18 @@ class FaultPlan:
         if not self._active and self._http is not None:
             layer, self._http = self._http, None
             steps.append(layer.stop)
+        if not self._active:
+            functions, self._functions = self._functions, {}
+            steps.extend(reversed(functions.values()))
         steps.append(lambda: remove_interceptor(interceptor))
         raise_together(run_all(steps), "FaultPlan.deactivate: some layers failed to switch off")
+
+    def _patch_functions(self) -> None:
+        """Patch (once each) the callables this plan's ``function=`` faults name."""
+        for fault in self.faults:
+            path = fault.tool if isinstance(fault, ToolFault) and fault.function else None
+            if path is not None and path not in self._functions:
+                self._functions[path] = patch_function(path, fault.source)
 
     def http_layer(self) -> HttpInjector:
         """Switch on (once) and return the in-process HTTP layer of this active plan.
@@ -319,7 +364,7 @@ class suspend_earlier_plans:
         self._token: object = None
 
     def __enter__(self) -> None:
-        self._token = _floor.set(self._plan._epoch)
+        self._token = _floor.set(self._plan._epoch)  # noqa: SLF001 - the plan it scopes
 
     def __exit__(self, *exc_info: object) -> None:
         _floor.reset(self._token)  # type: ignore[arg-type]

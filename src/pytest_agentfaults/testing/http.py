@@ -21,7 +21,8 @@ the exception of the library the client uses (``httpx2.ReadTimeout`` for an http
 client), or answers as a server would (a status with ``Retry-After`` and
 ``retry-after-ms``, an HTML body, a stream cut mid-way). An injected failure takes no
 time, virtual or real: a ``"timeout"`` fails at once; the waits that matter are the
-client's backoff, which ``virtual_clock.patch_sleep()`` records.
+client's backoff, which the test's virtual clock records (a test using the kit waits in
+virtual time on its own thread).
 
 What happens to a request no fault hits (the pass-through policy):
 
@@ -32,11 +33,15 @@ What happens to a request no fault hits (the pass-through policy):
    and records the events itself;
 2. when a respx router is active for the client's library (``http_faults``, or the
    test's own ``respx.mock``): the routers answer; a request that matches no route and
-   is not to loopback raises `UnmatchedRequestError`;
+   is not to loopback raises `UnmatchedRequestError` (an SDK's gets the network guard's
+   final 403 instead, see below);
 3. to loopback (127.0.0.0/8, ``localhost``, ``::1``): it goes to the real server the
    test started;
-4. anything else raises `UnmatchedRequestError`, an `AssertionError` naming the request:
-   a test never reaches the network by accident, and no retry policy retries the mistake.
+4. anything else is refused by the test's network guard (`testing._network`): a plain
+   client gets `NetworkBlockedError`, an SDK a final 403 it does not retry, and the test
+   fails at teardown; with no guard on (``plan.active()`` outside pytest), it raises
+   `UnmatchedRequestError`, an `AssertionError` naming the request. Either way a test
+   never reaches the network by accident, and no retry policy retries the mistake.
 
 The layer is switched on only while a plan that has http faults is active, or while a
 test uses ``http_faults``; otherwise httpx is left alone.
@@ -48,13 +53,13 @@ switches on.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 import respx
 from respx.models import AllMockedAssertionError, PassThrough
 
-from pytest_agentfaults._redact import redact_text
+from pytest_agentfaults._network_policy import is_loopback
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import default_clock
@@ -63,12 +68,15 @@ from pytest_agentfaults.runtime.hooks import current_emit
 from pytest_agentfaults.testing._clients import (
     Injected,
     Library,
+    current_guard,
     libraries,
     outcome,
     push,
     remove,
     request_body,
+    slow_stream,
 )
+from pytest_agentfaults.testing._fast_mock import start_mocker
 from pytest_agentfaults.testing._handoff import (
     NETWORK,
     OWN,
@@ -79,46 +87,22 @@ from pytest_agentfaults.testing._handoff import (
 )
 from pytest_agentfaults.testing._http_fields import client_fields, response_fields
 from pytest_agentfaults.testing._httpd import running_addresses
+from pytest_agentfaults.testing._network import UnmatchedRequestError
 from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pytest_agentfaults.testing.faults import FaultPlan, HTTPFault
+    from pytest_agentfaults.testing.scripted import ScriptedModel
+    from pytest_agentfaults.testing.steps import Step
 
 __all__ = ["HttpFaultRouter", "HttpInjector", "UnmatchedRequestError", "is_loopback"]
-
-_LOOPBACK_NAMES: Final = frozenset({"localhost", "::1", "[::1]", "0:0:0:0:0:0:0:1"})
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is this machine (127.0.0.0/8, ``localhost``, ``::1``)."""
-    host = host.lower()
-    return host.startswith("127.") or host in _LOOPBACK_NAMES or host.endswith(".localhost")
-
-
-class UnmatchedRequestError(AllMockedAssertionError):
-    """A request that no fault, no route and no loopback server answers.
-
-    An `AssertionError` (respx's ``AllMockedAssertionError``), so no retry policy, ours or an
-    SDK's, ever retries it: it is a mistake in the test, not a network failure.
-    """
-
-    retryable: ClassVar[bool] = False
-
-    def __init__(self, method: str, url: str) -> None:
-        self.method = method
-        self.url = redact_text(url)
-        super().__init__(
-            f"agentfaults: {self.method} {self.url} is not mocked and would reach the network. "
-            "Answer it with a route (http_faults.post(url).respond(200, json=...)), a fault "
-            "(faults.http(url=...)), or point the client at a loopback server such as "
-            "llm_server; requests to 127.0.0.1 and localhost pass through."
-        )
-
 
 # ----------------------------------------------------------------------------- the layer
 
 _SILENT: Final = "silent"  # pass through, unrecorded (the loopback LLMServer records)
-_PASS: Final = "pass"  # pass through and record the outcome
+_PASS: Final = "pass"  # noqa: S105 - pass through and record the outcome
 
 
 class HttpInjector:
@@ -162,6 +146,8 @@ class HttpInjector:
         decision = self._decide(library, client, request)
         if decision is _SILENT:
             return original(client, request)
+        if isinstance(decision, Injected) and decision.delay is not None:
+            return self._slow(library, request, original(client, request), decision)
         if isinstance(decision, Injected):
             return original(Via(client, Answer(decision)), request)
         try:
@@ -178,6 +164,9 @@ class HttpInjector:
         decision = self._decide(library, client, request)
         if decision is _SILENT:
             return await original(client, request)
+        if isinstance(decision, Injected) and decision.delay is not None:
+            response = await original(client, request)
+            return self._slow(library, request, response, decision)
         if isinstance(decision, Injected):
             return await original(Via(client, Answer(decision)), request)
         try:
@@ -205,6 +194,9 @@ class HttpInjector:
         hit = self.plan.next_http_fault(method, shown)
         if hit is not None:
             outcome = self._inject(library, request, *hit)
+            if outcome.delay is not None:  # recorded once answered (`_slow`)
+                outcome.fault = hit[0]
+                return outcome
             failure = outcome.error or outcome.later
             self._record(request, response=outcome.response, error=failure, fault=hit[0])
             return outcome
@@ -212,9 +204,14 @@ class HttpInjector:
             self._router.note_bypass(request, transport)
         if not network or library.mocker.routers or is_loopback(host):
             return _PASS
-        error = UnmatchedRequestError(method, shown)
-        self._record(request, error=error)
-        return Injected(error=error)
+        guard = current_guard()
+        refused = (
+            guard.refuse(library.module, request)
+            if guard is not None
+            else Injected(error=UnmatchedRequestError(method, shown))
+        )
+        self._record(request, response=refused.response, error=refused.error)
+        return refused
 
     def _inject(
         self, library: Library, request: Any, fault: HTTPFault, occurrence: int
@@ -234,8 +231,22 @@ class HttpInjector:
             occurrence=occurrence,
             detail=f"{method} {url}: {fault.describe()}",
         )
-        retry_after = fault.retry_after if fault.status is not None else None
-        return outcome(library, request, kind, retry_after)
+        return outcome(library, request, fault)
+
+    def _slow(self, library: Library, request: Any, response: Any, slow: Injected) -> Any:
+        """``response`` with its first chunk held (``slow_first_token``), recorded."""
+        delay = float(slow.delay or 0.0)
+        timeouts = request.extensions.get("timeout") or {}
+        read = timeouts.get("read")
+        error = None
+        if read is not None and delay >= read:
+            error = library.module.ReadTimeout(
+                f"agentfaults: slow_first_token: no first chunk within the client's read "
+                f"timeout ({read:g}s < {delay:g}s)"
+            )
+        response.stream = slow_stream(library.module, response.stream, delay, error)
+        self._record(request, response=response, error=error, fault=slow.fault)
+        return response
 
     # ------------------------------------------------------------------ events
 
@@ -302,6 +313,11 @@ class HttpFaultRouter(respx.Router):
     real local server. A route never requested fails the test at teardown, unless the
     test sets ``http_faults.assert_all_called = False``; ``http_faults.assert_all_called()``
     checks at once, as in respx.
+
+    `script` answers a provider's endpoint with scripted steps in its wire format, so no
+    test hand-writes a provider's JSON::
+
+        http_faults.script("anthropic", [call_tool("get_weather", city="Paris"), say("Sunny.")])
     """
 
     def __init__(self) -> None:
@@ -323,6 +339,26 @@ class HttpFaultRouter(respx.Router):
         if len(self.bypassed) < 50:  # enough to explain an unused route
             self.bypassed.append((request, transport_name(transport)))
 
+    def script(
+        self,
+        provider: str,
+        steps: Sequence[Step | str],
+        *,
+        url: str | None = None,
+        strict: bool = True,
+    ) -> ScriptedModel:
+        """Answer ``provider``'s endpoint with scripted ``steps``, in its wire format.
+
+        ``provider`` is ``"openai"`` (chat completions), ``"openai-responses"``,
+        ``"anthropic"``, ``"ollama"`` or ``"gemini"``; the route is on the official
+        endpoint unless ``url=`` names another. Returns the `ScriptedModel` behind it
+        (``.requests``); leftover steps fail the test unless ``strict=False``.
+        """
+        __tracebackhide__ = True
+        from pytest_agentfaults.testing._script_routes import script_route  # noqa: PLC0415
+
+        return script_route(self, provider, steps, url=url, strict=strict)
+
     @property
     def assert_all_called(self) -> AllCalledSwitch:
         """True (the default) while unused routes fail the test; call it to check now."""
@@ -342,7 +378,7 @@ class HttpFaultRouter(respx.Router):
         self.snapshot()
         for mocker in self._mockers:
             mocker.register(self)
-            mocker.start()
+            start_mocker(mocker)  # mocker.start(), without its 1 ms of mock.patch
 
     def stop(self) -> None:
         """Unregister; a mocker with no router left stops patching."""
@@ -357,7 +393,10 @@ class HttpFaultRouter(respx.Router):
         try:
             return super().handler(request)
         except AllMockedAssertionError:
-            raise self._unrouted(request) from None
+            unrouted = self._unrouted(request)
+            if isinstance(unrouted, _Refused):
+                return unrouted.response
+            raise unrouted from None
 
     async def async_handler(self, request: httpx.Request) -> httpx.Response:
         """Answer from the routes, for async clients."""
@@ -365,9 +404,12 @@ class HttpFaultRouter(respx.Router):
         try:
             return await super().async_handler(request)
         except AllMockedAssertionError:
-            raise self._unrouted(request) from None
+            unrouted = self._unrouted(request)
+            if isinstance(unrouted, _Refused):
+                return unrouted.response
+            raise unrouted from None
 
-    def _unrouted(self, request: httpx.Request) -> Exception:
+    def _unrouted(self, request: httpx.Request) -> Exception | _Refused:
         others = any(router is not self for m in self._mockers for router in m.routers)
         if is_loopback(request.url.host) and not others:
             return PassThrough(
@@ -375,4 +417,17 @@ class HttpFaultRouter(respx.Router):
                 request=request,
                 origin=respx.Route(),
             )
-        return UnmatchedRequestError(request.method, str(request.url))
+        guard = current_guard()
+        if guard is None:
+            return UnmatchedRequestError(request.method, str(request.url))
+        refused = guard.refuse(httpx, request)
+        return refused.error if refused.error is not None else _Refused(refused.response)
+
+
+class _Refused:
+    """The network guard's final answer to an SDK's unrouted request (not an exception)."""
+
+    __slots__ = ("response",)
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response

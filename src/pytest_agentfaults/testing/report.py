@@ -8,44 +8,85 @@ axis, one row per tool and model) and the event list. No scripts, no external as
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_agentfaults.runtime.timeline import render_svg
+from pytest_agentfaults.testing._html_test import STYLE, test_section
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Event
 
-__all__ = ["ReportEntry", "render_html"]
+__all__ = [
+    "Phase",
+    "ReportEntry",
+    "RetryCounts",
+    "count_retries",
+    "overall_outcome",
+    "render_html",
+]
 
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 24px; color: #1c2833; }
-h1 { font-size: 20px; } h2 { font-size: 15px; margin-top: 28px; }
-table { border-collapse: collapse; font-size: 13px; }
-td, th { border: 1px solid #d5dbdf; padding: 3px 8px; text-align: left; }
-.passed { color: #2e7d32; } .failed { color: #c62828; } .skipped { color: #8d6e63; }
-.events { font-family: monospace; font-size: 12px; white-space: pre; background: #f5f7f9;
-          padding: 8px; overflow-x: auto; }
-.legend span { display: inline-block; margin-right: 14px; font-size: 12px; }
-.swatch { display: inline-block; width: 12px; height: 10px; margin-right: 4px;
-          vertical-align: middle; }
-"""
 
-_LEGEND = (
-    '<p class="legend">'
-    '<span><i class="swatch" style="background:#2e7d32"></i>attempt that succeeded</span>'
-    '<span><i class="swatch" style="background:#c62828"></i>attempt that failed</span>'
-    '<span><i class="swatch" style="background:#d50000;transform:rotate(45deg)"></i>'
-    "injected fault</span>"
-    '<span><i class="swatch" style="background:#90a4ae"></i>backoff wait</span>'
-    '<span><i class="swatch" style="background:#6a1b9a"></i>fixer, escalation, '
-    "fallback, budget, end</span></p>"
-)
+@dataclass(frozen=True, slots=True)
+class RetryCounts:
+    """A test's retries, by the layer that retried (`count_retries`)."""
+
+    tool: int = 0
+    llm: int = 0
+    #: HTTP-level retries: the runtime's ``transport_retries``, and an SDK's own retries,
+    #: seen as the same request sent again
+    http: int = 0
+
+
+#: the run id of the HTTP events recorded outside any agent run (`TestState`)
+OUTSIDE_RUNS = "http"
+
+
+def count_retries(events: Sequence[Event]) -> RetryCounts:
+    """Count ``events``' retries: tool, LLM and HTTP apart (the one place that counts them).
+
+    Tool and LLM retries are the runtime's ``tool.retry`` and ``llm.retry`` events. HTTP
+    retries are its ``transport.retry`` events, plus the retries made below it: an
+    ``http.request`` that says it is one (the SDK's ``x-stainless-retry-count`` header,
+    kept as ``retry_count``, above 0) or, for a client that says nothing and runs outside
+    our agent runs, one that repeats an earlier request to the same route with the same
+    body. Requests made inside an agent run are left to that run's own retry events.
+    """
+    tool = llm = http = 0
+    seen: set[tuple[object, ...]] = set()
+    for event in events:
+        kind = event.type
+        if kind == "tool.retry":
+            tool += 1
+        elif kind == "llm.retry":
+            llm += 1
+        elif kind == "transport.retry":
+            http += 1
+        elif kind == "http.request":
+            retry_count = event.field("retry_count")
+            if isinstance(retry_count, int):
+                http += retry_count > 0
+            elif event.run_id == OUTSIDE_RUNS:
+                route = (event.field("method"), event.field("url"), event.field("body_sha"))
+                http += route in seen
+                seen.add(route)
+    return RetryCounts(tool=tool, llm=llm, http=http)
+
+
+@dataclass
+class Phase:
+    """One phase of a test as pytest reported it (see ``_plugin_report.phase_of``)."""
+
+    when: str
+    outcome: str  # passed, failed, error, skipped, xfailed, xpassed
+    message: str = ""
+    traceback: str = ""
+    duration: float = 0.0
 
 
 @dataclass
 class ReportEntry:
-    """One test in the report."""
+    """One test in the report: pytest's phases, and what the kit recorded (if it was used)."""
 
     nodeid: str
     outcome: str
@@ -53,45 +94,57 @@ class ReportEntry:
     faults: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)
+    #: the command that reruns the test with the same seed (empty: the kit was not used)
+    replay: str = ""
+
+
+def overall_outcome(phases: Sequence[Phase]) -> str:
+    """The test's outcome from its phases, the way pytest counts it.
+
+    ``error`` for a failed setup, or a failed teardown after a call that did not fail;
+    otherwise the call's outcome (or the setup's, for a test skipped in setup).
+    """
+    by_when = {p.when: p for p in phases}
+    setup, call, teardown = (by_when.get(w) for w in ("setup", "call", "teardown"))
+    if setup is not None and setup.outcome == "error":
+        return "error"
+    main = call or setup
+    outcome = main.outcome if main is not None else "passed"
+    if teardown is not None and teardown.outcome == "error" and outcome != "failed":
+        return "error"
+    return outcome
 
 
 def render_html(entries: list[ReportEntry], *, title: str = "pytest-agentfaults report") -> str:
-    """The whole report page for ``entries``."""
+    """The whole report page for ``entries``: a summary table, then one section per test."""
     rows = []
     for index, entry in enumerate(entries):
         counts = entry.counts
+        outcome = html.escape(entry.outcome)
         rows.append(
             f'<tr><td><a href="#t{index}">{html.escape(entry.nodeid)}</a></td>'
-            f'<td class="{html.escape(entry.outcome)}">{html.escape(entry.outcome)}</td>'
+            f'<td class="{outcome}">{outcome}</td>'
             f"<td>{len(entry.faults)}</td><td>{counts.get('retries', 0)}</td>"
+            f"<td>{counts.get('http_retries', 0)}</td>"
             f"<td>{counts.get('fixer_calls', 0)}</td><td>{counts.get('escalations', 0)}</td>"
             f"<td>{len(entry.events)}</td></tr>"
         )
-    sections = [_section(index, entry) for index, entry in enumerate(entries)]
+    totals: dict[str, int] = {}
+    for entry in entries:
+        totals[entry.outcome] = totals.get(entry.outcome, 0) + 1
+    tally = ", ".join(
+        f'<span class="{html.escape(k)}">{html.escape(k)}: {v}</span>' for k, v in totals.items()
+    )
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{_LEGEND}"
-        "<table><tr><th>test</th><th>outcome</th><th>faults</th><th>retries</th>"
-        "<th>fixer calls</th><th>escalations</th><th>events</th></tr>"
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1><p class='tally'>{len(entries)} tests: {tally}</p>"
+        "<table class='summary'><tr><th>test</th><th>outcome</th><th>faults</th>"
+        "<th>retries</th><th>HTTP retries</th><th>fixer calls</th><th>escalations</th>"
+        "<th>events</th></tr>"
         + "".join(rows)
         + "</table>"
-        + "".join(sections)
+        + "".join(test_section(index, entry) for index, entry in enumerate(entries))
         + "</body></html>\n"
-    )
-
-
-def _section(index: int, entry: ReportEntry) -> str:
-    faults = "".join(f"<li>{html.escape(f)}</li>" for f in entry.faults) or "<li>none</li>"
-    timeline = (
-        render_svg(entry.events, title=entry.nodeid)
-        if entry.events
-        else "<p>No agent run or HTTP attempt was recorded.</p>"
-    )
-    listing = "\n".join(html.escape(e.describe()) for e in entry.events)
-    return (
-        f'<section id="t{index}"><h2>{html.escape(entry.nodeid)} '
-        f'<span class="{html.escape(entry.outcome)}">{html.escape(entry.outcome)}</span></h2>'
-        f"<p>seed {entry.seed}</p><p>faults fired:</p><ul>{faults}</ul>"
-        f"{timeline}<div class='events'>{listing}</div></section>"
     )

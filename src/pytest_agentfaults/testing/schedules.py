@@ -90,6 +90,7 @@ def check_schedule(
     af.check_schedule(config, result.trace.delays("fetch"), partial=True)
     ```
     """
+    __tracebackhide__ = True
     if not isinstance(config, ResilienceConfig):
         raise UsageError(
             f"check_schedule() takes an af.ResilienceConfig first, got {type(config).__name__}"

@@ -11,8 +11,9 @@ def test_fetch_recovers(calls):
 ```
 
 For the block, ``scope.faults`` is injected, every run (and HTTP attempt) is collected
-into ``scope.trace`` alone, agents built with ``clock=None`` wait on ``scope.clock``, and
-jitter is drawn from ``scope.seed``. Whatever was active around the block (the enclosing
+into ``scope.trace`` alone, agents built with ``clock=None`` and the thread's own
+``time.sleep`` / ``asyncio.sleep`` / ``anyio.sleep`` wait on ``scope.clock``, and jitter is
+drawn from ``scope.seed``. Whatever was active around the block (the enclosing
 test's plan, trace and clock) sits it out and is active again at exit, also when the block
 raises. Works in a test, inside ``@given`` and outside pytest.
 """
@@ -89,6 +90,9 @@ class fault_scope:
             floor.__enter__()
             self._undo.append(floor.__exit__)
             self._undo.append(lambda *_: scope.clock.unpatch_sleep())
+            # This thread's sleeps (an SDK's backoff) wait on the block's clock, which also
+            # stamps its HTTP attempts; the enclosing test's clock gets them back at exit.
+            scope.clock.patch_sleep()
         except BaseException:
             self._unwind()
             raise

@@ -223,6 +223,7 @@ class ScriptedModel:
 
     def request(self, request: ModelRequest) -> ModelResponse:
         """Record ``request`` and answer it with the next step (or raise that step's error)."""
+        __tracebackhide__ = True
         self.requests.append(request.snapshot())
         if self._function is None:
             step = self._next_step(request)
@@ -329,6 +330,7 @@ class ScriptedModel:
         return f"call_{self._issued_ids}"
 
     def _next_step(self, request: ModelRequest) -> ScriptStep:
+        __tracebackhide__ = True
         position = self._position
         steps = self._steps
         if position < len(steps):

@@ -1,4 +1,4 @@
-"""`LLMServer`: a real HTTP server on 127.0.0.1 that speaks three LLM wire formats.
+"""`LLMServer`: a real HTTP server on 127.0.0.1 that speaks the LLM providers' wire formats.
 
 ```python
 with LLMServer() as server:
@@ -9,10 +9,12 @@ with LLMServer() as server:
 ```
 
 It answers ``POST /v1/chat/completions`` (OpenAI, SSE when ``"stream": true``), ``POST
-/v1/messages`` (Anthropic, SSE events) and ``POST /api/chat`` (Ollama, NDJSON unless
-``"stream": false``) from a script of `ScriptedModel` steps, rendered in each provider's
-wire format. Failure steps, and the http faults of the `FaultPlan` it is bound to, are
-served over the socket:
+/v1/responses`` (the OpenAI Responses API, its typed SSE events when streamed), ``POST
+/v1/messages`` (Anthropic, SSE events), ``POST /api/chat`` (Ollama, NDJSON unless
+``"stream": false``) and ``POST .../models/<model>:generateContent`` (Gemini; SSE from
+``:streamGenerateContent?alt=sse``) from a script of `ScriptedModel` steps, rendered in
+each provider's wire format. Failure steps, and the http faults of the `FaultPlan` it is
+bound to, are served over the socket:
 
 | fault (or script step)                   | what the client gets                               |
 |------------------------------------------|----------------------------------------------------|
@@ -27,6 +29,12 @@ served over the socket:
 | (``malformed.truncated()``)              | last chunk, so the client's read fails             |
 | ``"malformed_body"``                     | a 200 whose body (or first stream event) is not    |
 | (``malformed.not_json()``)               | JSON                                               |
+| ``"not_json"``, ``"proxy_html"``,        | what the in-process kinds send (`_wire._kinds`);   |
+| ``"context_length"``, ``"quota"``        | a proxy page's status is ``status=``               |
+| ``"stall"``                              | ``after=`` events, then held until the client      |
+|                                          | gives up (at most ``timeout_hold``)                |
+| ``"slow_first_token"``                   | the scripted answer, its first chunk held          |
+|                                          | ``delay=`` s (at most ``timeout_hold``)            |
 
 Why the standard library (`http.server.ThreadingHTTPServer`) and not uvicorn/starlette or
 aiohttp: the faults need direct control of the socket (close before or after the headers,
@@ -39,7 +47,8 @@ Time: nothing here sleeps. A ``"timeout"`` waits (on the socket, not a sleep) un
 client closes the connection, at most ``timeout_hold`` seconds (1 s by default); a
 client that never gives up within that is a test-setup mistake reported by `check`. So
 give clients a small timeout in timeout scenarios (``timeout=0.05``): the client's own
-backoff stays virtual with ``virtual_clock.patch_sleep()``.
+backoff stays virtual (the test's own thread waits in virtual time; this server's
+threads keep real time).
 
 Security: the server binds 127.0.0.1 only, on an ephemeral port; `requests` and the
 trace events keep no credential header (``Authorization``, ``x-api-key`` ... are
@@ -60,7 +69,7 @@ import socket
 import threading
 import traceback
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Self
 
 from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import UsageError
@@ -88,7 +97,7 @@ HOST: Final = "127.0.0.1"
 
 
 class LLMServer:
-    """A loopback LLM server: OpenAI, Anthropic and Ollama wire formats, faults included.
+    """A loopback LLM server: OpenAI, Anthropic, Ollama and Gemini wire formats, faults included.
 
     The ``llm_server`` fixture is one of these, started once per session and reset for
     every test; outside pytest use it as a context manager. ``timeout_hold`` bounds how
@@ -175,8 +184,9 @@ class LLMServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> LLMServer:
-        return self.start()
+    def __enter__(self) -> Self:
+        self.start()
+        return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
@@ -199,7 +209,7 @@ class LLMServer:
             raise UsageError(
                 f"base_url({provider!r}): unknown provider; use one of {', '.join(PROVIDERS)}"
             )
-        return f"{self.url}/v1" if provider == "openai" else self.url
+        return f"{self.url}/v1" if provider.startswith("openai") else self.url
 
     def env(self) -> dict[str, str]:
         """Environment variables that point the official SDKs and our clients here.

@@ -25,21 +25,34 @@ from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_defaul
 from pytest_agentfaults.runtime.events import Event, Trace
 from pytest_agentfaults.runtime.snapshot import SnapshotSettings, use_snapshots
 from pytest_agentfaults.testing._fault import Fault, without_addresses
+from pytest_agentfaults.testing._frameworks import install_adapters
+from pytest_agentfaults.testing._trace_text import clip, exhausted_after, render_events
 from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan
-from pytest_agentfaults.testing.report import ReportEntry, render_html
+from pytest_agentfaults.testing.report import (
+    Phase,
+    ReportEntry,
+    count_retries,
+    overall_outcome,
+    render_html,
+)
 
 __all__ = ["Counts", "TestState", "test_seed", "trace_file_name", "write_html_report"]
 
 
 @dataclass(slots=True)
 class Counts:
-    """The terminal summary's figures; adds up across tests and xdist workers."""
+    """The terminal summary's figures; adds up across tests and xdist workers.
+
+    ``retries`` are the tool and LLM retries; ``http_retries`` the HTTP-level ones (see
+    `count_retries`), counted apart.
+    """
 
     faults: int = 0
     retries: int = 0
     fixer_calls: int = 0
     escalations: int = 0
+    http_retries: int = 0
 
     def add(self, other: Counts | dict[str, int]) -> None:
         """Add ``other`` (a `Counts` or its dict form) to these counts."""
@@ -48,6 +61,7 @@ class Counts:
         self.retries += int(data.get("retries", 0))
         self.fixer_calls += int(data.get("fixer_calls", 0))
         self.escalations += int(data.get("escalations", 0))
+        self.http_retries += int(data.get("http_retries", 0))
 
     def as_dict(self) -> dict[str, int]:
         """A JSON-friendly form (xdist ships it from workers to the controller)."""
@@ -56,14 +70,25 @@ class Counts:
             "retries": self.retries,
             "fixer_calls": self.fixer_calls,
             "escalations": self.escalations,
+            "http_retries": self.http_retries,
         }
 
     def summary(self) -> str:
-        """``agentfaults: N faults injected, N retries, N fixer calls, N escalations``."""
+        """``agentfaults: N faults injected, N retries, N fixer calls, N escalations``.
+
+        With ``N HTTP retries`` after the retries when there were any.
+        """
+        http = f"{plural(self.http_retries, 'HTTP retry', 'HTTP retries')}, "
         return (
-            f"agentfaults: {self.faults} faults injected, {self.retries} retries, "
-            f"{self.fixer_calls} fixer calls, {self.escalations} escalations"
+            f"agentfaults: {plural(self.faults, 'fault')} injected, "
+            f"{plural(self.retries, 'retry', 'retries')}, {http if self.http_retries else ''}"
+            f"{plural(self.fixer_calls, 'fixer call')}, {plural(self.escalations, 'escalation')}"
         )
+
+
+def plural(count: int, one: str, many: str | None = None) -> str:
+    """``1 retry``, ``2 retries``, ``0 fixer calls``."""
+    return f"{count} {one if count == 1 else (many or one + 's')}"
 
 
 def test_seed(session_seed: int, nodeid: str) -> int:
@@ -101,6 +126,7 @@ class TestState:
         )
         self._contexts: list[Any] = []
         self._plan_handle: object = None
+        self._adapters: Callable[[], None] | None = None
 
     def add_faults(self, faults: Iterable[Fault]) -> None:
         """Add the marker's faults (in declared order) to the plan."""
@@ -128,6 +154,21 @@ class TestState:
                 context.__exit__(None, None, None)
             raise
         self._contexts = entered
+        try:  # other frameworks' tools, for the frameworks the test process imported
+            watched, self._adapters = install_adapters()
+        except BaseException as error:
+            for failed in run_all(self._undo_steps()):
+                error.add_note(f"pytest-agentfaults could not switch off: {failed!r}")
+            raise
+        self.plan.framework_state["watched"] = ["agentfaults", *watched]
+
+    def use_virtual_time(self) -> None:
+        """Make the waits of this thread and its event loops virtual on the test's clock.
+
+        For a test that uses the kit (not ``real_time``); `stop` undoes it. Twice is once.
+        """
+        if not self.real_time:
+            self.clock.patch_sleep()
 
     def stop(self) -> list[Exception]:
         """Undo `start` (and any `patch_sleep` of the test's clock); safe to call twice.
@@ -135,13 +176,19 @@ class TestState:
         Every step runs even if an earlier one fails; the failures are returned, so the
         caller can report them without leaving anything of this test switched on.
         """
+        return run_all(self._undo_steps())
+
+    def _undo_steps(self) -> list[Callable[[], object]]:
         steps: list[Callable[[], object]] = [self.clock.unpatch_sleep]
+        if self._adapters is not None:
+            steps.append(self._adapters)
+            self._adapters = None
         if self._plan_handle is not None:
             handle, self._plan_handle = self._plan_handle, None
             steps.append(lambda: self.plan.deactivate(handle))
         contexts, self._contexts = self._contexts, []
         steps.extend(partial(context.__exit__, None, None, None) for context in reversed(contexts))
-        return run_all(steps)
+        return steps
 
     # ------------------------------------------------------------------ reporting
 
@@ -150,28 +197,60 @@ class TestState:
         trace = self.trace
         if not trace.events:
             return Counts(faults=len(self.plan.fired))
+        retries = count_retries(trace.events)
         return Counts(
             faults=len(self.plan.fired),
-            retries=sum(
-                trace.count(kind) for kind in ("tool.retry", "llm.retry", "transport.retry")
-            ),
+            retries=retries.tool + retries.llm,
             fixer_calls=trace.count("fixer.call"),
             escalations=trace.count("escalation"),
+            http_retries=retries.http,
         )
 
-    def render(self) -> str:
-        """The "recovery trace" report section: faults fired, then the timeline (redacted)."""
-        lines = [f"seed {self.seed}"]
+    def recorded(self) -> bool:
+        """Whether the test declared a fault or recorded an event (else it has no trace)."""
+        return bool(self.trace.events or self.plan.faults or self.plan.fired)
+
+    def render(self, replay: str | None = None) -> str:
+        """The "recovery trace" report section: faults fired, then the timeline (redacted).
+
+        ``replay`` (the command that reruns the test with the same seed) comes first.
+        """
+        lines = [f"replay: {replay}"] if replay else []
+        events = self.trace.events
+        if events or self.plan.fired:
+            lines.append(f"summary: {self._summary()}")
         if self.plan.faults:
             lines.append("faults:")
             fired_ids = [id(f.fault) for f in self.plan.fired]
             for fault in self.plan.faults:
-                hits = fired_ids.count(id(fault))
-                lines.append(f"  {fault.describe()}: fired {hits}x ({fault.source})")
+                hits = plural(fired_ids.count(id(fault)), "time")
+                lines.append(clip(f"  fired {hits}: {fault.describe()} ({fault.source})"))
         lines.append("timeline:")
-        lines.extend(f"  {line}" for line in self.trace.render().splitlines() or ["(no events)"])
+        lines.extend(f"  {line}" for line in render_events(events) or ["(no events)"])
         text: str = _shown("\n".join(lines), self._origins())
         return text
+
+    def _summary(self) -> str:
+        """One line of this test's figures: faults, retries by layer, fixers, escalations.
+
+        Only the figures above zero, so the line stays short.
+        """
+        retries = count_retries(self.trace.events)
+        ends = exhausted_after(self.trace.events).values()
+        exhausted = sum(1 for line in ends if line.startswith("retries exhausted"))
+        exhausted += self.trace.count("tool.exhausted") + self.trace.count("llm.exhausted")
+        counted = (
+            (retries.tool, "tool retry", "tool retries"),
+            (retries.llm, "LLM retry", "LLM retries"),
+            (retries.http, "HTTP retry", "HTTP retries"),
+            (self.trace.count("fixer.call"), "fixer call", "fixer calls"),
+            (self.trace.count("escalation"), "escalation", "escalations"),
+        )
+        parts = [f"{plural(len(self.plan.fired), 'fault')} fired"]
+        parts.extend(plural(n, one, many) for n, one, many in counted if n)
+        if exhausted:
+            parts.append("retries exhausted " + ("once" if exhausted == 1 else f"{exhausted}x"))
+        return ", ".join(parts)
 
     def to_json(self, outcome: str) -> str:
         """The JSON file written per test with ``--agentfaults-trace-dir``."""
@@ -200,6 +279,11 @@ class TestState:
             "events": json.loads(self.trace.to_json())["events"],
         }
         return _shown(data, self._origins())  # type: ignore[no-any-return]
+
+    def shown_events(self) -> list[Event]:
+        """The trace's events as reports show them (redacted, stable loopback origins)."""
+        events = json.loads(self.trace.to_json())["events"]
+        return [Event.model_validate(e) for e in _shown(events, self._origins())]
 
     def _origins(self) -> dict[str, str]:
         """Each loopback `LLMServer`'s origin, and the stable one reports show instead.
@@ -253,19 +337,38 @@ def write_trace_file(directory: Path, nodeid: str, text: str) -> Path:
     return target
 
 
-def write_html_report(path: Path, tests: list[dict[str, Any]]) -> Path:
-    """Write the ``--agentfaults-html`` report for ``tests`` (`TestState.as_dict` items)."""
-    entries = [
-        ReportEntry(
-            nodeid=test["nodeid"],
-            outcome=test["outcome"],
-            seed=test["seed"],
-            faults=[f"{f['fault']} (occurrence {f['occurrence']})" for f in test["faults_fired"]],
-            counts=test["counts"],
-            events=[Event.model_validate(e) for e in test["events"]],
+def write_html_report(
+    path: Path,
+    tests: list[dict[str, Any]],
+    phases: dict[str, list[dict[str, Any]]] | None = None,
+) -> Path:
+    """Write the ``--agentfaults-html`` report.
+
+    ``tests`` are `TestState.as_dict` items (the tests that had the kit's state), ``phases``
+    each test's phases as pytest reported them, by node id, in the order they ran. Every
+    test with phases is in the report; one without kit data shows its phases only.
+    """
+    kit = {test["nodeid"]: test for test in tests}
+    order = list(phases or {}) + [nodeid for nodeid in kit if nodeid not in (phases or {})]
+    entries = []
+    for nodeid in order:
+        test = kit.get(nodeid, {})
+        shown = [Phase(**phase) for phase in (phases or {}).get(nodeid, [])]
+        entries.append(
+            ReportEntry(
+                nodeid=nodeid,
+                outcome=overall_outcome(shown) if shown else test.get("outcome", "passed"),
+                seed=test.get("seed", 0),
+                faults=[
+                    f"{f['fault']} (occurrence {f['occurrence']})"
+                    for f in test.get("faults_fired", [])
+                ],
+                counts=test.get("counts", {}),
+                events=[Event.model_validate(e) for e in test.get("events", [])],
+                phases=shown,
+                replay=test.get("replay", ""),
+            )
         )
-        for test in tests
-    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(entries), encoding="utf-8")
     return path

@@ -18,13 +18,10 @@ from pytest_agentfaults.errors import (
     AgentFaultsError,
     MalformedResponseError,
     ModelError,
-    ModelHTTPError,
     ModelStreamError,
     UsageError,
 )
-from pytest_agentfaults.runtime.backoff import jitter_rng
 from pytest_agentfaults.runtime.clock import default_clock
-from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models._errors import (
     BODY_KEEP,
     TRANSLATABLE,
@@ -36,6 +33,7 @@ from pytest_agentfaults.runtime.models._errors import (
     too_large_error,
     translate_exception,
 )
+from pytest_agentfaults.runtime.models._guard import refuse_real_hosts
 from pytest_agentfaults.runtime.models._limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
     TooLargeError,
@@ -47,7 +45,7 @@ from pytest_agentfaults.runtime.models._limits import (
 from pytest_agentfaults.runtime.models._retry import (
     TransportRetry,
     coerce_transport_retry,
-    should_retry_header,
+    retry_delay,
 )
 from pytest_agentfaults.runtime.models._settings import check_setup, scrubber, user_agent
 from pytest_agentfaults.runtime.models._stream import LineBuffer, StreamDecoder
@@ -175,6 +173,7 @@ class HTTPModel:
         """
         content = self._encode(request)
         client = self._sync_client()
+        refuse_real_hosts(client, self._url)
         clock: Clock | None = None
         attempt = 1
         while True:
@@ -195,6 +194,7 @@ class HTTPModel:
         """Send ``request`` and return the assistant's answer without blocking the loop."""
         content = self._encode(request)
         client = self._async_http_client()
+        refuse_real_hosts(client, self._url)
         clock: Clock | None = None
         attempt = 1
         while True:
@@ -469,31 +469,4 @@ class HTTPModel:
         return broken_stream_error(self._name, self._scrub, what, size=lines.size, excerpt=excerpt)
 
     def _retry_delay(self, error: ModelError, attempt: int, request: ModelRequest) -> float | None:
-        policy = self._retry
-        if policy is None:
-            return None
-        if request.jitter is None:  # outside a run: a stream of its own, seeded in tests
-            request.jitter = jitter_rng().random
-        delay, why = policy.decide(error, attempt, request.jitter())
-        if delay is None:
-            if why:
-                error.add_note(why)
-            return None
-        status = error.status if isinstance(error, ModelHTTPError) else None
-        failure = f"HTTP {status}" if status is not None else type(error.__cause__).__name__
-        marked = should_retry_header(error.headers) if isinstance(error, ModelHTTPError) else None
-        request.emit(
-            "transport.retry",
-            **({} if marked is None else {"should_retry": marked}),
-            attempt=attempt,
-            max_attempts=policy.max_attempts,
-            delay=delay,
-            status=status,
-            error=ErrorRecord.from_exception(error),
-            model=self._name,
-            detail=(
-                f"{self._name}: {failure}; waiting {delay:g}s ({why}) before attempt "
-                f"{attempt + 1}/{policy.max_attempts}"
-            ),
-        )
-        return delay
+        return retry_delay(self._retry, error, attempt, request, self._name)

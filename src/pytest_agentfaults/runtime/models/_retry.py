@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pytest_agentfaults.errors import (
+    ModelError,
     ModelHTTPError,
     ModelTransportError,
     RateLimitError,
     UsageError,
 )
+from pytest_agentfaults.runtime.backoff import jitter_rng
+from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models._errors import is_transport_retryable
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.models.base import ModelRequest
 
 __all__ = [
     "DEFAULT_RETRY_STATUSES",
     "TransportRetry",
     "coerce_transport_retry",
+    "retry_delay",
     "should_retry_header",
 ]
 
@@ -152,3 +159,40 @@ def coerce_transport_retry(value: TransportRetry | bool | None) -> TransportRetr
         f"transport_retry={value!r}: pass a TransportRetry(...), True for the defaults, "
         "or False / None to disable it"
     )
+
+
+def retry_delay(
+    policy: TransportRetry | None, error: ModelError, attempt: int, request: ModelRequest, name: str
+) -> float | None:
+    """The wait before the next attempt after ``error``, or None: give up.
+
+    A retry is recorded as a ``transport.retry`` event of the run; a give-up says why in a
+    note on ``error``. Jitter is drawn from the run's seeded stream.
+    """
+    if policy is None:
+        return None
+    if request.jitter is None:  # outside a run: a stream of its own, seeded in tests
+        request.jitter = jitter_rng().random
+    delay, why = policy.decide(error, attempt, request.jitter())
+    if delay is None:
+        if why:
+            error.add_note(why)
+        return None
+    status = error.status if isinstance(error, ModelHTTPError) else None
+    failure = f"HTTP {status}" if status is not None else type(error.__cause__).__name__
+    marked = should_retry_header(error.headers) if isinstance(error, ModelHTTPError) else None
+    request.emit(
+        "transport.retry",
+        **({} if marked is None else {"should_retry": marked}),
+        attempt=attempt,
+        max_attempts=policy.max_attempts,
+        delay=delay,
+        status=status,
+        error=ErrorRecord.from_exception(error),
+        model=name,
+        detail=(
+            f"{name}: {failure}; waiting {delay:g}s ({why}) before attempt "
+            f"{attempt + 1}/{policy.max_attempts}"
+        ),
+    )
+    return delay

@@ -137,8 +137,7 @@ class SSEDecoder:
         if line.startswith(":"):
             return None  # a comment, e.g. a keep-alive
         name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
+        value = value.removeprefix(" ")
         if name == "data":
             self._data.append(value)
         elif name == "event":

@@ -1,18 +1,21 @@
-"""Provider wire formats, in one place: OpenAI chat completions, Anthropic messages, Ollama chat.
+"""Provider wire formats, in one place: OpenAI, Anthropic, Ollama and Gemini.
 
-Everything the kit says or reads in a provider's format comes from here: the answers (JSON
-bodies and SSE / NDJSON streams, `render_response`), the error bodies (`error_body`,
-`error_payload`) and ``Retry-After`` headers, the broken answers faults serve
-(`truncated_body`, `malformed_body`), and the requests read back (`provider_for`,
-`wants_stream`, `model_request`). The loopback `LLMServer`, the in-process http faults,
-the fake data of `pytest_agentfaults.fakes` and the model clients' tests all use it, so a
-format is fixed in one place.
+OpenAI's are chat completions and the Responses API. Everything the kit says or reads in a
+provider's format comes from here: the answers (JSON bodies and SSE / NDJSON streams,
+`render_response`), the error bodies (`error_body`, `error_payload`) and ``Retry-After``
+headers, the broken answers faults serve (`truncated_body`, `malformed_body`), and the
+requests read back (`provider_for`, `wants_stream`, `model_request`). The loopback
+`LLMServer`, the in-process http faults, the fake data of `pytest_agentfaults.fakes` and
+the model clients' tests all use it, so a format is fixed in one place.
 
 ```
 _base       provider names, content types, JSON and SSE framing
 _answers    bodies and streams of an answer; cut and malformed answers
 _errors     error bodies, error types, Retry-After headers
 _requests   requests in: provider, stream, ModelRequest
+_responses  the OpenAI Responses API: its answers, events and requests
+_gemini     Gemini generateContent: its answers, stream and requests
+_kinds      what the newer http= kinds answer (not_json, proxy_html, stall, quota ...)
 ```
 """
 
@@ -22,6 +25,7 @@ from pytest_agentfaults.testing._wire._answers import (
     malformed_body,
     render_response,
     truncated_body,
+    truncated_events,
 )
 from pytest_agentfaults.testing._wire._base import (
     JSON_TYPE,
@@ -40,6 +44,14 @@ from pytest_agentfaults.testing._wire._errors import (
     retry_after_headers,
     status_phrase,
 )
+from pytest_agentfaults.testing._wire._kinds import (
+    RETRY_AFTER_FORMATS,
+    STATUS_KINDS,
+    Served,
+    kind_served,
+    retry_headers,
+    status_served,
+)
 from pytest_agentfaults.testing._wire._requests import (
     model_name,
     model_request,
@@ -52,13 +64,17 @@ __all__ = [
     "JSON_TYPE",
     "NDJSON_TYPE",
     "PROVIDERS",
+    "RETRY_AFTER_FORMATS",
     "SSE_TYPE",
+    "STATUS_KINDS",
     "Provider",
+    "Served",
     "content_type",
     "encode",
     "error_body",
     "error_payload",
     "error_type",
+    "kind_served",
     "malformed_body",
     "model_name",
     "model_request",
@@ -66,8 +82,11 @@ __all__ = [
     "provider_for",
     "render_response",
     "retry_after_headers",
+    "retry_headers",
     "sse",
     "status_phrase",
+    "status_served",
     "truncated_body",
+    "truncated_events",
     "wants_stream",
 ]

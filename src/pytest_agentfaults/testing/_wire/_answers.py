@@ -1,8 +1,9 @@
 """Answers in each provider's wire format: JSON bodies, SSE / NDJSON streams, broken answers.
 
-`render_response` turns a `ModelResponse` into what OpenAI (chat completions), Anthropic
-(messages) or Ollama (chat) would send, byte for byte the same on every run;
-`truncated_body` and `malformed_body` are the answers a fault serves instead.
+`render_response` turns a `ModelResponse` into what OpenAI (chat completions or the
+Responses API), Anthropic (messages), Ollama (chat) or Gemini (generateContent) would
+send, byte for byte the same on every run; `truncated_body` and `malformed_body` are the
+answers a fault serves instead.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from pytest_agentfaults.testing._wire._base import (
     encode,
     sse,
 )
+from pytest_agentfaults.testing._wire._gemini import gemini_body, gemini_stream
+from pytest_agentfaults.testing._wire._responses import responses_body, responses_stream
 
-__all__ = ["malformed_body", "render_response", "truncated_body"]
+__all__ = ["malformed_body", "render_response", "truncated_body", "truncated_events"]
 
 _CREATED: Final = 1734460799  # a fixed timestamp: the same bytes on every run
 _CREATED_AT: Final = "2024-12-17T18:39:58.001234Z"
@@ -77,6 +80,18 @@ def render_response(
             _openai_stream(response, model, response_id, include_usage)
             if stream
             else [encode(_openai_body(response, model, response_id)).encode()]
+        )
+    if provider == "openai-responses":
+        return (
+            responses_stream(response, model, response_id)
+            if stream
+            else [encode(responses_body(response, model, response_id)).encode()]
+        )
+    if provider == "gemini":
+        return (
+            gemini_stream(response, model, response_id)
+            if stream
+            else [encode(gemini_body(response, model, response_id)).encode()]
         )
     if provider == "anthropic":
         return (
@@ -297,26 +312,34 @@ def _ollama_stream(response: ModelResponse, model: str) -> list[bytes]:
     return lines
 
 
+def truncated_events(
+    provider: Provider | None, *, stream: bool, model: str
+) -> tuple[str, list[bytes]]:
+    """A partial answer a fault cuts: its content type and all its events (or its body)."""
+    partial = ModelResponse(message=Message.assistant(_PARTIAL_TEXT), finish_reason="stop")
+    if provider is None:
+        events = (
+            [sse({"partial": True}), sse({"partial": True}), sse({"partial": False})]
+            if stream
+            else [b'{"partial": true, "more": "' + b"x" * 40 + b'"}']
+        )
+    else:
+        events = render_response(provider, partial, model=model, stream=stream)
+    return content_type(provider, stream), events
+
+
 def truncated_body(provider: Provider | None, *, stream: bool, model: str) -> tuple[str, bytes]:
     """What a client receives of an answer cut mid-way: its content type and the bytes.
 
     Streamed, the first events of a partial answer and never the terminal one; not
     streamed, the first half of the JSON body.
     """
-    partial = ModelResponse(message=Message.assistant(_PARTIAL_TEXT), finish_reason="stop")
-    if provider is None:
-        events = (
-            [sse({"partial": True}), sse({"partial": True})]
-            if stream
-            else [b'{"partial": true, "more": "' + b"x" * 40 + b'"}']
-        )
-    else:
-        events = render_response(provider, partial, model=model, stream=stream)
+    kind, events = truncated_events(provider, stream=stream, model=model)
     if stream:
         sent = b"".join(events[: max(1, len(events) // 2)])
     else:
         sent = events[0][: len(events[0]) // 2]
-    return content_type(provider, stream), sent
+    return kind, sent
 
 
 def malformed_body(

@@ -16,7 +16,7 @@ __all__ = [
     "sse",
 ]
 
-Provider = Literal["openai", "anthropic", "ollama"]
+Provider = Literal["openai", "openai-responses", "anthropic", "ollama", "gemini"]
 PROVIDERS: Final[tuple[str, ...]] = get_args(Provider)
 
 JSON_TYPE: Final = "application/json"

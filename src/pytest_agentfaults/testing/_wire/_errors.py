@@ -2,9 +2,9 @@
 
 The shapes follow each API's documented error format: OpenAI ``{"error": {"message",
 "type", "param", "code"}}``, Anthropic ``{"type": "error", "error": {"type", "message"}}``
-(with a ``request_id`` when one is given), Ollama ``{"error": "..."}``. The loopback server,
-the in-process http faults and `AgentFaultsProvider.provider_error_body` all build theirs
-here.
+(with a ``request_id`` when one is given), Ollama ``{"error": "..."}``, Gemini
+``{"error": {"code", "message", "status"}}``. The loopback server, the in-process http
+faults and `AgentFaultsProvider.provider_error_body` all build theirs here.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from http import HTTPStatus
 from typing import Any, Final
 
 from pytest_agentfaults.testing._wire._base import Provider, encode
+from pytest_agentfaults.testing._wire._gemini import gemini_status
 
 __all__ = [
     "error_body",
@@ -60,6 +61,8 @@ def error_type(provider: Provider | None, status: int) -> str:
     """The error ``type`` ``provider`` reports with ``status`` (Ollama has none: ``""``)."""
     if provider == "ollama":
         return ""
+    if provider == "gemini":
+        return gemini_status(status)
     if provider == "anthropic":
         fallback = "api_error" if status >= 500 else "invalid_request_error"
         return _ANTHROPIC_TYPES.get(status, fallback)
@@ -85,6 +88,8 @@ def error_payload(
     kind = error_type(provider, status)
     if provider == "ollama":
         return {"error": message}
+    if provider == "gemini":
+        return {"error": {"code": status, "message": message, "status": kind}}
     if provider == "anthropic":
         payload: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
         if request_id is not None:

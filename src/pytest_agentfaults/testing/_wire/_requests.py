@@ -11,6 +11,8 @@ from typing import Any
 
 from pytest_agentfaults.runtime.models.base import Message, ModelRequest, ToolCall, ToolSpec
 from pytest_agentfaults.testing._wire._base import Provider
+from pytest_agentfaults.testing._wire._gemini import gemini_request
+from pytest_agentfaults.testing._wire._responses import responses_request
 
 __all__ = ["model_name", "model_request", "parse_body", "provider_for", "wants_stream"]
 
@@ -20,6 +22,10 @@ def provider_for(path: str) -> Provider | None:
     path = path.split("?", 1)[0].rstrip("/")
     if path.endswith("/chat/completions"):
         return "openai"
+    if path.endswith("/v1/responses"):
+        return "openai-responses"
+    if "/models/" in path and path.endswith(("GenerateContent", ":generateContent")):
+        return "gemini"
     if path.endswith("/v1/messages"):
         return "anthropic"
     if path.endswith("/api/chat"):
@@ -27,8 +33,13 @@ def provider_for(path: str) -> Provider | None:
     return None
 
 
-def wants_stream(provider: Provider | None, body: bytes) -> bool:
-    """Whether the request body asks for a streamed answer (Ollama streams by default)."""
+def wants_stream(provider: Provider | None, body: bytes, path: str = "") -> bool:
+    """Whether the request asks for a streamed answer (Ollama streams by default).
+
+    Gemini says it in the path (``:streamGenerateContent``), the others in the body.
+    """
+    if provider == "gemini":
+        return ":streamGenerateContent" in path
     if b"stream" not in body:
         return provider == "ollama" and body.lstrip().startswith(b"{")
     data, problem = parse_body(body)
@@ -81,6 +92,10 @@ def _arguments_text(value: Any) -> str:
 def model_request(provider: Provider, body: Any, *, stream: bool) -> ModelRequest:
     """The `ModelRequest` a wire request body stands for (what a script step answers)."""
     data = body if isinstance(body, dict) else {}
+    if provider == "openai-responses":
+        return responses_request(data, stream=stream)
+    if provider == "gemini":
+        return gemini_request(data, stream=stream)
     messages: list[Message] = []
     tools: list[ToolSpec] = []
     raw_items, raw_tools = data.get("messages"), data.get("tools")
@@ -177,8 +192,13 @@ def _anthropic_messages(item: dict[str, Any]) -> list[Message]:
     return messages
 
 
-def model_name(body: bytes) -> str:
-    """The ``model`` a request body names, or ``"agentfaults"`` (an answer echoes it)."""
+def model_name(body: bytes, path: str = "") -> str:
+    """The ``model`` a request names, or ``"agentfaults"`` (an answer echoes it).
+
+    Gemini names it in the path (``/v1beta/models/gemini-2.0-flash:generateContent``).
+    """
+    if "/models/" in path and ":" in path:
+        return path.split("?", 1)[0].rsplit("/models/", 1)[1].split(":", 1)[0] or "agentfaults"
     data, _ = parse_body(body) if b'"model"' in body else ({}, "")
     if isinstance(data, dict) and data.get("model"):
         return str(data["model"])

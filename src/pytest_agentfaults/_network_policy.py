@@ -1,0 +1,67 @@
+"""Whether the running test may reach the network: the words and the per-test switch.
+
+Standard library only: the plugin imports it at start-up and sets `CURRENT` for a test
+that does not use the kit, and the runtime's model clients read it (see
+`pytest_agentfaults.runtime.models._guard`). In a test that uses the kit, the test kit's
+guard on httpx and httpx2 decides instead (`pytest_agentfaults.testing._network`), since
+it also sees the test's faults, routes and mocks.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from contextvars import ContextVar
+from typing import Final
+
+__all__ = ["CURRENT", "HOW_TO_ALLOW", "NetworkPolicy", "blocked_message", "is_loopback"]
+
+_LOOPBACK_NAMES: Final = frozenset({"localhost", "::1", "[::1]", "0:0:0:0:0:0:0:1"})
+
+HOW_TO_ALLOW: Final = (
+    "allow the network for this test with @pytest.mark.allow_network, or for every test "
+    "with `agentfaults_network = allow` in the pytest ini file"
+)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine (127.0.0.0/8, ``localhost``, ``::1``)."""
+    host = host.lower().strip("[]")
+    if host.startswith("127.") or host in _LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    if ":" not in host:  # a name, or an IPv4 address outside 127/8: not this machine
+        return False
+    try:  # another spelling of ::1, or ::ffff:127.x.y.z
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def blocked_message(what: str, host: str, test: str) -> str:
+    """The refusal: what was sent, where, by which test, and the ways out."""
+    return (
+        f"agentfaults: {what} was refused: tests do not reach the network, and {host} is "
+        f"not this machine (test {test}). Answer it in the test with a route "
+        "(http_faults.post(url).respond(200, json=...)) or a fault, or point the client at "
+        f"a loopback server such as llm_server; or {HOW_TO_ALLOW}."
+    )
+
+
+class NetworkPolicy:
+    """The running test, for the model clients' own check (set by the plugin per test).
+
+    ``guarded`` turns True once the test kit's httpx guard is on for the test (a kit
+    fixture asked for late): the guard then decides, knowing the test's routes.
+    """
+
+    __slots__ = ("guarded", "test")
+
+    def __init__(self, test: str) -> None:
+        self.test = test
+        self.guarded = False
+
+
+#: The running test's policy; None outside pytest, in an allowed test, and in a test
+#: that uses the kit (whose guard decides).
+CURRENT: ContextVar[NetworkPolicy | None] = ContextVar("agentfaults_network", default=None)

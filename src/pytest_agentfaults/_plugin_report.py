@@ -1,0 +1,143 @@
+"""What the plugin adds to pytest's reports of a test.
+
+The recovery trace section and its replay command, phase outcomes for the HTML report,
+junit XML properties, and pytest-html extras.
+
+Light like ``plugin.py`` (the standard library and pytest only at module level); loaded
+by the hooks on first use.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_agentfaults._plugin_state import Session, declares_kit
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing.session import TestState
+
+__all__ = [
+    "SHOWN",
+    "TRACEBACK_LINES",
+    "add_html_extras",
+    "add_junit_properties",
+    "add_to_pytest_reports",
+    "add_trace_section",
+    "phase_of",
+    "replay",
+]
+
+SHOWN = pytest.StashKey[bool]()  # the test's report has its recovery trace section
+
+#: how much of a failure's traceback the HTML report keeps (its end: the crash site)
+TRACEBACK_LINES = 40
+
+
+def phase_of(report: pytest.TestReport) -> dict[str, Any]:
+    """One phase (setup / call / teardown) of a test as the HTML report shows it.
+
+    ``outcome`` is pytest's word for it: ``passed``, ``failed`` (the call), ``error`` (a
+    failed setup or teardown), ``skipped``, ``xfailed`` or ``xpassed``; ``message`` the
+    one-line reason, ``traceback`` the end of pytest's report of the failure.
+    """
+    wasxfail = getattr(report, "wasxfail", None)
+    if report.failed:
+        outcome = "failed" if report.when == "call" else "error"
+    elif report.skipped:
+        outcome = "xfailed" if wasxfail is not None else "skipped"
+    else:
+        outcome = "xpassed" if wasxfail is not None else "passed"
+    message = ""
+    traceback = ""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, reason)
+        message = str(longrepr[2]).removeprefix("Skipped: ")
+    elif longrepr is not None:
+        crash = getattr(longrepr, "reprcrash", None)
+        text = report.longreprtext
+        message = crash.message if crash is not None else (text.strip().splitlines() or [""])[-1]
+        message = message.removeprefix("Failed: ")  # the kit's own checks fail with pytest.fail
+        traceback = "\n".join(text.splitlines()[-TRACEBACK_LINES:])
+    if wasxfail:
+        message = f"{message} (xfail: {wasxfail})" if message else f"xfail: {wasxfail}"
+    return {
+        "when": report.when,
+        "outcome": outcome,
+        "message": message,
+        "traceback": traceback,
+        "duration": round(float(report.duration), 6),
+    }
+
+
+def add_junit_properties(report: pytest.TestReport, counts: dict[str, int], replay: str) -> None:
+    """The test's counts as junit XML ``<property>`` items (``record_property`` style).
+
+    Put on the teardown report, which is where pytest's junitxml reads them.
+    """
+    for name, value in counts.items():
+        report.user_properties.append((f"agentfaults.{name}", value))
+    report.user_properties.append(("agentfaults.replay", replay))
+
+
+def add_html_extras(report: pytest.TestReport, content: str) -> None:
+    """Add ``content`` (the trace and the timeline, as HTML) to pytest-html's report.
+
+    The item is what ``pytest_html.extras.html(content)`` makes; built here so this
+    module needs no import of pytest-html. pytest-html reads every phase's extras when
+    the teardown report arrives (under xdist too: the list travels with the report).
+    """
+    extra = {
+        "name": "agentfaults",
+        "format_type": "html",
+        "content": content,
+        "mime_type": None,
+        "extension": None,
+    }
+    report.extras = [*getattr(report, "extras", []), extra]  # type: ignore[attr-defined]
+
+
+def add_to_pytest_reports(
+    item: pytest.Item,
+    report: pytest.TestReport,
+    state: TestState,
+    counts: dict[str, int],
+    session: Session,
+) -> None:
+    """The counts as junit XML properties; the trace as a pytest-html extra (if loaded)."""
+    add_junit_properties(report, counts, replay(item, session))
+    if item.config.pluginmanager.hasplugin("html") and state.trace.events:
+        from pytest_agentfaults.testing._html_test import trace_extra  # noqa: PLC0415
+
+        add_html_extras(report, trace_extra(state.shown_events(), item.nodeid))
+
+
+def replay(item: pytest.Item, session: Session) -> str:
+    """The command that runs ``item`` again with the same faults and the same waits.
+
+    The session seed, not the test's own: each test's seed is derived from the session
+    seed and the test id, so this reproduces it whatever else runs (or runs first).
+    """
+    return f"pytest --agentfaults-seed={session.seed} {shlex.quote(item.nodeid)}"
+
+
+def add_trace_section(
+    item: pytest.Item, report: pytest.TestReport, state: TestState, session: Session
+) -> None:
+    """The "recovery trace" section, for a test that recorded something or uses the kit.
+
+    On the call report (or a failed setup), and on a failed teardown (a strict check)
+    when the test's report has none yet. It opens with the command that replays the test.
+    """
+    mode = session.trace_mode
+    if mode == "never" or item.stash.get(SHOWN, False):
+        return
+    if report.when == "teardown":
+        wanted = report.failed
+    else:
+        wanted = (report.when == "call" or report.failed) and (mode == "always" or report.failed)
+    if wanted and (state.recorded() or declares_kit(item)):
+        report.sections.append(("recovery trace", state.render(replay=replay(item, session))))
+        item.stash[SHOWN] = True

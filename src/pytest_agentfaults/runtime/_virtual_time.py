@@ -1,0 +1,320 @@
+"""Virtual waits scoped to one thread: the thread that switched them on and its event loops.
+
+`VirtualClock.patch_sleep()` (which the plugin calls for every test that uses the kit)
+installs a `ThreadTime`. It replaces `time.sleep`, `asyncio.sleep` and `anyio.sleep` with
+functions that wait on the clock when called on the thread that installed them, and that
+call what they replaced otherwise: other threads (a heartbeat, a server in the same
+process), and any call after the undo (code that kept a reference to the function).
+
+* A sync sleep moves the clock at once and is recorded in ``clock.sleeps``.
+* An async sleep is a timer on the loop's virtual clock: it waits for its virtual end, and
+  once the loop is idle the earliest end comes at once (the autojump of trio's MockClock
+  and looptime). Concurrent sleeps overlap: three concurrent 1 s sleeps take 1 s.
+  "Idle" means nothing ready, no task moving, no real timer due before the virtual end,
+  and, while a socket or the default executor is busy, 50 ms of real time like that.
+* Only sleeps are virtual. The loop's own clock keeps real time, so I/O timeouts,
+  `asyncio.timeout` and `asyncio.wait_for` stay real; `time.monotonic` too.
+* Inside a tool attempt with a deadline, a sleep crossing it ends at the deadline and the
+  attempt times out (`AttemptDeadlineExceeded`), as `VirtualClock.sleep` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import heapq
+import itertools
+import math
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded, attempt_deadline
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime.clock import VirtualClock
+
+__all__ = ["ThreadTime", "executor_busy", "is_bookkeeping", "next_timer", "wake"]
+
+TICK: Final = 0.01  # real seconds between two looks while real work may be under way
+QUIET_HOPS: Final = 2  # idle loop iterations in a row before a timer fires
+QUIET_TICKS: Final = 5  # idle ticks in a row (50 ms) when a socket or thread is busy
+BUSY_LIMIT: Final = 0.2  # real seconds a loop may stay busy before a due timer fires anyway
+
+
+def wake(tick: asyncio.Future[None]) -> None:
+    """Resolve a ticker's future (the timers of `_deadlines` use it)."""
+    if not tick.done():
+        tick.set_result(None)
+
+
+class ThreadTime:
+    """The sleeps of one thread, and of the event loops it runs, made virtual on ``clock``."""
+
+    __slots__ = ("_undo", "active", "clock", "loops", "thread")
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.thread = threading.get_ident()
+        self.active = False
+        self.loops: dict[asyncio.AbstractEventLoop, _LoopTimers] = {}
+        self._undo: list[tuple[object, str, object, object]] = []
+
+    def install(self) -> None:
+        """Replace the sleep functions (each wraps the one it replaces)."""
+        self.active = True
+        self._replace(time, "sleep", self._sync_sleep(time.sleep))
+        self._replace(asyncio, "sleep", self._asyncio_sleep(asyncio.sleep))
+        try:
+            import anyio  # noqa: PLC0415 - optional, and only needed here
+        except ImportError:  # pragma: no cover - anyio ships with httpx
+            return
+        self._replace(anyio, "sleep", self._anyio_sleep(anyio.sleep))
+
+    def uninstall(self) -> None:
+        """Put back what `install` replaced; a stale reference to ours then passes through."""
+        self.active = False
+        while self._undo:
+            owner, name, mine, previous = self._undo.pop()
+            if getattr(owner, name) is mine:  # else someone patched over ours: theirs stays
+                setattr(owner, name, previous)
+        loops, self.loops = self.loops, {}
+        for timers in loops.values():
+            timers.close(self.clock.now())
+
+    def _replace(self, owner: object, name: str, replacement: object) -> None:
+        self._undo.append((owner, name, replacement, getattr(owner, name)))
+        setattr(owner, name, replacement)
+
+    def _mine(self) -> bool:
+        return self.active and threading.get_ident() == self.thread
+
+    def _sync_sleep(self, previous: Callable[[float], None]) -> Callable[[float], None]:
+        def sleep(secs: float, /) -> None:
+            __tracebackhide__ = True
+            seconds = _seconds(secs, allow_zero=True)
+            if seconds is None or not self._mine():
+                return previous(secs)
+            self.clock.sleep(seconds)
+            return None
+
+        sleep.__doc__ = "time.sleep, virtual on the test's thread (pytest-agentfaults)."
+        return sleep
+
+    def _asyncio_sleep(self, previous: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+        async def sleep(delay: float, result: Any = None) -> Any:
+            __tracebackhide__ = True
+            seconds = _seconds(delay, allow_zero=False)
+            loop = self._loop() if seconds is not None else None
+            if loop is None or seconds is None:
+                return await previous(delay, result)
+            await self._wait(loop, seconds)
+            return result
+
+        sleep.__doc__ = "asyncio.sleep, virtual in the test's event loop (pytest-agentfaults)."
+        return sleep
+
+    def _anyio_sleep(self, previous: Callable[[float], Awaitable[None]]) -> Callable[..., Any]:
+        async def sleep(delay: float) -> None:
+            __tracebackhide__ = True
+            seconds = _seconds(delay, allow_zero=False)
+            loop = self._loop() if seconds is not None else None
+            if loop is None or seconds is None:
+                return await previous(delay)
+            await self._wait(loop, seconds)
+            return None
+
+        sleep.__doc__ = "anyio.sleep, virtual in the test's event loop (pytest-agentfaults)."
+        return sleep
+
+    def _loop(self) -> asyncio.AbstractEventLoop | None:
+        """The running asyncio loop, if it runs on our thread (not under trio)."""
+        if not self._mine():
+            return None
+        try:
+            return asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+
+    async def _wait(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+        __tracebackhide__ = True
+        clock = self.clock
+        clock.sleeps.append(seconds)
+        start = clock.now()
+        end = start + seconds
+        limit = attempt_deadline(clock)
+        cut = limit is not None and end > limit
+        if limit is not None and cut:
+            end = max(start, limit)
+        if readable(loop):
+            timers = self.loops.get(loop)
+            if timers is None:
+                timers = self.loops[loop] = _LoopTimers(self, loop)
+            await timers.until(end)
+        else:  # a loop whose queues cannot be read: the wait ends at once, in order
+            await asyncio.tasks.sleep(0)
+        if end > clock.now():
+            clock._store(end)
+        if limit is not None and cut:
+            raise AttemptDeadlineExceeded(limit)
+
+
+def _seconds(value: object, *, allow_zero: bool) -> float | None:
+    """``value`` as a wait to make virtual, or None to leave the call to the real function."""
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        return None
+    return seconds
+
+
+# ------------------------------------------------------------------------ loop timers
+
+
+class _LoopTimers:
+    """The virtual timers of one event loop, and the callback that fires them when idle."""
+
+    __slots__ = ("busy_since", "handle", "heap", "last", "loop", "order", "owner", "quiet")
+
+    def __init__(self, owner: ThreadTime, loop: asyncio.AbstractEventLoop) -> None:
+        self.owner = owner
+        self.loop = loop
+        self.heap: list[tuple[float, int, asyncio.Future[None]]] = []
+        self.order = itertools.count()
+        self.handle: asyncio.Handle | None = None
+        self.quiet = 0
+        self.last: tuple[Any, ...] | None = None
+        self.busy_since: float | None = None  # real time the loop has had work since
+
+    async def until(self, end: float) -> None:
+        future: asyncio.Future[None] = self.loop.create_future()
+        heapq.heappush(self.heap, (end, next(self.order), future))
+        if self.handle is None:
+            self.handle = self.loop.call_soon(_step, self)
+        await future  # cancelled: the future is done, and `_step` drops it
+
+    def next_end(self) -> float | None:
+        while self.heap and self.heap[0][2].done():
+            heapq.heappop(self.heap)
+        return self.heap[0][0] if self.heap else None
+
+    def close(self, now: float) -> None:
+        """Stop firing; a sleep still pending (a task outliving its test) waits in real time."""
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+        heap, self.heap = self.heap, []
+        if self.loop.is_closed():
+            return
+        for end, _, future in heap:
+            if not future.done():
+                self.loop.call_later(max(0.0, end - now), _settle, future)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _step(timers: _LoopTimers) -> None:
+    """Look at the loop; when it is idle, fire the earliest virtual timers."""
+    timers.handle = None
+    loop, end = timers.loop, timers.next_end()
+    if end is None or loop.is_closed():
+        if timers.owner.loops.get(loop) is timers:
+            del timers.owner.loops[loop]
+        return
+    look = _look(loop, timers.owner.clock, end)
+    state = _tasks_state(loop) if look in ("idle", "busy_io") else None
+    timers.quiet = timers.quiet + 1 if state is not None and state == timers.last else 0
+    timers.last = state
+    needed = QUIET_HOPS if look == "idle" else QUIET_TICKS
+    if look == "ready":
+        # A task polling with asyncio.sleep(0) keeps the loop busy for ever: after a while
+        # the earliest timer fires anyway, as its real counterpart would have.
+        now = time.monotonic()
+        timers.busy_since = timers.busy_since or now
+        overdue = now - timers.busy_since >= BUSY_LIMIT
+    else:
+        timers.busy_since, overdue = None, False
+    if overdue or (look in ("idle", "busy_io") and timers.quiet >= needed):
+        timers.quiet, timers.last, timers.busy_since = 0, None, None
+        while timers.heap and timers.heap[0][0] <= end:
+            _, _, future = heapq.heappop(timers.heap)
+            if not future.done():
+                future.set_result(None)
+        look = "ready"
+    if look in ("ready", "idle"):
+        timers.handle = loop.call_soon(_step, timers)
+    else:
+        timers.handle = loop.call_later(TICK, _step, timers)
+
+
+def _look(loop: asyncio.AbstractEventLoop, clock: VirtualClock, end: float) -> str:
+    """``ready`` (work to do), ``wait`` (something real comes first), ``busy_io``, ``idle``."""
+    if any(not is_bookkeeping(h) for h in loop._ready):  # type: ignore[attr-defined]
+        return "ready"
+    pending = clock._autojump
+    if pending and min(pending) < end:
+        return "wait"  # a tool attempt's deadline comes first: `_deadlines` jumps to it
+    horizon = loop.time() + max(0.0, end - clock.now())
+    for handle in loop._scheduled:  # type: ignore[attr-defined]
+        if not handle.cancelled() and not is_bookkeeping(handle) and handle.when() < horizon:
+            return "wait"  # a real timer fires before the virtual end would come
+    if _io_pending(loop) or executor_busy(loop):
+        return "busy_io"
+    return "idle"
+
+
+def is_bookkeeping(handle: asyncio.Handle) -> bool:
+    """Whether ``handle`` is one of the kit's own looks at the loop (never real work)."""
+    callback = getattr(handle, "_callback", None)
+    return callback is _step or callback is wake
+
+
+def next_timer(loop: asyncio.AbstractEventLoop, clock: VirtualClock) -> float:
+    """The earliest virtual timer of ``clock`` on ``loop`` (infinity when none)."""
+    for thread_time in clock._patches:
+        timers = thread_time.loops.get(loop)
+        end = timers.next_end() if timers is not None else None
+        if end is not None:
+            return end
+    return math.inf
+
+
+def readable(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` is a standard asyncio loop, whose queues tell when it is idle."""
+    ready, scheduled = getattr(loop, "_ready", None), getattr(loop, "_scheduled", None)
+    return isinstance(ready, collections.deque) and isinstance(scheduled, list)
+
+
+def _io_pending(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether a socket (other than the loop's own wake-up pipe) is being watched."""
+    selector = getattr(loop, "_selector", None)
+    if selector is None:
+        return True  # cannot tell: assume so, and give real I/O its grace
+    own = getattr(loop, "_ssock", None)
+    own_fd = own.fileno() if own is not None else -1
+    return any(fd != own_fd for fd in selector.get_map())
+
+
+def executor_busy(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether the loop's default executor runs something (``asyncio.to_thread``)."""
+    executor = getattr(loop, "_default_executor", None)
+    if executor is None:
+        return False
+    threads = getattr(executor, "_threads", None)
+    idle = getattr(getattr(executor, "_idle_semaphore", None), "_value", None)
+    pending = getattr(executor, "_work_queue", None)
+    if threads is None or idle is None:
+        return False
+    return len(threads) > idle or (pending is not None and not pending.empty())
+
+
+def _tasks_state(loop: asyncio.AbstractEventLoop) -> tuple[Any, ...]:
+    """What each task awaits: equal on two looks means no task moved in between."""
+    tasks = sorted(asyncio.all_tasks(loop), key=id)
+    return tuple((each, getattr(each, "_fut_waiter", None)) for each in tasks)

@@ -1,0 +1,70 @@
+"""Tool faults for other frameworks' agents: the adapters and the registry that loads them.
+
+`ADAPTERS` maps a framework's top-level module name (as in `sys.modules`) to the adapter
+that hooks its tool path, ``"<module>:install"``. ``install()`` patches the framework and
+returns the undo. `install_adapters` installs the adapters of the frameworks the test
+process has already imported, and no other: nothing here imports a framework, and an
+adapter imports its framework inside ``install()`` only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from typing import Final
+
+from pytest_agentfaults.testing._undo import raise_together, run_all
+
+__all__ = ["ADAPTERS", "FRAMEWORK_OF", "install_adapters"]
+
+_HERE: Final = "pytest_agentfaults.testing._frameworks"
+
+#: framework module (as imported by the user) -> ``"adapter module:install"``
+ADAPTERS: dict[str, str] = {
+    "pydantic_ai": f"{_HERE}.pydantic_ai:install",
+    "langchain_core": f"{_HERE}.langchain:install",
+    "agents": f"{_HERE}.openai_agents:install",
+    "mcp": f"{_HERE}.mcp:install",
+}
+
+#: framework module -> the ``framework`` field its tool events carry
+FRAMEWORK_OF: dict[str, str] = {
+    "pydantic_ai": "pydantic_ai",
+    "langchain_core": "langchain",
+    "langchain": "langchain",
+    "langgraph": "langchain",
+    "agents": "openai_agents",
+    "mcp": "mcp",
+}
+
+
+def install_adapters() -> tuple[list[str], Callable[[], None]]:
+    """Install the adapter of every supported framework already imported.
+
+    Returns the names of the frameworks now watched (``framework`` field values) and
+    the undo, which removes every adapter installed here, whatever fails.
+    If one install fails, those already done are undone before the error goes on.
+    """
+    __tracebackhide__ = True
+    watched: list[str] = []
+    undos: list[Callable[[], None]] = []
+    try:
+        for module, target in ADAPTERS.items():
+            if module not in sys.modules:
+                continue
+            adapter, _, name = target.partition(":")
+            install: Callable[[], Callable[[], None]] = getattr(
+                importlib.import_module(adapter), name
+            )
+            undos.append(install())
+            watched.append(FRAMEWORK_OF.get(module, module))
+    except BaseException:
+        raise_together(run_all(reversed(undos)), "undoing the framework adapters failed")
+        raise
+
+    def undo() -> None:
+        steps, undos[:] = list(reversed(undos)), []
+        raise_together(run_all(steps), "undoing the framework adapters failed")
+
+    return watched, undo

@@ -1,0 +1,297 @@
+"""One attempt of another framework's tool, through the active fault plan.
+
+Every adapter (pydantic-ai, LangChain, the OpenAI Agents SDK, MCP, a patched function)
+wraps the framework's own call of a tool in `run_attempt` / `arun_attempt`:
+
+```python
+def call_tool(self, name, args, ctx, tool):          # the framework's tool path
+    return run_attempt("pydantic_ai", name, args,
+                       lambda: original(self, name, args, ctx, tool),
+                       lambda failure: _raise(ModelRetry(failure.error)))
+```
+
+With no plan active in the context the call just runs. Otherwise the attempt is counted
+as an occurrence of ``tool`` with the same counting our own runtime uses (``times``,
+``at``, ``probability``), a fault of that name is applied, and ``tool.call`` /
+``tool.fault`` / ``tool.error`` / ``tool.result`` events, each with a ``framework`` field,
+go to the test's trace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from pytest_agentfaults._failure import ToolFailure
+from pytest_agentfaults.runtime._recorder import Recorder
+from pytest_agentfaults.runtime.clock import RealClock, default_clock
+from pytest_agentfaults.runtime.events import ErrorRecord
+from pytest_agentfaults.runtime.output import preview
+from pytest_agentfaults.testing._current import current_plan
+from pytest_agentfaults.testing._fault import NOTHING, ToolFault
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing.faults import FaultPlan
+
+__all__ = ["FRAMEWORK_NAMES", "arun_attempt", "run_attempt"]
+
+T = TypeVar("T")
+
+#: The ``framework`` field's values, as API.md names them.
+FRAMEWORK_NAMES: Final = (
+    "agentfaults",
+    "pydantic_ai",
+    "langchain",
+    "openai_agents",
+    "mcp",
+    "function",
+)
+
+
+def run_attempt(
+    framework: str,
+    tool: str,
+    args: Mapping[str, Any] | None,
+    call: Callable[[], T],
+    failure: Callable[[ToolFailure], T],
+) -> T:
+    """Make one attempt at ``tool`` of ``framework``: ``call()``, or the fault in its place.
+
+    ``failure`` turns a ``returns=af.ToolFailure(...)`` fault into the framework's own
+    way of reporting a failed tool (it may raise, e.g. pydantic-ai's ``ModelRetry``).
+    """
+    __tracebackhide__ = True
+    plan = current_plan()
+    inside = _inside.get()
+    if plan is None or tool in inside:
+        return call()
+    token = _inside.set((*inside, tool))
+    try:
+        return _run(plan, framework, tool, args, call, failure)
+    finally:
+        _inside.reset(token)
+
+
+def _run(
+    plan: FaultPlan,
+    framework: str,
+    tool: str,
+    args: Mapping[str, Any] | None,
+    call: Callable[[], T],
+    failure: Callable[[ToolFailure], T],
+) -> T:
+    __tracebackhide__ = True
+    attempt = _Attempt(plan, framework, tool, args)
+    fault = attempt.fault()
+    if fault is not None:
+        if fault.delay is None:
+            return attempt.instead(fault, failure)
+        clock = attempt.recorder.clock
+        advance = getattr(clock, "advance", None)
+        if advance is not None and not isinstance(clock, RealClock):
+            advance(fault.delay)
+        else:
+            clock.sleep(fault.delay)
+    try:
+        result = call()
+    except Exception as exc:
+        attempt.failed(exc)
+        raise
+    attempt.succeeded(result)
+    return result
+
+
+async def arun_attempt(
+    framework: str,
+    tool: str,
+    args: Mapping[str, Any] | None,
+    call: Callable[[], Awaitable[T]],
+    failure: Callable[[ToolFailure], T],
+) -> T:
+    """`run_attempt` for an async tool path: ``await call()``, or the fault in its place."""
+    __tracebackhide__ = True
+    plan = current_plan()
+    inside = _inside.get()
+    if plan is None or tool in inside:
+        return await call()
+    token = _inside.set((*inside, tool))
+    try:
+        return await _arun(plan, framework, tool, args, call, failure)
+    finally:
+        _inside.reset(token)
+
+
+async def _arun(
+    plan: FaultPlan,
+    framework: str,
+    tool: str,
+    args: Mapping[str, Any] | None,
+    call: Callable[[], Awaitable[T]],
+    failure: Callable[[ToolFailure], T],
+) -> T:
+    __tracebackhide__ = True
+    attempt = _Attempt(plan, framework, tool, args)
+    fault = attempt.fault()
+    if fault is not None:
+        if fault.delay is None:
+            return attempt.instead(fault, failure)
+        clock = attempt.recorder.clock
+        advance = getattr(clock, "advance", None)
+        if advance is not None and not isinstance(clock, RealClock):
+            advance(fault.delay)
+        else:
+            await clock.asleep(fault.delay)
+    try:
+        result = await call()
+    except Exception as exc:
+        attempt.failed(exc)
+        raise
+    attempt.succeeded(result)
+    return result
+
+
+# The tools whose attempt is in progress in this context: an attempt at the same tool from
+# inside another (an adapter hooked at two levels, pydantic-ai's MCP toolset calling the MCP
+# client's call_tool, an adapter installed twice by nested sessions) is the same attempt,
+# counted once, by the outermost framework.
+_inside: ContextVar[tuple[str, ...]] = ContextVar("agentfaults_fw_inside", default=())
+
+
+class _Attempt:
+    """One attempt's bookkeeping: its number, its events, the fault that hits it."""
+
+    __slots__ = ("failing", "key", "marks", "name", "number", "plan", "recorder")
+
+    def __init__(
+        self, plan: FaultPlan, framework: str, tool: str, args: Mapping[str, Any] | None
+    ) -> None:
+        self.plan = plan
+        self.name = tool
+        self.recorder = _recorder(plan, framework)
+        counts = _attempts(plan)
+        self.number = counts[(framework, tool)] = counts.get((framework, tool), 0) + 1
+        # A tool declared non-idempotent for the test says so on its events (the verdict's
+        # retried_non_idempotent reads them), as our own runtime's events do.
+        self.marks: dict[str, Any] = {"framework": framework}
+        if any(
+            isinstance(f, ToolFault) and f.tool == tool and f.idempotent is False
+            for f in plan.faults
+        ):
+            self.marks["idempotent"] = False
+        # An attempt after failed ones of the same tool is the framework's retry (pydantic-ai
+        # asks the model again, LangChain feeds the error back ...): a ``tool.retry`` event,
+        # numbered within that run of failures, as our runtime records its own retries. The
+        # wait before it is the framework's and unknown here: no ``delay``.
+        self.key = (framework, tool)
+        self.failing: dict[tuple[str, str], tuple[int, ErrorRecord]] = _side(plan).setdefault(
+            "failing", {}
+        )
+        before = self.failing.get(self.key)
+        if before is not None:
+            self.recorder.emit(
+                "tool.retry", tool=tool, attempt=before[0] + 1, error=before[1], **self.marks
+            )
+        self.emit("tool.call", detail=_shown_args(args))
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        self.recorder.emit(kind, tool=self.name, attempt=self.number, **self.marks, **fields)
+
+    def fault(self) -> ToolFault | None:
+        """The fault that hits this attempt (recorded as fired, with its event), if any."""
+        framework = self.marks["framework"]
+        by_path = framework == "function"
+        candidates = [
+            f
+            for f in self.plan.faults
+            if isinstance(f, ToolFault) and f.tool == self.name and f.function == by_path
+        ]
+        if not candidates:
+            return None
+        hit = self.plan.next_fault(("tool", self.name), candidates)
+        if hit is None:
+            return None
+        fault, occurrence = hit
+        fault.check()
+        self.plan.record(fault, self.name, fault.action or "", occurrence)
+        self.emit("tool.fault", status=fault.action, detail=fault.describe())
+        return fault
+
+    def instead(self, fault: ToolFault, failure: Callable[[ToolFailure], T]) -> T:
+        """What a raises= or returns= fault gives in place of the tool's run."""
+        __tracebackhide__ = True
+        if fault.raises is not None:
+            exc = fault.raises
+            error = exc() if isinstance(exc, type) else exc
+            self.failed(error)
+            raise error
+        value = fault.returns
+        if isinstance(value, ToolFailure):
+            self.failed(value)
+            return failure(value)
+        self.succeeded(value)
+        return value  # type: ignore[no-any-return]
+
+    def failed(self, error: BaseException | ToolFailure) -> None:
+        record = ErrorRecord.from_exception(error, tool=self.name)
+        self.emit("tool.error", error=record)
+        before = self.failing.get(self.key)
+        self.failing[self.key] = (1 if before is None else before[0] + 1, record)
+
+    def succeeded(self, result: object) -> None:
+        self.failing.pop(self.key, None)
+        self.emit("tool.result", detail=_shown_result(result))
+
+
+def _recorder(plan: FaultPlan, framework: str) -> Recorder:
+    """The recorder of ``framework``'s tool events for ``plan``: into the test's trace.
+
+    The plugin (and `af.fault_scope`) point the plan's ``http_recorder`` at the test's
+    trace and clock; a framework's events go to the same trace, on the same clock.
+    """
+    recorders = _side(plan).setdefault("recorders", {})
+    recorder: Recorder | None = recorders.get(framework)
+    if recorder is None:
+        base = plan.http_recorder
+        if base is None:  # a plan activated by hand: its events reach the collectors
+            recorder = Recorder(agent=framework, clock=default_clock(), run_id=framework)
+        else:
+            recorder = Recorder(
+                agent=framework, clock=base.clock, trace=base.trace, run_id=framework
+            )
+            recorder.start = base.start  # the test's time axis, as its HTTP events
+        recorders[framework] = recorder
+    return recorder
+
+
+def _attempts(plan: FaultPlan) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = _side(plan).setdefault("attempts", {})
+    return counts
+
+
+def _side(plan: FaultPlan) -> dict[str, Any]:
+    """What this module keeps per plan (so per test): recorders and attempt counts."""
+    return plan.framework_state
+
+
+def _shown_args(args: Mapping[str, Any] | None) -> str | None:
+    if args is None:
+        return None
+    try:
+        text = json.dumps(dict(args), default=repr, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(args)
+    return preview(text)
+
+
+def _shown_result(result: object) -> str:
+    if result is NOTHING or result is None:
+        return "None"
+    if isinstance(result, str):
+        return preview(result)
+    try:
+        text = json.dumps(result, default=repr)
+    except (TypeError, ValueError):
+        text = repr(result)
+    return preview(text)

@@ -1,0 +1,123 @@
+"""MCP: tool faults at ``mcp.ClientSession.call_tool``, the client's one way to call a tool.
+
+Every ``tools/call`` a client makes goes through ``ClientSession.call_tool(name, ...)``:
+an agent that holds a session, the high-level ``mcp.Client`` (``client.call_tool`` calls
+its session's) and ``ClientSessionGroup``. The SDK has no client-side hook that could fail
+a call (its extensions claim result shapes and observe notifications), so the method is
+patched; each call is one attempt. The client sees a faulted attempt as it would see that
+tool fail on the SDK's own server (`MCPServer`):
+
+- ``raises=`` gives an ``is_error`` result: ``"Error executing tool <name>"`` for any
+  exception (a crash, whose text the server keeps to itself), ``"Error executing tool
+  <name>: <text>"`` for the server's ``ToolError``; an ``MCPError`` is a protocol error,
+  raised in the client as the session raises it;
+- ``returns=af.ToolFailure(...)`` gives an ``is_error`` result with the failure's text;
+- ``returns=<value>``: a ``CallToolResult`` as given, any other value as the result of a
+  tool that returned it (text content; a mapping is also the structured content);
+- ``delay=`` moves the test's virtual clock; the session's ``read_timeout_seconds`` runs
+  on anyio's real clock, which the virtual clock does not move, so it does not see it.
+
+A call made inside another framework's attempt at the same tool (an Agents SDK agent's
+MCP tool, a pydantic-ai MCP toolset's) is that framework's attempt, counted once, there
+(`arun_attempt` lets a nested attempt at the same tool through).
+Imported only by `install`, once ``mcp`` is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, Final
+
+from pytest_agentfaults._failure import ToolFailure
+from pytest_agentfaults.testing._current import current_plan
+from pytest_agentfaults.testing._frameworks._core import arun_attempt
+
+__all__ = ["FRAMEWORK", "install"]
+
+FRAMEWORK: Final = "mcp"
+_HOOKED: Final = "__agentfaults_hook__"
+
+
+def install() -> Callable[[], None]:
+    """Hook ``ClientSession.call_tool``; returns the undo."""
+    from mcp.client.session import ClientSession  # noqa: PLC0415 - lazy: the user imported it
+    from mcp.shared.exceptions import MCPError  # noqa: PLC0415
+
+    original = ClientSession.__dict__.get("call_tool")
+    if original is None or getattr(original, _HOOKED, False):
+        return _nothing  # not its own method, or hooked already (an enclosing session)
+
+    async def call_tool(self: Any, name: str, arguments: Any = None, *args: Any, **kw: Any) -> Any:
+        __tracebackhide__ = True
+        if current_plan() is None:
+            return await original(self, name, arguments, *args, **kw)
+        reached = False
+
+        async def call() -> Any:
+            nonlocal reached
+            reached = True
+            return await original(self, name, arguments, *args, **kw)
+
+        try:
+            result = await arun_attempt(FRAMEWORK, name, arguments, call, _failure_result)
+        except Exception as exc:
+            if reached or isinstance(exc, MCPError):
+                raise  # the session's own error, or a protocol error as the session raises it
+            return _crash_result(name, exc)
+        return result if reached else _as_result(result)
+
+    setattr(call_tool, _HOOKED, True)
+    call_tool.__doc__ = original.__doc__
+    call_tool.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(ClientSession, "call_tool", call_tool)  # noqa: B010 - a method of the SDK's class
+
+    def undo() -> None:
+        if ClientSession.__dict__.get("call_tool") is call_tool:
+            setattr(ClientSession, "call_tool", original)  # noqa: B010
+
+    return undo
+
+
+def _failure_result(failure: ToolFailure) -> Any:
+    text = failure.error
+    if failure.recommendations:
+        text += " Recommendations: " + "; ".join(failure.recommendations)
+    return _result(text, is_error=True)
+
+
+def _crash_result(name: str, exc: Exception) -> Any:
+    """The result `MCPServer` sends when the tool raised ``exc``."""
+    server_errors = sys.modules.get("mcp.server.mcpserver.exceptions")
+    tool_error = getattr(server_errors, "ToolError", None)
+    if isinstance(tool_error, type) and isinstance(exc, tool_error):
+        return _result(f"Error executing tool {name}: {exc}", is_error=True)
+    return _result(f"Error executing tool {name}", is_error=True)
+
+
+def _as_result(value: Any) -> Any:
+    """A ``returns=`` value as the result of a tool that returned it."""
+    from mcp import types  # noqa: PLC0415
+
+    if isinstance(value, types.CallToolResult):
+        return value
+    if isinstance(value, str):
+        return _result(value, is_error=False)
+    text = json.dumps(value, default=str)
+    structured = dict(value) if isinstance(value, dict) else None
+    return _result(text, is_error=False, structured=structured)
+
+
+def _result(text: str, *, is_error: bool, structured: dict[str, Any] | None = None) -> Any:
+    from mcp import types  # noqa: PLC0415
+
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=structured,
+        is_error=is_error,
+    )
+
+
+def _nothing() -> None:
+    return None

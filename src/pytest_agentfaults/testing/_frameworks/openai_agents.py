@@ -1,0 +1,120 @@
+"""The OpenAI Agents SDK: tool faults inside its failure-handling tool invoker.
+
+A ``@function_tool`` tool's ``on_invoke_tool`` is the SDK's failure-handling invoker: it
+awaits the tool's implementation (argument parsing, the function itself, output checks)
+and, when that raises, asks the tool's ``failure_error_function`` for the message the
+model reads (``None`` re-raises and ends the run). The SDK has no hook that can fail a
+tool from the inside (``RunHooks`` only observe; a tool guardrail rejects or halts, which
+is not a failing tool), so its invoker's ``__call__`` is patched: each call is one
+attempt, and the implementation it awaits runs through `arun_attempt`. So:
+
+- ``raises=`` raises where the tool would, and the SDK's failure function turns it into
+  the model's message (the default one: "An error occurred while running the tool...");
+- ``returns=af.ToolFailure(...)`` raises `ToolFailureError` there, the same way: a custom
+  failure function receives it (``str(error)`` is the failure's text), the default one
+  answers its fixed message, and ``failure_error_function=None`` ends the run with it;
+- ``returns=<value>`` is the tool's output;
+- ``delay=`` moves the test's virtual clock; the SDK's tool ``timeout=`` runs
+  ``asyncio.wait_for`` on the event loop's clock, which the virtual clock does not move,
+  so it does not see the delay.
+
+Every tool the SDK builds with that invoker is covered: ``@function_tool``, the tools of
+an agent's ``mcp_servers`` and agents used as tools (``agent.as_tool``). A
+``FunctionTool(on_invoke_tool=...)`` built by hand has no failure handling of the SDK and
+is not hooked. The name a fault matches is the tool's name as the model sees it
+(``name_override`` included). Imported only by `install`, once the SDK is imported.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, NoReturn
+
+from pytest_agentfaults._failure import ToolFailure
+from pytest_agentfaults.testing._current import current_plan
+from pytest_agentfaults.testing._frameworks._core import arun_attempt
+
+__all__ = ["FRAMEWORK", "ToolFailureError", "install"]
+
+FRAMEWORK: Final = "openai_agents"
+_HOOKED: Final = "__agentfaults_hook__"
+
+
+class ToolFailureError(Exception):
+    """A ``returns=af.ToolFailure(...)`` fault, raised in the tool for the SDK to report.
+
+    ``str(error)`` is the failure's text; ``failure`` is the `ToolFailure` itself.
+    """
+
+    def __init__(self, failure: ToolFailure) -> None:
+        text = failure.error
+        if failure.recommendations:
+            text += " Recommendations: " + "; ".join(failure.recommendations)
+        super().__init__(text)
+        self.failure = failure
+
+
+def install() -> Callable[[], None]:
+    """Hook the SDK's failure-handling tool invoker; returns the undo."""
+    from agents import tool as sdk_tool  # noqa: PLC0415 - lazy: the user imported the SDK
+
+    owner: Any = getattr(sdk_tool, "_FailureHandlingFunctionToolInvoker", None)
+    original = owner.__dict__.get("__call__") if isinstance(owner, type) else None
+    if original is None or getattr(original, _HOOKED, False):
+        return _nothing  # an SDK without that invoker, or hooked already (an outer session)
+
+    async def __call__(self: Any, ctx: Any, input: str) -> Any:  # noqa: N807 - the invoker's
+        __tracebackhide__ = True
+        if current_plan() is None:
+            return await original(self, ctx, input)
+        shim = copy.copy(self)  # the same invoker, awaiting its implementation as one attempt
+        shim._invoke_tool_impl = _attempt(_tool_name(self, ctx), self._invoke_tool_impl)
+        return await original(shim, ctx, input)
+
+    setattr(__call__, _HOOKED, True)
+    __call__.__doc__ = original.__doc__
+    __call__.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(owner, "__call__", __call__)  # noqa: B010 - a dunder, set on the class
+
+    def undo() -> None:
+        if owner.__dict__.get("__call__") is __call__:
+            setattr(owner, "__call__", original)  # noqa: B010
+
+    return undo
+
+
+def _attempt(
+    name: str, implementation: Callable[[Any, str], Awaitable[Any]]
+) -> Callable[[Any, str], Awaitable[Any]]:
+    async def attempt(ctx: Any, input: str) -> Any:
+        __tracebackhide__ = True
+        return await arun_attempt(
+            FRAMEWORK, name, _arguments(input), lambda: implementation(ctx, input), _raise_failure
+        )
+
+    return attempt
+
+
+def _tool_name(invoker: Any, ctx: Any) -> str:
+    tool = getattr(invoker, "_function_tool", None)
+    name = getattr(tool, "name", None) or getattr(ctx, "tool_name", None)
+    return str(name)
+
+
+def _arguments(raw: str) -> dict[str, Any] | None:
+    """The call's arguments for the trace; None when the model sent no JSON object."""
+    try:
+        parsed = json.loads(raw) if raw else {}
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _raise_failure(failure: ToolFailure) -> NoReturn:
+    raise ToolFailureError(failure)
+
+
+def _nothing() -> None:
+    return None

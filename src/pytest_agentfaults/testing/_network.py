@@ -1,0 +1,221 @@
+"""The real-network guard of one test: no request leaves the machine unless the test says so.
+
+The plugin starts a `NetworkGuard` for every test that uses the kit, and for every test
+under ini ``agentfaults_network = block``; ``@pytest.mark.allow_network`` and ini
+``agentfaults_network = allow`` start none. While it is on, an httpx or httpx2 request
+that would go out to a non-loopback host, with no fault, route or mock to answer it, is
+refused before it is sent:
+
+- a plain client gets `UnmatchedRequestError` (a `NetworkBlockedError`, and an
+  `AssertionError`), which nothing of ours retries;
+- an official SDK (openai, anthropic: any Stainless client, known by its
+  ``x-stainless-*`` headers) retries every exception its transport raises (anthropic
+  three times, then "Connection error."), so it gets a final answer instead: a 403 with
+  ``x-should-retry: false``, which both SDKs raise at once as ``PermissionDeniedError``
+  with the refusal as its message. The SDK's caller may swallow that error, so the test
+  also fails at teardown, naming each request so answered.
+
+With ``sockets=True`` (the ``block`` mode) ``socket.socket.connect`` refuses non-loopback
+addresses too, before any packet goes out, for every other client (urllib, requests, a
+raw socket). Loopback (127.0.0.0/8, ``::1``, ``localhost``) is always allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any, ClassVar, Final
+
+import httpx
+from respx.models import AllMockedAssertionError
+
+from pytest_agentfaults._network_policy import HOW_TO_ALLOW, blocked_message, is_loopback
+from pytest_agentfaults._redact import redact_text
+from pytest_agentfaults.errors import NetworkBlockedError
+from pytest_agentfaults.testing._clients import (
+    Injected,
+    Library,
+    push_guard,
+    remove_guard,
+)
+from pytest_agentfaults.testing._handoff import NETWORK, Answer, Via, transport_kind
+
+__all__ = ["NetworkGuard", "UnmatchedRequestError", "is_sdk_request"]
+
+#: The status of the answer an SDK gets: final for both SDKs with ``x-should-retry: false``
+#: (they read that header before the status), and 4xx for any other client that ignores it.
+REFUSED_STATUS: Final = 403
+
+
+class UnmatchedRequestError(NetworkBlockedError, AllMockedAssertionError):
+    """A request that no fault, no route and no loopback server answers: refused.
+
+    A `NetworkBlockedError` and an `AssertionError` (respx's ``AllMockedAssertionError``),
+    so no retry policy of ours ever retries it: it is a mistake in the test, not a network
+    failure. (An SDK, which retries any exception, gets a final 403 instead.)
+    """
+
+    def __init__(self, method: str, url: str, test: str | None = None) -> None:
+        self.method = method
+        self.url = redact_text(url)
+        host = httpx.URL(url).host
+        what = f"{self.method} {self.url}"
+        super().__init__(
+            blocked_message(what, host, test)
+            if test is not None
+            else (
+                f"agentfaults: {what} is not mocked and would reach the network. Answer it "
+                "with a route (http_faults.post(url).respond(200, json=...)), a fault "
+                "(faults.http(url=...)), or point the client at a loopback server such as "
+                "llm_server; requests to 127.0.0.1 and localhost pass through."
+            ),
+            host=host,
+            test=test or "",
+        )
+
+
+def is_sdk_request(request: Any) -> bool:
+    """Whether ``request`` comes from a Stainless SDK (openai, anthropic ...)."""
+    headers = request.headers
+    return "x-stainless-retry-count" in headers or "x-stainless-lang" in headers
+
+
+class NetworkGuard:
+    """Refuses one test's requests to real hosts (see the module docs)."""
+
+    _socket_connect: ClassVar[Any] = None  # socket.socket's own, while one guard patches it
+
+    def __init__(self, test: str, *, sockets: bool = False) -> None:
+        self.test = test
+        self.sockets = sockets
+        #: the SDK requests answered with the refusal (``"POST https://..."``, redacted)
+        self.answered: list[str] = []
+        self._patched = False
+
+    # ------------------------------------------------------------------ switching
+
+    def start(self) -> None:
+        """Guard httpx and httpx2 (and ``socket.connect`` with ``sockets=True``)."""
+        push_guard(self)
+        if self.sockets and NetworkGuard._socket_connect is None:
+            _patch_sockets(self)
+            self._patched = True
+
+    def stop(self) -> None:
+        """Undo `start`; safe to call twice."""
+        remove_guard(self)
+        if self._patched:
+            self._patched = False
+            _unpatch_sockets()
+
+    def check(self) -> None:
+        """Raise `AssertionError` naming every SDK request that got the refusal."""
+        __tracebackhide__ = True
+        if self.answered:
+            listed = "\n".join(f"  {line}" for line in self.answered)
+            raise AssertionError(
+                f"agentfaults: {self.test} sent requests to real hosts; tests do not reach "
+                "the network, so each got a 403 with x-should-retry: false (which no SDK "
+                f"retries):\n{listed}\nAnswer them in the test with http_faults routes or "
+                f"faults, or point the client at llm_server; or {HOW_TO_ALLOW}."
+            )
+
+    # ------------------------------------------------------------------ one request
+
+    def handle(self, library: Library, client: Any, request: Any, original: Any) -> Any:
+        """Send one sync request, or refuse it."""
+        __tracebackhide__ = True
+        refusal = self._refusal(library, client, request)
+        if refusal is None:
+            return original(client, request)
+        return original(Via(client, Answer(refusal)), request)
+
+    async def ahandle(self, library: Library, client: Any, request: Any, original: Any) -> Any:
+        """Send one async request, or refuse it."""
+        __tracebackhide__ = True
+        refusal = self._refusal(library, client, request)
+        if refusal is None:
+            return await original(client, request)
+        return await original(Via(client, Answer(refusal)), request)
+
+    def _refusal(self, library: Library, client: Any, request: Any) -> Injected | None:
+        if is_loopback(request.url.host):
+            return None
+        transport = client._transport_for_url(request.url)
+        if transport_kind(library.module, library.name, transport) != NETWORK:
+            return None  # a MockTransport, pytest-httpx: it answers for itself
+        if library.mocker.routers:
+            return None  # a respx router of the test answers (http_faults guards its own)
+        return self.refuse(library.module, request)
+
+    def refuse(self, module: Any, request: Any) -> Injected:
+        """The refusal of ``request``, in the types of ``module`` (httpx or httpx2).
+
+        An SDK's request gets the final 403 (and is noted for `check`); any other an
+        error to raise.
+        """
+        if not is_sdk_request(request):
+            error = UnmatchedRequestError(request.method, str(request.url), self.test)
+            return Injected(error=error)
+        host = request.url.host
+        what = f"{request.method} {redact_text(str(request.url))}"
+        message = blocked_message(what, host, self.test)
+        self.answered.append(what)
+        body = {
+            "type": "error",
+            "error": {"type": "network_blocked", "code": "network_blocked", "message": message},
+        }
+        headers = [("content-type", "application/json"), ("x-should-retry", "false")]
+        return Injected(
+            module.Response(REFUSED_STATUS, headers=headers, content=json.dumps(body).encode())
+        )
+
+
+# ----------------------------------------------------------------------------- sockets
+
+
+def _patch_sockets(guard: NetworkGuard) -> None:
+    original_connect = socket.socket.connect
+    original_connect_ex = socket.socket.connect_ex
+    NetworkGuard._socket_connect = (original_connect, original_connect_ex)
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        __tracebackhide__ = True
+        _check_address(guard, sock, address)
+        original_connect(sock, address)
+
+    def connect_ex(sock: socket.socket, address: Any) -> int:
+        __tracebackhide__ = True
+        _check_address(guard, sock, address)
+        return original_connect_ex(sock, address)
+
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
+
+
+def _unpatch_sockets() -> None:
+    originals, NetworkGuard._socket_connect = NetworkGuard._socket_connect, None
+    if originals is not None:
+        socket.socket.connect, socket.socket.connect_ex = originals  # type: ignore[method-assign]
+
+
+_LOCAL_FAMILIES: Final = tuple(
+    family for family in (getattr(socket, "AF_UNIX", None),) if family is not None
+)
+
+
+def _check_address(guard: NetworkGuard, sock: socket.socket, address: Any) -> None:
+    __tracebackhide__ = True
+    if sock.family in _LOCAL_FAMILIES or not isinstance(address, tuple) or not address:
+        return
+    host = str(address[0])
+    if is_loopback(host) or host in ("0.0.0.0", "::"):  # noqa: S104 - compared, never bound
+        return
+    port = address[1] if len(address) > 1 else "?"
+    # closed here: the caller (socket.create_connection) only closes on an OSError
+    sock.close()
+    raise NetworkBlockedError(
+        blocked_message(f"socket.connect(({host!r}, {port}))", host, guard.test),
+        host=host,
+        test=guard.test,
+    )

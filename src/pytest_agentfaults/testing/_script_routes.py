@@ -1,0 +1,167 @@
+"""``http_faults.script(provider, steps)``: scripted steps as a provider's answers, in-process.
+
+```python
+http_faults.script("openai", [call_tool("get_weather", city="Paris"), say("Sunny.")])
+client.chat.completions.create(...)   # the tool call, then "Sunny.", as OpenAI sends them
+```
+
+The route answers each request to the provider's endpoint with the next step, rendered by
+`_wire` exactly as the loopback `LLMServer` renders it: a JSON body, or the SSE / NDJSON
+stream when the request asks for one. So no test hand-writes a provider's JSON. Failure
+steps that are HTTP answers (`fail.http`, `fail.rate_limit`) become that status with the
+provider's error body and ``Retry-After``; `malformed.not_json` a 200 that is not JSON.
+Transport failures (a timeout, a dropped connection, a cut stream) belong to the http
+faults, which fire before the route: ``faults.http(url=...).timeout()``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+import httpx
+
+from pytest_agentfaults.errors import MalformedResponseError, ModelHTTPError, UsageError
+from pytest_agentfaults.testing import _current
+from pytest_agentfaults.testing._wire import (
+    content_type,
+    error_body,
+    malformed_body,
+    model_name,
+    model_request,
+    parse_body,
+    render_response,
+    retry_headers,
+    wants_stream,
+)
+from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError
+
+if TYPE_CHECKING:
+    import respx
+
+    from pytest_agentfaults.testing._wire import Provider
+    from pytest_agentfaults.testing.steps import Step
+
+__all__ = ["SCRIPT_PROVIDERS", "script_route"]
+
+#: the provider -> the official endpoint its route answers by default
+SCRIPT_PROVIDERS: Final[dict[str, str]] = {
+    "openai": "https://api.openai.com/v1/chat/completions",
+    "openai-responses": "https://api.openai.com/v1/responses",
+    "anthropic": "https://api.anthropic.com/v1/messages",
+    "ollama": "http://localhost:11434/api/chat",
+    "gemini": "https://generativelanguage.googleapis.com/",
+}
+_GEMINI: Final = r"/models/[^/:]+:(stream)?[gG]enerateContent$"
+
+
+def script_route(
+    router: respx.Router,
+    provider: str,
+    steps: Sequence[Step | str],
+    *,
+    url: str | None = None,
+    strict: bool = True,
+) -> ScriptedModel:
+    """Register the route of ``http_faults.script`` (see the module docs)."""
+    __tracebackhide__ = True
+    shown = f"http_faults.script({provider!r}, ...)"
+    if provider not in SCRIPT_PROVIDERS:
+        raise UsageError(
+            f"{shown}: unknown provider; use one of {', '.join(map(repr, SCRIPT_PROVIDERS))}"
+        )
+    if isinstance(steps, str) or not isinstance(steps, Sequence):
+        raise UsageError(f"{shown}: steps must be a list of steps, such as [say('done')]")
+    if url is not None and not isinstance(url, str):
+        raise UsageError(f"{shown}: url= must be the endpoint's URL (a str), got {url!r}")
+    # built unchecked, then marked: the route checks its own script (see `check`)
+    model = ScriptedModel(list(steps), name=shown, strict=False)
+    if not isinstance(strict, bool):
+        raise UsageError(f"{shown}: strict= must be True or False, got {strict!r}")
+    model.strict = strict
+    wire: Provider = provider  # type: ignore[assignment]  # checked above
+    ids = itertools.count(1)
+    exhausted: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        __tracebackhide__ = True
+        return _answer(wire, model, request, f"agentfaults{next(ids):06d}", exhausted)
+
+    def check() -> None:  # at teardown, like llm_server: the 400 may have been swallowed
+        __tracebackhide__ = True
+        if exhausted:
+            raise AssertionError(f"{shown}: {exhausted[0]}")
+        left = model.leftover() if model.strict else None
+        if left is not None:
+            raise AssertionError(
+                f"{shown}: the script has {left}. Remove the steps the test does not need, "
+                f"or pass http_faults.script({provider!r}, ..., strict=False) to allow them."
+            )
+
+    _current.add_check(check)
+
+    if provider == "gemini" and url is None:
+        route = router.post(url__startswith=SCRIPT_PROVIDERS["gemini"], path__regex=_GEMINI)
+    else:
+        route = router.post(url or SCRIPT_PROVIDERS[provider])
+    route.side_effect = answer
+    return model
+
+
+def _answer(
+    provider: Provider,
+    model: ScriptedModel,
+    request: httpx.Request,
+    response_id: str,
+    exhausted: list[str],
+) -> httpx.Response:
+    __tracebackhide__ = True
+    body, path = request.content, request.url.path
+    stream = wants_stream(provider, body, path)
+    data, problem = parse_body(body)
+    if problem:
+        return _json(400, error_body(provider, 400, problem))
+    try:
+        response = model.request(model_request(provider, data, stream=stream))
+    except ScriptExhaustedError as exc:  # answered, never retried; fails the test at teardown
+        exhausted.append(str(exc))
+        return _json(400, error_body(provider, 400, f"agentfaults: {exc}"))
+    except ModelHTTPError as exc:
+        retry_after = getattr(exc, "retry_after", None)
+        headers = retry_headers(retry_after)
+        return _json(exc.status, error_body(provider, exc.status, exc.body or ""), headers)
+    except MalformedResponseError as exc:
+        kind, text = malformed_body(provider, stream=stream, text=exc.body or None)
+        return httpx.Response(200, headers={"content-type": kind}, content=text)
+    except Exception as exc:
+        raise UsageError(
+            f"{model.name}: the step raised {type(exc).__name__}, which a route cannot "
+            "answer; inject transport failures with an http fault instead "
+            "(faults.http(url=...).timeout(), .connect_error(), .truncated_stream())"
+        ) from exc
+    name = model_name(body, path) if provider == "gemini" else None
+    if name is None:
+        name = str(data.get("model") or "agentfaults") if isinstance(data, dict) else "x"
+    include_usage = isinstance(data, dict) and bool(
+        (data.get("stream_options") or {}).get("include_usage")
+    )
+    events = render_response(
+        provider,
+        response,
+        model=name,
+        stream=stream,
+        response_id=response_id,
+        include_usage=include_usage,
+    )
+    return httpx.Response(
+        200,
+        headers={"content-type": content_type(provider, stream)},
+        content=b"".join(events),
+    )
+
+
+def _json(status: int, body: bytes, headers: list[tuple[str, str]] | None = None) -> httpx.Response:
+    return httpx.Response(
+        status, headers=[("content-type", "application/json"), *(headers or [])], content=body
+    )

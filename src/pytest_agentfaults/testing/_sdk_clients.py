@@ -1,0 +1,111 @@
+"""The ``openai_client`` family of fixtures: official SDK clients built once per session.
+
+Building ``openai.OpenAI()`` costs 36-200 ms, nearly all of it the TLS context its httpx2
+client loads; a fault test costs about 1 ms. So `SdkClients` builds each SDK client (and
+one TLS context) once per session, and hands every test a copy made with the SDK's own
+``client.with_options(...)`` (about 0.1 ms): options, headers and attributes the test
+changes stay on its copy.
+
+Where the copies point:
+
+- by default at the provider's real URL (``https://api.openai.com/v1``,
+  ``https://api.anthropic.com``), answered in-process: the test's http faults fire, its
+  ``http_faults`` routes answer, and the network guard refuses anything left over (no
+  request leaves the machine);
+- at ``llm_server`` instead when the test also asks for ``llm_server``.
+
+A sync copy shares the session's httpx2 client (rebuilt if a test closed it). An async
+copy gets a fresh httpx2 client on the shared TLS context, without keep-alive: each test
+runs its own event loop, and a connection left open in one loop cannot serve the next.
+
+The ``openai`` and ``anthropic`` packages are imported on a fixture's first use only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import ssl
+from typing import Any, Final
+
+from pytest_agentfaults.errors import UsageError
+
+__all__ = ["FAKE_KEYS", "SDK_FIXTURES", "SdkClients"]
+
+#: fixture name -> (package, client class, provider of `LLMServer.base_url`, real URL)
+SDK_FIXTURES: Final = {
+    "openai_client": ("openai", "OpenAI", "openai", "https://api.openai.com/v1"),
+    "async_openai_client": ("openai", "AsyncOpenAI", "openai", "https://api.openai.com/v1"),
+    "anthropic_client": ("anthropic", "Anthropic", "anthropic", "https://api.anthropic.com"),
+    "async_anthropic_client": (
+        "anthropic",
+        "AsyncAnthropic",
+        "anthropic",
+        "https://api.anthropic.com",
+    ),
+}
+#: keys that look like the real ones and are not: a real key never rides in a test
+FAKE_KEYS: Final = {
+    "openai": "sk-agentfaults-test-key",
+    "anthropic": "sk-ant-agentfaults-test-key",
+}
+
+
+class SdkClients:
+    """The session's SDK clients; `for_test` gives one test its copy."""
+
+    def __init__(self) -> None:
+        self._bases: dict[str, Any] = {}
+        self._tls: ssl.SSLContext | None = None
+
+    def for_test(self, fixture: str, llm_server_url: str | None = None) -> Any:
+        """A copy of the session's client for ``fixture``, pointed at the kit."""
+        package, _, _, real_url = SDK_FIXTURES[fixture]
+        base = self._bases.get(fixture)
+        if base is None or base._client.is_closed:
+            base = self._bases[fixture] = self._build(fixture)
+        options: dict[str, Any] = {"base_url": llm_server_url or real_url}
+        if fixture.startswith("async_"):
+            options["http_client"] = self._http_client(package, asynchronous=True)
+        return base.with_options(**options)
+
+    def close(self) -> None:
+        """Close the session's sync httpx2 clients (the async copies keep no connection)."""
+        bases, self._bases = self._bases, {}
+        for fixture, client in bases.items():
+            if not fixture.startswith("async_"):
+                client.close()
+
+    # ------------------------------------------------------------------ building
+
+    def _build(self, fixture: str) -> Any:
+        package, class_name, _, real_url = SDK_FIXTURES[fixture]
+        module = _sdk(package, fixture)
+        asynchronous = fixture.startswith("async_")
+        return getattr(module, class_name)(
+            api_key=FAKE_KEYS[package],
+            base_url=real_url,
+            http_client=self._http_client(package, asynchronous=asynchronous),
+        )
+
+    def _http_client(self, package: str, *, asynchronous: bool) -> Any:
+        module = _sdk(package, package)
+        if self._tls is None:
+            self._tls = ssl.create_default_context()
+        if not asynchronous:
+            return module.DefaultHttpxClient(verify=self._tls, trust_env=False)
+        import httpx2  # noqa: PLC0415 # lazy: installed with the SDKs, loaded with them
+
+        return module.DefaultAsyncHttpxClient(
+            verify=self._tls,
+            trust_env=False,
+            limits=httpx2.Limits(max_connections=100, max_keepalive_connections=0),
+        )
+
+
+def _sdk(package: str, fixture: str) -> Any:
+    try:
+        return importlib.import_module(package)
+    except ImportError:
+        raise UsageError(
+            f"the {fixture} fixture needs the {package} package: pip install {package}"
+        ) from None

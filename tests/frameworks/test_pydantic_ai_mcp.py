@@ -1,0 +1,42 @@
+"""Tool faults reach the tools of a pydantic-ai MCP toolset (a real MCP server over stdio)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from fastmcp.client.transports import StdioTransport
+from pydantic_ai import Agent, ModelRetry
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+import pytest_agentfaults as af
+
+SERVER = Path(__file__).with_name("mcp_search_server.py")
+
+
+def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    for part in messages[-1].parts:
+        if getattr(part, "part_kind", "") == "tool-return" and part.outcome != "retried":
+            return ModelResponse(parts=[TextPart(str(part.content))])
+    return ModelResponse(parts=[ToolCallPart("search", {"q": "docs"})])
+
+
+@pytest.mark.inject_fault(tool="search", raises=ModelRetry("server busy"))
+@pytest.mark.inject_fault(tool="search", returns=af.ToolFailure(error="quota"))
+def test_an_mcp_toolsets_tool_gets_the_faults_and_pydantic_ais_retries(trace: af.Trace) -> None:
+    toolset = MCPToolset(StdioTransport(command=sys.executable, args=[str(SERVER)]), max_retries=2)
+    result = Agent(FunctionModel(model), toolsets=[toolset]).run_sync("find")
+    assert result.output == "found docs"  # the real server answered the third attempt
+    retried = [
+        str(p.content)
+        for m in result.all_messages()
+        for p in m.parts
+        if getattr(p, "outcome", None) == "retried"
+    ]
+    assert retried == ["server busy", "quota"]
+    assert trace.tool_attempts("search") == 3
+    trace.assert_sequence("tool.fault", "tool.error", "tool.fault", "tool.error", "tool.result")
+    assert {e.framework for e in trace.of("tool.*")} == {"pydantic_ai"}

@@ -1,0 +1,69 @@
+"""The network guard's parts: the error, loopback, and an answer the SDKs treat as final."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+import pytest_agentfaults as af
+from pytest_agentfaults._network_policy import is_loopback
+from pytest_agentfaults.errors import NEVER_RECOVERED, classify, is_ambiguous
+from pytest_agentfaults.testing._network import NetworkGuard, UnmatchedRequestError
+
+
+def test_the_error_is_never_retried_and_never_recovered():
+    error = af.NetworkBlockedError("refused", host="api.openai.com", test="t.py::test")
+    assert isinstance(error, NEVER_RECOVERED)
+    assert classify(error).retryable is False
+    assert is_ambiguous(error) is False  # refused before anything was sent
+    assert issubclass(UnmatchedRequestError, af.NetworkBlockedError)
+    assert issubclass(UnmatchedRequestError, AssertionError)
+
+
+@pytest.mark.parametrize(
+    ("host", "local"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("localhost", True),
+        ("api.localhost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("::ffff:127.0.0.1", True),
+        ("10.255.255.1", False),
+        ("api.openai.com", False),
+        ("localhost.example.com", False),
+    ],
+)
+def test_loopback(host, local):
+    assert is_loopback(host) is local
+
+
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+def test_the_answer_an_sdk_gets_is_final_by_its_own_rules(sdk):
+    module = pytest.importorskip(sdk)
+    import httpx2
+
+    guard = NetworkGuard("t.py::test")
+    request = httpx2.Request(
+        "POST", "https://api.example.com/v1/x", headers={"x-stainless-retry-count": "0"}
+    )
+    response = guard.refuse(httpx2, request).response
+    assert response.status_code == 403
+    client = module.OpenAI(api_key="k") if sdk == "openai" else module.Anthropic(api_key="k")
+    with client:
+        assert client._should_retry(response) is False
+    assert guard.answered == ["POST https://api.example.com/v1/x"]
+    with pytest.raises(AssertionError, match=r"t\.py::test sent requests to real hosts"):
+        guard.check()
+
+
+def test_a_plain_client_gets_the_error_and_is_not_noted():
+    guard = NetworkGuard("t.py::test")
+    refusal = guard.refuse(
+        httpx, httpx.Request("GET", "https://example.com/?api_key=sk-abcdefghijklmnop")
+    )
+    assert isinstance(refusal.error, UnmatchedRequestError)
+    assert "sk-abcdefghijklmnop" not in str(refusal.error)
+    assert guard.answered == []
+    guard.check()
