@@ -162,7 +162,7 @@ def test_an_unfired_http_fault_is_named_by_the_call_that_declared_it():
         "fault on http POST https://api.example.com/v1 never fired: "
         "faults.http(url='https://api.example.com/v1', method='post')"
     )
-    assert lines[1] == "fault on http (any request) never fired: faults.http()"
+    assert "fault on http (any request) never fired: faults.http()" in lines
 
 
 def test_the_tool_calls_a_plan_makes_up_are_numbered_in_order():
