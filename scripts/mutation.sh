@@ -33,7 +33,8 @@ declare -A PATTERNS=(
     [src/$P/runtime/backoff.py]="$P.runtime.backoff.*"
     [src/$P/runtime/policy.py]="$P.runtime.policy.*"
     [src/$P/runtime/decisions.py]="$P.runtime.decisions.*"
-    [src/$P/errors.py]="$P.errors.x_classify__* $P.errors.x_kind_and_retryable__* $P.errors.x__is_transient__* $P.errors.x_is_retryable_status__* $P.errors.x_is_ambiguous__*"
+    [src/$P/errors.py]="$P.errors.x_classify__* $P.errors.x_kind_and_retryable__* $P.errors.x__is_transient__* $P.errors.x_is_retryable_status__*"
+    [src/$P/_ambiguity.py]="$P._ambiguity.x_is_ambiguous__*"
     [src/$P/runtime/_toolcalls.py]="$P.runtime._toolcalls.*"
     [src/$P/runtime/_run.py]="$P.runtime._run.*"
     [src/$P/runtime/_drivers.py]="$P.runtime._drivers.*"
@@ -47,7 +48,7 @@ declare -A PATTERNS=(
     [src/$P/runtime/_verdict_rules.py]="$P.runtime._verdict_rules.*"
 )
 ORDER=(
-    runtime/backoff.py runtime/policy.py runtime/decisions.py errors.py
+    runtime/backoff.py runtime/policy.py runtime/decisions.py errors.py _ambiguity.py
     runtime/models/_retry_after.py runtime/models/_retry.py testing/faults.py testing/_fault.py
     runtime/verdict.py runtime/_verdict_codes.py runtime/_verdict_http.py runtime/_verdict_rules.py
     runtime/_toolcalls.py runtime/_drivers.py runtime/_run.py
