@@ -191,3 +191,34 @@ def test_retry_without_a_retry_after_limit_waits_any_ask():
     decision = af.LlmErrorDecision.retry(3, 0.0, max_retry_after=None)
     assert decision.max_retry_after is None
     assert decision.delay(1, af.RateLimitError("429", retry_after=9000.0)) == 9000.0
+
+
+def test_a_broken_on_llm_error_is_logged_and_the_original_error_raised(caplog):
+    primary = af.ModelServerError("down", status=503)
+
+    def broken(exc, attempt):
+        raise RuntimeError("handler bug")
+
+    agent = af.Agent(
+        "bot", model=ScriptedModel([fail(primary)]), on_llm_error=broken, clock=af.VirtualClock()
+    )
+    with pytest.raises(af.ModelServerError) as caught:
+        agent.run("x")
+    assert caught.value is primary
+    assert "on_llm_error raised; the original error is re-raised" in caplog.text
+
+
+def test_an_on_llm_error_returning_no_decision_is_logged_and_treated_as_rethrow(caplog):
+    primary = af.ModelServerError("down", status=503)
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([fail(primary)]),
+        on_llm_error=lambda exc, attempt: "retry please",
+        clock=af.VirtualClock(),
+    )
+    with pytest.raises(af.ModelServerError):
+        agent.run("x")
+    assert (
+        "on_llm_error returned 'retry please', not an af.LlmErrorDecision; treating it as "
+        "rethrow" in caplog.text
+    )
