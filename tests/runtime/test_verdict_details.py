@@ -295,3 +295,55 @@ def test_a_rerun_after_a_failure_flagged_ambiguous_without_an_error_says_so():
     assert "failed with an ambiguous failure (it may have taken effect)" in (
         result.findings[0].message
     )
+
+
+# ------------------------------------------------------------------- malformed bodies
+
+
+def test_a_malformed_body_used_is_named_with_its_status_and_fault():
+    bad = attempt(0, 200, fault="not_json")
+    result = judge(bad, Event(type="run.end", run_id="run-1", status="ok"))
+    (found,) = result.findings
+    assert found.code == "malformed_body_accepted"
+    assert found.message.endswith(
+        ": answered 200 with a body that is not the provider's JSON (not_json), never "
+        "requested again, and used"
+    )
+    assert [e.type for e in found.events] == ["http.request"]
+
+
+def test_each_request_is_judged_for_a_malformed_body_on_its_own():
+    ok = attempt(0, 200, body_sha="a")
+    refused = attempt(1, 200, fault="malformed_body", body_sha="b", run_id="failed-run")
+    used = attempt(2, 200, fault="malformed_body", body_sha="c")
+    result = judge(
+        ok,
+        refused,
+        used,
+        Event(type="run.end", run_id="failed-run", status="error"),
+        Event(type="run.end", run_id="run-1", status="ok"),
+    )
+    assert [f.code for f in result.findings] == ["malformed_body_accepted"]
+    assert result.findings[0].events[0].field("body_sha") == "c"
+
+
+# ------------------------------------------------------------------- what one request is
+
+
+def test_another_method_or_url_is_another_request_not_a_retry():
+    failed = attempt(0, 503)
+    other_method = Event(
+        type="http.request", at=1, status=200, method="GET", url=URL, run_id="run-1", body_sha="abc"
+    )
+    other_url = Event(
+        type="http.request",
+        at=1,
+        status=200,
+        method="POST",
+        url=URL + "/x",
+        run_id="run-1",
+        body_sha="abc",
+    )
+    assert judge(failed, other_method).codes == ["gave_up_early"]
+    assert judge(failed, other_url).codes == ["gave_up_early"]
+    assert judge(failed, attempt(1, 200)).passed
