@@ -347,3 +347,26 @@ def test_another_method_or_url_is_another_request_not_a_retry():
     assert judge(failed, other_method).codes == ["gave_up_early"]
     assert judge(failed, other_url).codes == ["gave_up_early"]
     assert judge(failed, attempt(1, 200)).passed
+
+
+def test_every_request_is_checked_for_giving_up_whatever_came_before():
+    earlier = [
+        attempt(0, 200, body_sha="fine"),  # succeeded
+        attempt(1, 400, body_sha="client-error"),  # not worth retrying
+        attempt(2, 503, body_sha="retried"),  # retried...
+        attempt(3, 200, body_sha="retried"),  # ...and recovered
+        attempt(
+            4, 200, fault="truncated_stream", error=failure("RemoteProtocolError"), body_sha="cut"
+        ),  # a cut stream requested again
+        attempt(5, 200, body_sha="cut"),
+    ]
+    result = judge(*earlier, attempt(9, 503, body_sha="last"))
+    assert result.codes == ["gave_up_early"]
+    assert result.findings[0].events[0].field("body_sha") == "last"
+
+
+def test_a_quick_retry_says_how_quick_and_a_wait_of_the_minimum_is_enough():
+    quick = judge(attempt(0, 503), attempt(0.01, 200))
+    assert quick.codes == ["no_backoff"]
+    assert "retried 0.010s after HTTP 503 (less than 0.05s)" in quick.findings[0].message
+    assert judge(attempt(0, 503), attempt(0.05, 200)).passed
