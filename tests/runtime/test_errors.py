@@ -151,3 +151,17 @@ def test_http_error_bodies_are_truncated():
     exc = af.ModelServerError("boom", status=500, body="x" * 5000)
     assert len(exc.body) < 2100
     assert exc.body.endswith("[3000 more characters]")
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"),
+    [(500, True), (520, True), (599, True), (600, False), (499, False), (408, True)],
+)
+def test_every_5xx_status_is_retryable_and_nothing_above(status, retryable):
+    assert errors.is_retryable_status(status) is retryable
+    exc = af.ModelHTTPError("x", status=status)
+    assert af.classify(exc).retryable is retryable
+
+
+def test_a_tool_failure_it_reported_itself_is_not_ambiguous():
+    assert errors.is_ambiguous(af.ToolFailure(error="File not found")) is False

@@ -335,3 +335,37 @@ def test_fixer_round_costs_are_counted_per_call():
     )
     assert len(result.trace.fixer_calls("count_keys")) == 2
     assert result.usage.fixer_calls == 2
+
+
+def test_an_llm_fixer_s_tokens_add_to_the_run_s_usage():
+    fixed = say('{"json": "{}"}', usage={"input_tokens": 40, "output_tokens": 7})
+    fixer = af.Agent("json-fixer", model=ScriptedModel([fixed]))
+    tool, _ = counting_tool(af.OnError(execution=af.fix(fixer)))
+    steps = [
+        call_tool("count_keys", json="{k: 1}").with_usage(input_tokens=100, output_tokens=10),
+        say("0", usage={"input_tokens": 150, "output_tokens": 5}),
+    ]
+    result, _ = run(steps, [tool])
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (290, 22)
+    assert result.usage.llm_calls == 3
+
+
+def test_invoke_raises_the_escalation_a_fixer_made():
+    def fixer(raw: str) -> str:
+        raise af.EscalationError("needs a human", af.Severity.HIGH)
+
+    tool, _ = counting_tool(af.OnError(execution=af.fix(af.Agent.from_function("f", fixer))))
+    with pytest.raises(af.EscalationError, match="needs a human"):
+        tool.invoke({"json": "x"}, clock=af.VirtualClock())
+
+
+def test_an_escalation_event_carries_the_call_id_of_the_call_it_ended():
+    def fixer(raw: str) -> str:
+        raise af.EscalationError("input is not JSON", af.Severity.LOW)
+
+    tool, _ = counting_tool(af.OnError(execution=af.fix(af.Agent.from_function("f", fixer))))
+    result, _ = run([call_tool("count_keys", json="x"), say("x")], [tool])
+    (call,) = result.trace.of("tool.call", tool="count_keys")[:1]
+    (event,) = result.trace.escalations("count_keys")
+    assert event.call_id is not None
+    assert event.call_id == call.call_id

@@ -169,3 +169,25 @@ def test_bad_idempotent_values_are_usage_errors():
         af.tool(idempotent="no")(lambda: None)  # type: ignore[call-overload]
     with pytest.raises(af.UsageError, match="allow_non_idempotent="):
         af.retry(allow_non_idempotent="yes")  # type: ignore[arg-type]
+
+
+def test_the_advice_to_check_first_names_the_tool():
+    charge, _, clock = payment_tool(None)
+    _, model = run(charge, clock)
+    assert fed_back(model)["recommendations"] == [
+        "The call to 'charge' may have taken effect before it failed, and 'charge' must not "
+        "run twice: check the state first (look the result up), and call it again only if it "
+        "did not happen."
+    ]
+
+
+def test_only_an_ambiguous_failure_of_a_non_idempotent_tool_asks_to_check_first():
+    feed = {"charge": af.OnError(execution=af.feed_back(), timeout=af.feed_back())}
+    # non-idempotent, but it surely failed
+    charge, _, clock = payment_tool(ValueError("bad card number"))
+    _, model = run(charge, clock, on_tool_error=feed)
+    assert "may_have_taken_effect" not in fed_back(model)
+    # ambiguous, but the tool may run twice
+    charge, _, clock = payment_tool(None, idempotent=True)
+    _, model = run(charge, clock, on_tool_error=feed)
+    assert "may_have_taken_effect" not in fed_back(model)

@@ -152,3 +152,73 @@ def test_a_retry_after_header_on_a_5xx_is_honoured_too():
     handler = lambda exc, n: af.LlmErrorDecision.retry()  # noqa: E731
     agent_with([fail.http(503, retry_after=30), say("ok")], clock, handler).run("x")
     assert clock.sleeps == [30.0]
+
+
+def test_each_decision_says_its_action():
+    assert af.LlmErrorDecision.rethrow().action == "rethrow"
+    assert af.LlmErrorDecision.retry().action == "retry"
+    assert af.LlmErrorDecision.respond_with("x").action == "respond_with"
+
+
+def test_a_wait_asked_for_of_exactly_max_retry_after_is_waited_out():
+    decision = af.LlmErrorDecision.retry(3, 0.0, max_retry_after=10)
+    assert decision.delay(1, af.RateLimitError("429", retry_after=10.0)) == 10.0
+    assert decision.delay(1, af.RateLimitError("429", retry_after=10.5)) is None
+
+
+def test_retry_counts_the_original_call_so_one_attempt_is_the_least():
+    assert af.LlmErrorDecision.retry(1).max_attempts == 1
+    for bad in (0, True, 2.0):
+        with pytest.raises(af.UsageError) as caught:
+            af.LlmErrorDecision.retry(bad)  # type: ignore[arg-type]
+        assert str(caught.value) == (
+            f"LlmErrorDecision.retry(max_attempts={bad!r}): give an int >= 1 "
+            "(it counts the original call)"
+        )
+
+
+def test_retry_refuses_bad_seconds_naming_the_argument():
+    for name in ("initial_backoff", "max_backoff", "max_retry_after"):
+        for bad in (True, -1, float("nan"), "1"):
+            with pytest.raises(af.UsageError) as caught:
+                af.LlmErrorDecision.retry(3, **{name: bad})
+            assert str(caught.value) == (
+                f"LlmErrorDecision.retry({name}={bad!r}): must be a finite number of seconds >= 0"
+            )
+
+
+def test_retry_without_a_retry_after_limit_waits_any_ask():
+    decision = af.LlmErrorDecision.retry(3, 0.0, max_retry_after=None)
+    assert decision.max_retry_after is None
+    assert decision.delay(1, af.RateLimitError("429", retry_after=9000.0)) == 9000.0
+
+
+def test_a_broken_on_llm_error_is_logged_and_the_original_error_raised(caplog):
+    primary = af.ModelServerError("down", status=503)
+
+    def broken(exc, attempt):
+        raise RuntimeError("handler bug")
+
+    agent = af.Agent(
+        "bot", model=ScriptedModel([fail(primary)]), on_llm_error=broken, clock=af.VirtualClock()
+    )
+    with pytest.raises(af.ModelServerError) as caught:
+        agent.run("x")
+    assert caught.value is primary
+    assert "on_llm_error raised; the original error is re-raised" in caplog.text
+
+
+def test_an_on_llm_error_returning_no_decision_is_logged_and_treated_as_rethrow(caplog):
+    primary = af.ModelServerError("down", status=503)
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([fail(primary)]),
+        on_llm_error=lambda exc, attempt: "retry please",
+        clock=af.VirtualClock(),
+    )
+    with pytest.raises(af.ModelServerError):
+        agent.run("x")
+    assert (
+        "on_llm_error returned 'retry please', not an af.LlmErrorDecision; treating it as "
+        "rethrow" in caplog.text
+    )

@@ -381,3 +381,72 @@ def test_sync_tool_under_the_virtual_clock_keeps_the_virtual_deadline(driver):
     )
     result = agent.run("pay") if driver == "run" else asyncio.run(agent.arun("pay"))
     assert [e.at for e in result.trace.of("tool.error")] == [5.0]
+
+
+def test_async_tool_hung_in_real_time_is_cut_with_an_error_naming_it_and_its_timeout():
+    @af.tool(on_error=af.OnError(timeout=af.raise_error()))
+    async def charge(amount: int) -> str:
+        """Charge."""
+        await asyncio.Event().wait()
+        return "charged"
+
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([call_tool("charge", amount=7)]),
+        tools=[charge],
+        clock=af.RealClock(),
+        resilience=af.ResilienceConfig(timeout_seconds=0.05),
+    )
+
+    async def main():
+        return await asyncio.wait_for(agent.arun("pay"), RELEASE_WAIT)
+
+    with pytest.raises(af.ToolTimeoutError) as caught:
+        asyncio.run(main())
+    assert str(caught.value) == "tool 'charge' did not finish within 0.05s"
+    assert (caught.value.tool, caught.value.timeout) == ("charge", 0.05)
+
+
+def test_an_async_tool_timing_out_in_virtual_time_names_the_tool_and_timeout():
+    @af.tool(on_error=af.OnError(timeout=af.raise_error()))
+    async def charge(amount: int) -> str:
+        """Charge."""
+        await asyncio.Event().wait()
+        return "charged"
+
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([call_tool("charge", amount=7)]),
+        tools=[charge],
+        clock=af.VirtualClock(),
+        resilience=af.ResilienceConfig(timeout_seconds=3),
+    )
+    with pytest.raises(af.ToolTimeoutError) as caught:
+        asyncio.run(asyncio.wait_for(agent.arun("pay"), RELEASE_WAIT))
+    assert str(caught.value) == "tool 'charge' did not finish within 3s"
+    assert (caught.value.tool, caught.value.timeout) == ("charge", 3)
+
+
+def test_run_refuses_an_async_tool_inside_a_running_event_loop_and_says_use_arun():
+    @af.tool
+    async def charge(amount: int) -> str:
+        """Charge."""
+        return "charged"
+
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([call_tool("charge", amount=7)]),
+        tools=[charge],
+        clock=af.VirtualClock(),
+        resilience=af.ResilienceConfig(max_retries=0),
+    )
+
+    async def main():
+        return agent.run("pay")
+
+    with pytest.raises(af.UsageError) as caught:
+        asyncio.run(main())
+    assert str(caught.value) == (
+        "an async tool cannot run inside agent.run() while an event loop is running in this "
+        "thread; use `await agent.arun(...)`"
+    )

@@ -144,6 +144,7 @@ def test_a_model_call_retried_by_the_run_is_a_new_request_for_the_runtime():
     ids=["409", "501", "520", "timeout", "model-timeout", "retry-after-above-cap"],
 )
 def test_the_runtime_giving_up_by_its_declared_rules_is_not_gave_up_early(outcome):
+    outcome = dict(outcome)  # the parameter is shared by every run of this test in a process
     status = outcome.pop("status")
     end = Event(type="run.end", run_id="r", status="error")
     result = judge(attempt(0, status, client=RUNTIME, run_id="r", **outcome), end)

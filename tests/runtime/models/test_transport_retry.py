@@ -488,3 +488,35 @@ def test_a_taxonomy_error_raised_by_the_transport_passes_through(respx_mock, mod
         model.request(make_request())
     assert caught.value is injected
     assert route.call_count == 1
+
+
+def test_the_note_added_to_an_error_not_retried_says_why_or_nothing():
+    from pytest_agentfaults.errors import ModelHTTPError, ModelTransportError
+    from pytest_agentfaults.runtime.models._retry import TransportRetry
+
+    retry = TransportRetry()
+    # nothing to say: the error is simply not one a transport retry repeats
+    assert retry.decide(ModelHTTPError("bad", status=400), 1) == (None, "")
+    assert retry.decide(ValueError("not a model error"), 1) == (None, "")
+    assert retry.decide(ModelTransportError("x"), 1) == (None, "")
+    assert TransportRetry(max_attempts=1).decide(ModelHTTPError("x", status=503), 1) == (None, "")
+    # something to say
+    assert retry.decide(ModelHTTPError("x", status=503), 3) == (
+        None,
+        "transport retry: gave up after 3 attempts",
+    )
+    assert retry.decide(
+        ModelHTTPError("x", status=503, headers={"x-should-retry": "false"}), 1
+    ) == (None, "transport retry: not retried, the server said x-should-retry: false")
+
+
+def test_a_transport_wait_without_a_jitter_draw_is_the_full_backoff():
+    from pytest_agentfaults.errors import ModelHTTPError
+    from pytest_agentfaults.runtime.models._retry import TransportRetry
+
+    error = ModelHTTPError("x", status=503)
+    assert TransportRetry().next_delay(error, 1) == 0.25
+    assert TransportRetry().next_delay(error, 2) == 0.5
+    # a Retry-After of exactly max_delay is waited out
+    asked = ModelHTTPError("x", status=503, headers={"retry-after": "60"})
+    assert TransportRetry().next_delay(asked, 1) == 60.0
