@@ -106,9 +106,15 @@ def add_to_pytest_reports(
     counts: dict[str, int],
     session: Session,
 ) -> None:
-    """The counts as junit XML properties; the trace as a pytest-html extra (if loaded)."""
-    add_junit_properties(report, counts, replay(item, session))
-    if item.config.pluginmanager.hasplugin("html") and state.trace.events:
+    """The counts as junit XML properties; the trace as a pytest-html extra.
+
+    Each only when the session writes that report (``--junitxml``, ``--html``): installed
+    is not enough, and building the timeline for every test costs more than the test.
+    """
+    option = item.config.option
+    if getattr(option, "xmlpath", None):
+        add_junit_properties(report, counts, replay(item, session))
+    if getattr(option, "htmlpath", None) and state.trace.events:
         from pytest_agentfaults.testing._html_test import trace_extra  # noqa: PLC0415
 
         add_html_extras(report, trace_extra(state.shown_events(), item.nodeid))

@@ -192,3 +192,32 @@ def test_pytest_html_gets_the_trace_and_the_timeline_as_extras(suite):
     assert page.count("agentfaults trace") == 1  # test_recovers only
     assert "&lt;svg" in page or "<svg" in page
     assert "tool.retry" in page
+
+
+SEEN_REPORTS = """
+import pytest
+
+SEEN = []
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logreport(report):
+    if report.when == "teardown":
+        SEEN.append((report.nodeid, list(report.user_properties), getattr(report, "extras", [])))
+
+def pytest_sessionfinish(session):
+    agentfaults = [
+        nodeid
+        for nodeid, props, extras in SEEN
+        if any(name.startswith("agentfaults.") for name, _ in props) or extras
+    ]
+    (session.config.rootpath / "seen.txt").write_text(f"{len(SEEN)} {len(agentfaults)}")
+"""
+
+
+def test_without_junitxml_or_html_the_reports_get_nothing_extra(suite):
+    # building the timeline for pytest-html cost more than the test itself: only when
+    # the session writes that report
+    pytester = suite(KIT)
+    pytester.makeconftest(SEEN_REPORTS)
+    pytester.runpytest().assert_outcomes(passed=2)
+    assert (pytester.path / "seen.txt").read_text() == "2 0"  # two tests, nothing added
