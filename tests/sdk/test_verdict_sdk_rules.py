@@ -208,7 +208,7 @@ def test_a_cut_stream_the_app_requests_again_is_resilient(
     try:
         read_stream(openai_sdk)
     except openai.APIError:  # no SDK re-issues a started stream: the app does
-        time.sleep(0.5)
+        virtual_clock.sleep(0.5)  # the app waits before asking again
         assert read_stream(openai_sdk)
     assert [e.field("fault") for e in trace.of("http.request")] == ["truncated_stream", None]
     trace.assert_resilient()
@@ -272,7 +272,7 @@ def test_an_html_page_the_app_requests_again_passes(openai_sdk, http_faults, tra
     http_faults.post(OPENAI_URL).mock(side_effect=[chat_ok()])
     answer = ask(openai_sdk)
     if isinstance(answer, str):  # not a completion: treat it as a failure
-        time.sleep(0.5)
+        virtual_clock.sleep(0.5)  # the app waits before asking again
         answer = ask(openai_sdk)
     assert answer.choices[0].message.content
     trace.assert_resilient()
