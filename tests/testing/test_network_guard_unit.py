@@ -67,3 +67,26 @@ def test_a_plain_client_gets_the_error_and_is_not_noted():
     assert "sk-abcdefghijklmnop" not in str(refusal.error)
     assert guard.answered == []
     guard.check()
+
+
+def test_the_socket_guard_leaves_what_another_undo_put_back():
+    import socket
+
+    from pytest_agentfaults.testing import _network
+
+    before = socket.socket.connect
+    assert "connect" not in vars(socket.socket)  # inherited from _socket.socket
+
+    def someone_elses(sock, address):  # pragma: no cover - never called
+        raise AssertionError
+
+    socket.socket.connect = someone_elses  # patched before the guard
+    guard = _network.NetworkGuard.__new__(_network.NetworkGuard)
+    _network._patch_sockets(guard)
+    try:
+        del socket.socket.connect  # ... and undone before it, as a test's monkeypatch would
+    finally:
+        _network._unpatch_sockets()
+    assert socket.socket.connect is before  # not revived by the guard's undo
+    assert "connect" not in vars(socket.socket)
+    assert "connect_ex" not in vars(socket.socket)

@@ -177,7 +177,6 @@ class NetworkGuard:
 def _patch_sockets(guard: NetworkGuard) -> None:
     original_connect = socket.socket.connect
     original_connect_ex = socket.socket.connect_ex
-    NetworkGuard._socket_connect = (original_connect, original_connect_ex)
 
     def connect(sock: socket.socket, address: Any) -> None:
         __tracebackhide__ = True
@@ -189,14 +188,25 @@ def _patch_sockets(guard: NetworkGuard) -> None:
         _check_address(guard, sock, address)
         return original_connect_ex(sock, address)
 
+    own = vars(socket.socket)
+    # (name, ours, what was there: the class's own attribute, or None when inherited)
+    NetworkGuard._socket_connect = (
+        ("connect", connect, own.get("connect")),
+        ("connect_ex", connect_ex, own.get("connect_ex")),
+    )
     socket.socket.connect = connect  # type: ignore[method-assign,assignment]
     socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
 
 
 def _unpatch_sockets() -> None:
-    originals, NetworkGuard._socket_connect = NetworkGuard._socket_connect, None
-    if originals is not None:
-        socket.socket.connect, socket.socket.connect_ex = originals  # type: ignore[method-assign]
+    patched, NetworkGuard._socket_connect = NetworkGuard._socket_connect, None
+    for name, ours, before in patched or ():
+        if vars(socket.socket).get(name) is not ours:
+            continue  # replaced since (the test's own patch, undone already): leave theirs
+        if before is None:
+            delattr(socket.socket, name)  # inherited from _socket.socket: show it again
+        else:
+            setattr(socket.socket, name, before)
 
 
 _LOCAL_FAMILIES: Final = tuple(
