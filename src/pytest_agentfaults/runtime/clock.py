@@ -20,7 +20,14 @@ from pytest_agentfaults.errors import UsageError
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime._virtual_time import ThreadTime
 
-__all__ = ["Clock", "RealClock", "VirtualClock", "default_clock", "use_default_clock"]
+__all__ = [
+    "Clock",
+    "RealClock",
+    "VirtualClock",
+    "advance_virtually",
+    "default_clock",
+    "use_default_clock",
+]
 
 
 @runtime_checkable
@@ -261,3 +268,16 @@ class use_default_clock:
 
     def __exit__(self, *exc_info: object) -> None:
         _default.reset(self._token)  # type: ignore[arg-type]
+
+
+def advance_virtually(clock: Clock, seconds: float) -> bool:
+    """Move ``clock`` forward by ``seconds`` of injected latency, without a wait.
+
+    For a virtual clock (one with ``advance``); False for one that can only sleep (the
+    caller then sleeps). An attempt deadline the latency crosses trips as usual.
+    """
+    advance = getattr(clock, "advance", None)
+    if advance is None or isinstance(clock, RealClock):
+        return False
+    advance(seconds)
+    return True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentfaults.runtime.clock import RealClock
+from pytest_agentfaults.runtime.clock import advance_virtually
 from pytest_agentfaults.runtime.hooks import (
     PROCEED,
     Attempt,
@@ -66,15 +66,8 @@ class PlanInterceptor(Interceptor):
         if fault.delay is None:
             return fault.returns
         # delay: latency, then the tool runs, unless the latency trips the attempt deadline
-        clock = attempt.clock
-        if isinstance(clock, RealClock):
-            clock.sleep(fault.delay)
-        else:
-            advance = getattr(clock, "advance", None)
-            if advance is not None:
-                advance(fault.delay)
-            else:
-                clock.sleep(fault.delay)
+        if not advance_virtually(attempt.clock, fault.delay):
+            attempt.clock.sleep(fault.delay)
         return PROCEED
 
     def declares_non_idempotent(self, tool: str) -> bool:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.runtime._recorder import Recorder
-from pytest_agentfaults.runtime.clock import RealClock, default_clock
+from pytest_agentfaults.runtime.clock import advance_virtually, default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.output import preview
 from pytest_agentfaults.testing._current import current_plan
@@ -89,10 +89,7 @@ def _run(
         if fault.delay is None:
             return attempt.instead(fault, failure)
         clock = attempt.recorder.clock
-        advance = getattr(clock, "advance", None)
-        if advance is not None and not isinstance(clock, RealClock):
-            advance(fault.delay)
-        else:
+        if not advance_virtually(clock, fault.delay):
             clock.sleep(fault.delay)
     try:
         result = call()
@@ -138,10 +135,7 @@ async def _arun(
         if fault.delay is None:
             return attempt.instead(fault, failure)
         clock = attempt.recorder.clock
-        advance = getattr(clock, "advance", None)
-        if advance is not None and not isinstance(clock, RealClock):
-            advance(fault.delay)
-        else:
+        if not advance_virtually(clock, fault.delay):
             await clock.asleep(fault.delay)
     try:
         result = await call()
