@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 import respx
-from respx.models import AllMockedAssertionError, PassThrough
+from respx.models import AllMockedAssertionError, PassThrough, Route, RouteList
 
 from pytest_agentfaults._network_policy import is_loopback
 from pytest_agentfaults.errors import UsageError
@@ -87,11 +87,15 @@ from pytest_agentfaults.testing._handoff import (
 )
 from pytest_agentfaults.testing._http_fields import client_fields, response_fields
 from pytest_agentfaults.testing._httpd import running_addresses
+from pytest_agentfaults.testing._light_routes import Calls, LightRoute
 from pytest_agentfaults.testing._network import UnmatchedRequestError
+from pytest_agentfaults.testing._route_answer import Routed, passing_through
 from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from respx.patterns import Pattern
 
     from pytest_agentfaults.testing.faults import FaultPlan, HTTPFault
     from pytest_agentfaults.testing.scripted import ScriptedModel
@@ -151,7 +155,7 @@ class HttpInjector:
         if isinstance(decision, Injected):
             return original(Via(client, Answer(decision)), request)
         try:
-            response = original(client, request)
+            response = original(client if decision is _PASS else Via(client, decision), request)
         except Exception as exc:
             self._record(request, error=exc)
             raise
@@ -170,7 +174,8 @@ class HttpInjector:
         if isinstance(decision, Injected):
             return await original(Via(client, Answer(decision)), request)
         try:
-            response = await original(client, request)
+            target = client if decision is _PASS else Via(client, decision)
+            response = await original(target, request)
         except Exception as exc:
             self._record(request, error=exc)
             raise
@@ -200,8 +205,12 @@ class HttpInjector:
             failure = outcome.error or outcome.later
             self._record(request, response=outcome.response, error=failure, fault=hit[0])
             return outcome
-        if not network and self._router is not None:
-            self._router.note_bypass(request, transport)
+        router = self._router
+        if router is not None:
+            if not network:
+                router.note_bypass(request, transport)
+            elif library.mocker.routers == [router]:  # else respx's mocker asks them all
+                return Routed(library, router, transport)
         if not network or library.mocker.routers or is_loopback(host):
             return _PASS
         guard = current_guard()
@@ -321,11 +330,30 @@ class HttpFaultRouter(respx.Router):
     """
 
     def __init__(self) -> None:
-        super().__init__(assert_all_called=False, assert_all_mocked=True)
+        # respx.Router.__init__(assert_all_called=False, assert_all_mocked=True), with the
+        # cheap call lists of `_light_routes` (a router is built for every test using it)
+        self._assert_all_called = False
+        self._assert_all_mocked = True
+        self._bases = {}
+        self.routes = RouteList()
+        self.calls = Calls()
+        self._snapshots = []
+        self.snapshot()
         self._mockers = [library.mocker for library in libraries()]
         self._routes_must_be_called = True
         #: requests answered by a client's own transport, which routes never see
         self.bypassed: list[tuple[Any, str]] = []
+
+    def route(self, *patterns: Pattern, name: str | None = None, **lookups: Any) -> Route:
+        """As respx's, building a `LightRoute` (the same respx ``Route``, cheaper to make)."""
+        return self.add(LightRoute(*patterns, **lookups), name=name)
+
+    def snapshot(self) -> None:
+        """As respx's, keeping the calls in a `Calls`."""
+        routes = RouteList(self.routes)
+        self._snapshots.append((routes, Calls(self.calls)))
+        for route in routes:
+            route.snapshot()
 
     def unused_report(self) -> str | None:
         """The teardown failure over routes never requested, or None (all used, or opted out)."""
@@ -390,6 +418,8 @@ class HttpFaultRouter(respx.Router):
     def handler(self, request: httpx.Request) -> httpx.Response:
         """Answer from the routes; an unrouted request is guarded (see the class docs)."""
         __tracebackhide__ = True
+        if passing_through.get():  # let through by `Routed` already, recorded there
+            raise PassThrough("passes through", request=request, origin=_ANY)
         try:
             return super().handler(request)
         except AllMockedAssertionError:
@@ -401,6 +431,8 @@ class HttpFaultRouter(respx.Router):
     async def async_handler(self, request: httpx.Request) -> httpx.Response:
         """Answer from the routes, for async clients."""
         __tracebackhide__ = True
+        if passing_through.get():  # let through by `Routed` already, recorded there
+            raise PassThrough("passes through", request=request, origin=_ANY)
         try:
             return await super().async_handler(request)
         except AllMockedAssertionError:
@@ -422,6 +454,9 @@ class HttpFaultRouter(respx.Router):
             return UnmatchedRequestError(request.method, str(request.url))
         refused = guard.refuse(httpx, request)
         return refused.error if refused.error is not None else _Refused(refused.response)
+
+
+_ANY: Final = respx.Route()  # the origin of a pass-through no route asked for
 
 
 class _Refused:

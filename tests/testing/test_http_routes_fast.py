@@ -1,0 +1,188 @@
+"""The http_faults router's cheap parts keep respx's behaviour.
+
+Routes are answered at the client's transport (`_route_answer.Routed`) when the
+http_faults router is the only respx router of the client's library; call lists build
+their mock part on first use (`_light_routes.Calls`); route patterns are parsed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import threading
+from collections.abc import Iterator
+from unittest import mock
+
+import httpx
+import httpx2
+import pytest
+import respx
+from respx.models import CallList, Route
+
+from pytest_agentfaults.testing._light_routes import Calls, LightRoute
+
+API = "https://api.example.com/v1/things"
+OTHER = "https://other.example.com/v1/stuff"
+LIBRARIES = [httpx, httpx2]
+LIBRARY_IDS = ["httpx", "httpx2"]
+
+
+@pytest.fixture(params=LIBRARIES, ids=LIBRARY_IDS)
+def lib(request):
+    return request.param
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("content-length", "5")
+        self.end_headers()
+        self.wfile.write(b"hello")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def local_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+# ---------------------------------------------------------------------------- answers
+
+
+def test_a_route_sees_an_httpx_request_and_records_the_call(http_faults, lib):
+    route = http_faults.post(API).respond(201, json={"made": 1}, headers={"x-id": "7"})
+    with lib.Client() as client:
+        response = client.post(API, json={"name": "a"}, headers={"x-who": "me"})
+    assert response.status_code == 201
+    assert response.json() == {"made": 1}
+    assert response.headers["x-id"] == "7"
+    assert response.request.url == API  # the client's own request, as ever
+    (call,) = route.calls
+    assert type(call.request) is httpx.Request
+    assert call.request.content == b'{"name":"a"}'
+    assert call.request.headers["x-who"] == "me"
+    assert call.response.status_code == 201
+    assert http_faults.calls.call_count == 1
+
+
+def test_a_streamed_route_body_reaches_sync_and_async_clients(http_faults, lib):
+    class Chunks(httpx.SyncByteStream, httpx.AsyncByteStream):
+        def __iter__(self) -> Iterator[bytes]:
+            yield from (b"data: 1\n\n", b"data: 2\n\n")
+
+        async def __aiter__(self):  # type: ignore[override]
+            for chunk in (b"data: 1\n\n", b"data: 2\n\n"):
+                yield chunk
+
+    http_faults.get(API).mock(side_effect=lambda request: httpx.Response(200, stream=Chunks()))
+    with lib.Client() as client, client.stream("GET", API) as response:
+        assert list(response.iter_bytes()) == [b"data: 1\n\n", b"data: 2\n\n"]
+
+    async def go() -> bytes:
+        async with lib.AsyncClient() as client:
+            return (await client.get(API)).content
+
+    assert asyncio.run(go()) == b"data: 1\n\ndata: 2\n\n"
+
+
+def test_a_route_side_effect_error_reaches_the_client(http_faults, lib, trace):
+    http_faults.get(API).mock(side_effect=httpx.ConnectTimeout)
+    with lib.Client() as client, pytest.raises(httpx.ConnectTimeout):
+        client.get(API)
+    (event,) = trace.of("http.request")
+    assert event.error.type == "ConnectTimeout"
+
+
+def test_a_pass_through_route_is_recorded_once(http_faults, lib, local_server, trace):
+    route = http_faults.get(local_server).pass_through()
+
+    async def go() -> str:
+        async with lib.AsyncClient() as client:
+            return (await client.get(local_server)).text
+
+    with lib.Client() as client:
+        assert client.get(local_server).text == "hello"
+    assert asyncio.run(go()) == "hello"
+    # the router is asked again below, by respx's mocker: it lets the request through
+    # without counting it (or running a side effect) a second time
+    assert route.call_count == 2
+    assert http_faults.calls.call_count == 2
+    assert [e.status for e in trace.of("http.request")] == [200, 200]
+
+
+def test_the_tests_own_respx_router_still_answers_beside_http_faults(http_faults, lib):
+    ours = http_faults.get(API).respond(200, text="ours")
+    using = "httpcore" if lib is httpx else "httpcore2"
+    with respx.mock(using=using, assert_all_called=True) as theirs:
+        their_route = theirs.get(OTHER).respond(200, text="theirs")
+        with lib.Client() as client:
+            assert client.get(OTHER).text == "theirs"
+            assert client.get(API).text == "ours"
+    assert (ours.call_count, their_route.call_count) == (1, 1)
+
+
+# ---------------------------------------------------------------------------- call lists
+
+
+def test_call_lists_are_respx_call_lists_and_mocks(http_faults):
+    route = http_faults.get(API).respond(204)
+    assert isinstance(route, Route)
+    assert isinstance(route, LightRoute)
+    assert isinstance(route.calls, CallList)
+    assert isinstance(route.calls, mock.NonCallableMock)
+    assert isinstance(http_faults.calls, CallList)
+    assert not isinstance(route.calls, dict)
+    with pytest.raises(AssertionError, match="to have been called once"):
+        route.calls.assert_called_once()
+    httpx.get(API)
+    route.calls.assert_called_once()
+    assert route.calls.last.response.status_code == 204
+
+
+def test_a_call_list_becomes_a_mock_of_its_own_class():
+    first, second = Calls(name="first"), Calls(name="second")
+    first.note = "set"  # setting an attribute builds the mock part, as a mock's would
+    assert first.note == "set"
+    assert type(first) is not Calls  # a class per instance, as unittest.mock makes
+    assert type(second) is Calls  # the other one never paid for it
+    assert "first" in repr(first._mock_name)
+    with pytest.raises(AttributeError):
+        second.__something_magic__  # noqa: B018 # a mock without a spec has no magics
+    assert type(second) is Calls
+    del first.note
+    with pytest.raises(AssertionError, match="Expected 'second' to have been called"):
+        second.assert_called()
+
+
+def test_route_patterns_are_parsed_once_and_still_match():
+    first = LightRoute(method="GET", url=API)
+    second = LightRoute(method="GET", url=API)
+    assert first.pattern is second.pattern
+    assert first == second
+    other = LightRoute(method="GET", url=API, params={"page": "2"})  # unhashable: parsed
+    assert other.pattern.match(httpx.Request("GET", API + "?page=2"))
+    assert not other.pattern.match(httpx.Request("GET", API))
+    assert first.pattern.match(httpx.Request("GET", API))
+
+
+def test_route_snapshots_roll_back_calls_and_side_effects():
+    route = LightRoute(method="GET", url=API)
+    route.side_effect = [httpx.Response(201), httpx.Response(202)]
+    route.snapshot()
+    request = httpx.Request("GET", API)
+    assert route.match(request).status_code == 201
+    route.calls.record(request, None)
+    route.rollback()
+    assert route.calls == []
+    assert isinstance(route.calls, Calls)
+    assert route.match(request).status_code == 201  # the side effects start over
