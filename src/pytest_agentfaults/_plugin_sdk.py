@@ -1,7 +1,7 @@
 """Fixtures ``openai_client`` and ``anthropic_client``, sync and async.
 
-The official SDKs' clients, built once per session and copied per test
-(`pytest_agentfaults.testing._sdk_clients`). A plugin of its own, registered by
+The official SDKs' clients, built once per session and put back as built (or copied)
+for each test (`pytest_agentfaults.testing._sdk_clients`). A plugin of its own, registered by
 ``plugin.py`` at configure time; light like it: the SDKs load on a fixture's first use.
 """
 
@@ -49,7 +49,7 @@ def _sdk_client(request: pytest.FixtureRequest, clients: SdkClients) -> Any:
 
 @pytest.fixture
 def openai_client(request: pytest.FixtureRequest, _agentfaults_sdk_clients: SdkClients) -> Any:
-    """An ``openai.OpenAI``, built once per session, this test's own copy.
+    """An ``openai.OpenAI``, built once per session, as built for each test.
 
     It points at ``https://api.openai.com/v1``, answered in-process by the test's http
     faults and ``http_faults`` routes (nothing else leaves the machine), or at

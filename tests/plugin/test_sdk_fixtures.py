@@ -133,3 +133,33 @@ def test_a_users_own_fixture_of_the_same_name_does_not_switch_the_kit_on(pyteste
     pytester.makepyfile(test_own=OWN_FIXTURE)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+SAME = """
+SEEN = []
+
+def test_a_changes_the_session_client(openai_client):
+    SEEN.append(openai_client)
+    openai_client.organization = "org-leak"
+    openai_client.added_by_a = True
+    openai_client.chat = "replaced by test a"
+    openai_client._custom_query["leak"] = "1"
+
+def test_b_gets_it_back_as_built(openai_client):
+    SEEN.append(openai_client)
+    assert SEEN[0] is SEEN[1]  # one client for the session, no copy per test
+    assert openai_client.organization is None
+    assert not hasattr(openai_client, "added_by_a")
+    assert openai_client.chat != "replaced by test a"
+    assert openai_client._custom_query == {}
+
+def test_c_a_server_gets_a_copy(openai_client, llm_server):
+    assert openai_client is not SEEN[0]
+    assert str(openai_client.base_url).startswith(llm_server.url)
+"""
+
+
+def test_a_sync_client_is_the_session_client_put_back_as_built(pytester):
+    pytester.makepyfile(test_same=SAME)
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=3)

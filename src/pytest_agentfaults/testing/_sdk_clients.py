@@ -2,9 +2,16 @@
 
 Building ``openai.OpenAI()`` costs 36-200 ms, nearly all of it the TLS context its httpx2
 client loads; a fault test costs about 1 ms. So `SdkClients` builds each SDK client (and
-one TLS context) once per session, and hands every test a copy made with the SDK's own
-``client.with_options(...)`` (about 0.1 ms): options, headers and attributes the test
-changes stay on its copy.
+one TLS context) once per session:
+
+- a sync client pointed at the provider's URL is the session's client itself, put back as
+  it was built at the start of each test that asks for it: its attributes restored, the
+  dicts among them (``_custom_headers`` ...) copied afresh, anything the last test added
+  (an attribute, a resource it replaced) dropped. A copy per test costs ~0.3 ms once its
+  first request is counted, a third of an SDK fault test;
+- the others get a copy made with the SDK's own ``client.with_options(...)``.
+
+Either way, options, headers and attributes a test changes stay in that test.
 
 Where the copies point:
 
@@ -55,16 +62,24 @@ class SdkClients:
 
     def __init__(self) -> None:
         self._bases: dict[str, Any] = {}
+        #: each client's attributes as built (dicts copied), put back for every test
+        self._pristine: dict[str, dict[str, Any]] = {}
         self._tls: ssl.SSLContext | None = None
 
     def for_test(self, fixture: str, llm_server_url: str | None = None) -> Any:
-        """A copy of the session's client for ``fixture``, pointed at the kit."""
+        """The session's client for ``fixture`` as built, or a copy, pointed at the kit."""
         package, _, _, real_url = SDK_FIXTURES[fixture]
         base = self._bases.get(fixture)
+        if base is not None:
+            _restore(base, self._pristine[fixture])
         if base is None or base._client.is_closed:
             base = self._bases[fixture] = self._build(fixture)
+            self._pristine[fixture] = _copied(base.__dict__)
+        asynchronous = fixture.startswith("async_")
+        if llm_server_url is None and not asynchronous:
+            return base
         options: dict[str, Any] = {"base_url": llm_server_url or real_url}
-        if fixture.startswith("async_"):
+        if asynchronous:
             options["http_client"] = self._http_client(package, asynchronous=True)
         return base.with_options(**options)
 
@@ -100,6 +115,17 @@ class SdkClients:
             trust_env=False,
             limits=httpx2.Limits(max_connections=100, max_keepalive_connections=0),
         )
+
+
+def _copied(state: dict[str, Any]) -> dict[str, Any]:
+    return {name: dict(value) if type(value) is dict else value for name, value in state.items()}
+
+
+def _restore(client: Any, pristine: dict[str, Any]) -> None:
+    """Put ``client``'s attributes back as built (what a test set, added or changed in place)."""
+    state = client.__dict__
+    state.clear()
+    state.update(_copied(pristine))
 
 
 def _sdk(package: str, fixture: str) -> Any:
