@@ -186,3 +186,30 @@ def test_route_snapshots_roll_back_calls_and_side_effects():
     assert route.calls == []
     assert isinstance(route.calls, Calls)
     assert route.match(request).status_code == 201  # the side effects start over
+
+
+# ---------------------------------------------------------------------------- patching
+
+
+def test_routes_patch_the_pool_only_once_a_request_goes_below(http_faults, lib):
+    from respx.mocks import HTTPCoreMocker
+
+    from pytest_agentfaults.testing._clients import HTTPCore2Mocker
+
+    mocker = HTTPCoreMocker if lib is httpx else HTTPCore2Mocker
+    seen: list[str] = []
+
+    class Logged(lib.HTTPTransport):  # a transport of the user's: routes answer below it
+        def handle_request(self, request):
+            seen.append(request.url.path)
+            return super().handle_request(request)
+
+    http_faults.get(API).respond(200, text="routed")
+    http_faults.get(OTHER).respond(200, text="below")
+    with lib.Client() as client:
+        assert client.get(API).text == "routed"
+    assert mocker._patches == []  # answered at the client's transport: nothing patched
+    with lib.Client(transport=Logged()) as client:
+        assert client.get(OTHER).text == "below"
+    assert seen == ["/v1/stuff"]
+    assert mocker._patches != []  # patched on demand, undone with the router

@@ -71,13 +71,23 @@ class Routed:
         return _as_library(self._library, answer)
 
 
+# str -> httpx.URL, parsed once (10 us each): URLs are values, never changed in place
+_urls: dict[str, httpx.URL] = {}
+
+
 def _as_httpx(request: Any) -> httpx.Request:
     """The ``httpx.Request`` respx's routes read (the request itself for an httpx client)."""
     if isinstance(request, httpx.Request):
         return request
+    shown = str(request.url)
+    url = _urls.get(shown)
+    if url is None:
+        url = httpx.URL(shown)
+        if len(_urls) < 256:  # a session's endpoints; bounded all the same
+            _urls[shown] = url
     converted = httpx.Request(
         request.method,
-        httpx.URL(str(request.url)),
+        url,
         headers=request.headers.raw,
         stream=httpx.ByteStream(request.content),
         extensions=request.extensions,

@@ -193,6 +193,7 @@ class HttpInjector:
         # llm_server fixture refuses a pytest-httpx that would not): the server serves
         # the faults, and the request counts once
         if kind != OWN and is_loopback(host) and _running_port(url) in _server_ports():
+            _patch_below(library)
             return _SILENT
         method = request.method
         shown = str(url)
@@ -200,6 +201,7 @@ class HttpInjector:
         if hit is not None:
             outcome = self._inject(library, request, *hit)
             if outcome.delay is not None:  # recorded once answered (`_slow`)
+                _patch_below(library)  # it goes on to the transport
                 outcome.fault = hit[0]
                 return outcome
             failure = outcome.error or outcome.later
@@ -212,6 +214,7 @@ class HttpInjector:
             elif library.mocker.routers == [router]:  # else respx's mocker asks them all
                 return Routed(library, router, transport)
         if not network or library.mocker.routers or is_loopback(host):
+            _patch_below(library)
             return _PASS
         guard = current_guard()
         refused = (
@@ -300,6 +303,19 @@ class HttpInjector:
         if recorder is None:
             recorder = self.plan.http_recorder = Recorder(agent="http", clock=default_clock())
         recorder.emit(type, **fields)
+
+
+def _patch_below(library: Library) -> None:
+    """Patch respx's mocker of ``library`` if a router is registered there (`start_mocker`).
+
+    Called before a request goes on to the client's transport, so the routes answer below.
+    Routers patch on demand, not when made: a request the layer lets through is the only
+    way into the pool a router's test has (`Routed` answers the others), and most tests
+    never send one, so they skip the ~20 us of patching and unpatching.
+    """
+    mocker = library.mocker
+    if mocker.routers and not mocker._patches:  # respx's patch list
+        start_mocker(mocker)
 
 
 def _server_ports() -> set[int]:
@@ -402,11 +418,10 @@ class HttpFaultRouter(respx.Router):
         self._routes_must_be_called = value
 
     def start(self) -> None:
-        """Register with the httpcore and httpcore2 mockers and start patching."""
+        """Register with the httpcore and httpcore2 mockers (they patch on demand)."""
         self.snapshot()
         for mocker in self._mockers:
             mocker.register(self)
-            start_mocker(mocker)  # mocker.start(), without its 1 ms of mock.patch
 
     def stop(self) -> None:
         """Unregister; a mocker with no router left stops patching."""
