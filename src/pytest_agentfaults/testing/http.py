@@ -273,14 +273,16 @@ class HttpInjector:
         method = request.method
         url = str(request.url)  # redacted by the recorder
         fields: dict[str, Any] = {"method": method, "url": url}
-        fields.update(client_fields(request.headers, url))
+        headers = request.headers
+        fields.update(client_fields(headers, url))
         if response is not None:
             status = response.status_code
             fields["status"] = status
-            fields.update(response_fields(status, response.headers.multi_items()))
+            if status >= 400:  # the retry fields of a failed response
+                fields.update(response_fields(status, response.headers.multi_items()))
         if error is not None:
             fields["error"] = ErrorRecord.from_exception(error)
-        retry_count = request.headers.get("x-stainless-retry-count")
+        retry_count = headers.get("x-stainless-retry-count")
         detail = f"{method} {url}"
         if retry_count is not None and retry_count.isdigit():
             fields["retry_count"] = int(retry_count)
