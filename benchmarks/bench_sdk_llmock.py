@@ -4,9 +4,9 @@ Side by side in ONE process, the same SDK and the same scenario, each scenario c
 one test costs it (set the faults up, ask, judge, tear down):
 
 (a) agentfaults: the client the ``openai_client`` fixture gives (the session's client,
-    copied for the test), a fresh fault plan with two 503 faults and an ``http_faults``
-    route for the 200, all in-process; the SDK's two backoff waits on the virtual clock;
-    then the verdict (``trace.verdict()``).
+    put back as built for the test), a fresh fault plan with two 503 faults and an
+    ``http_faults`` route for the 200, all in-process; the SDK's two backoff waits on the
+    virtual clock; then the verdict (``trace.verdict()``).
 (b) llmock with its sleeps stubbed: its real server on loopback (uvicorn, in a thread of
     this process), reset and given ``Fail(503, times=2)`` per scenario; the SDK's
     ``time.sleep`` stubbed, so only the mocking is measured; then llmock's verdict.
@@ -136,9 +136,8 @@ def main() -> int:
     floor = floor_client()
     for _ in range(30):  # warm up: imports, the session's clients, respx
         ours_scenario(clients)
-    # Interleaved, so both see the same load on a shared machine. llmock's server runs
-    # only while (b) and (c) are measured: virtual_clock.patch_sleep() is process-wide
-    # today, and uvicorn's thread would spin on the patched sleep during (a).
+    # Interleaved, so all see the same load on a shared machine. llmock's server runs
+    # only while (b) and (c) are measured, so its threads take no CPU from (a) and (d).
     for repeat in range(args.repeats):
         gc.collect()
         ours_runs.append(timed(lambda: ours_scenario(clients), args.iterations))
