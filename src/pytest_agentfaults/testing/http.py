@@ -6,13 +6,17 @@ layers, outermost first::
 
     client (httpx / httpx2 Client, AsyncClient, the official SDKs)
       -> Client._send_single_request    HttpInjector: the plan's http faults, one
-                                        http.request event per attempt, the network guard
+                                        http.request event per attempt, the network guard;
+                                        the http_faults routes when theirs is the only
+                                        respx router (`_route_answer`: same answers, the
+                                        pool and respx's conversions skipped)
       -> the client's transport         a user's mock answers here: pytest-httpx's
                                         patched HTTPTransport, a MockTransport, respx's
                                         ``using="httpx"`` transport
       -> ConnectionPool.handle_request  respx mockers: HTTPCoreMocker (httpx) and
                                         HTTPCore2Mocker (httpx2), where the http_faults
                                         router and any respx router of the test answer
+                                        (patched once a request goes on this far)
       -> the socket
 
 So faults come before every mock and route, and a faulted request reaches none of them;
