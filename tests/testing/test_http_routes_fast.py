@@ -213,3 +213,18 @@ def test_routes_patch_the_pool_only_once_a_request_goes_below(http_faults, lib):
         assert client.get(OTHER).text == "below"
     assert seen == ["/v1/stuff"]
     assert mocker._patches != []  # patched on demand, undone with the router
+
+
+def test_the_router_sets_what_respx_router_init_sets():
+    """HttpFaultRouter builds its state itself (cheap call lists): a respx upgrade that adds
+    an attribute to ``Router.__init__`` must show up here, not as an AttributeError later."""
+    from pytest_agentfaults.testing.http import HttpFaultRouter
+
+    ours = HttpFaultRouter()
+    theirs = respx.Router(assert_all_called=False, assert_all_mocked=True)
+    assert set(vars(theirs)) <= set(vars(ours))
+    for name in vars(theirs):
+        mine, respx_value = getattr(ours, name), getattr(theirs, name)
+        assert type(mine) is type(respx_value) or isinstance(mine, type(respx_value)), name
+    assert ours._assert_all_mocked is True
+    assert len(ours._snapshots) == len(theirs._snapshots) == 1
