@@ -228,3 +228,43 @@ def test_the_router_sets_what_respx_router_init_sets():
         assert type(mine) is type(respx_value) or isinstance(mine, type(respx_value)), name
     assert ours._assert_all_mocked is True
     assert len(ours._snapshots) == len(theirs._snapshots) == 1
+
+
+def test_a_sync_only_route_stream_reaches_an_async_client(http_faults, lib):
+    class SyncOnly(httpx.SyncByteStream):  # no aclose, no __aiter__
+        def __iter__(self) -> Iterator[bytes]:
+            yield from (b"one ", b"two")
+
+    http_faults.get(API).mock(side_effect=lambda request: httpx.Response(200, stream=SyncOnly()))
+
+    async def go() -> bytes:
+        async with lib.AsyncClient() as client, client.stream("GET", API) as response:
+            return b"".join([chunk async for chunk in response.aiter_bytes()])
+
+    assert asyncio.run(go()) == b"one two"
+
+
+def test_a_route_stream_without_close_is_closed_quietly(http_faults, lib):
+    class Bare:  # an iterable of bytes, nothing more
+        def __iter__(self) -> Iterator[bytes]:
+            yield b"bare"
+
+    http_faults.get(API).mock(side_effect=lambda request: httpx.Response(200, stream=Bare()))  # type: ignore[arg-type]
+    with lib.Client() as client:
+        assert client.get(API).content == b"bare"
+
+
+def test_a_call_list_is_a_full_mock_once_built():
+    calls = Calls(name="built")
+    calls.assert_not_called()  # a passing check reads only the list: nothing built
+    assert type(calls) is Calls
+    child = calls.some_child  # a mock makes children on demand: the mock part is built
+    assert isinstance(child, mock.Mock)
+    assert type(calls) is not Calls
+    assert isinstance(calls, mock.NonCallableMock)
+    assert calls.__class__ is type(calls)  # the mock's __class__: no spec, its own class
+    fresh = Calls(name="fresh")
+    del fresh.missing  # builds the mock part first, then answers as a mock does
+    assert type(fresh) is not Calls
+    with pytest.raises(AttributeError):
+        fresh.missing  # noqa: B018 # deleted from the mock: gone for good
