@@ -282,7 +282,8 @@ def pytest_runtest_makereport(
     if state is None:
         return report
     session = item.config.stash[_SESSION]
-    _add_trace_section(item, report, state, session)
+    if report.failed or session.trace_mode == "always":  # else no section is wanted
+        _add_trace_section(item, report, state, session)
     if report.when == "teardown":
         outcome = "failed" if item.stash.get(_FAILED, False) else "passed"
         # Everything the controller needs rides on the teardown report, so it reaches
