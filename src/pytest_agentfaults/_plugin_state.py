@@ -138,8 +138,19 @@ def may_use_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool:
     """
     if _RUNTIME in sys.modules or declares_kit(item, marks):
         return True
-    module = getattr(item, "module", None)
-    return module is not None and imports_the_kit(module, item.config.stash[SESSION])
+    # Kept on the parent (a module or a class): its tests ask one after the other, and
+    # `item.module` walks up the tree.
+    parent = item.parent
+    known = parent.stash.get(_IMPORTS_KIT, None) if parent is not None else None
+    if known is None:
+        module = getattr(item, "module", None)
+        known = module is not None and imports_the_kit(module, item.config.stash[SESSION])
+        if parent is not None:
+            parent.stash[_IMPORTS_KIT] = known
+    return known
+
+
+_IMPORTS_KIT = pytest.StashKey[bool]()
 
 
 def declares_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool:
