@@ -49,10 +49,12 @@ def blocked_message(what: str, host: str, test: str) -> str:
 
 
 class NetworkPolicy:
-    """The running test, for the model clients' own check (set by the plugin per test).
+    """The running test, for the model clients' own check (set by the plugin).
 
-    ``guarded`` turns True once the test kit's httpx guard is on for the test (a kit
-    fixture asked for late): the guard then decides, knowing the test's routes.
+    One per pytest session, switched per test: ``test`` names the running test, and
+    ``guarded`` is True while this check stands aside: between tests, and once the test
+    kit's httpx guard is on for the test (a kit fixture asked for late): the guard then
+    decides, knowing the test's routes.
     """
 
     __slots__ = ("guarded", "test")
@@ -62,6 +64,6 @@ class NetworkPolicy:
         self.guarded = False
 
 
-#: The running test's policy; None outside pytest, in an allowed test, and in a test
-#: that uses the kit (whose guard decides).
+#: The session's policy; None outside pytest. It stands aside (``guarded``) between
+#: tests, in an allowed test, and in a test that uses the kit (whose guard decides).
 CURRENT: ContextVar[NetworkPolicy | None] = ContextVar("agentfaults_network", default=None)

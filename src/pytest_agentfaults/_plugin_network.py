@@ -6,6 +6,9 @@ Light, like ``plugin.py``: the standard library and pytest only. Per test, at se
 - a test that uses the kit, or any test under ``agentfaults_network = block``: the test
   kit's `NetworkGuard` on httpx and httpx2 (and, for ``block``, on ``socket.connect``);
 - any other test: `CURRENT` names it, so our own model clients refuse real hosts.
+
+`CURRENT` is set once a session (`start_session`) to a policy that stands aside between
+tests; a test switches it on and off by two attribute writes, not a ContextVar token.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ __all__ = [
     "network_mode",
     "start_network",
     "start_network_late",
+    "start_session",
     "stop_network",
+    "stop_session",
 ]
 
 MODES = ("kit", "block", "allow")
@@ -35,7 +40,9 @@ ALLOW_NETWORK = (
 )
 MODE = pytest.StashKey[str]()
 _GUARD = pytest.StashKey[Any]()
-_TOKEN = pytest.StashKey[Token[NetworkPolicy | None]]()
+_POLICY = pytest.StashKey[NetworkPolicy]()  # the session's (config.stash)
+_TOKEN = pytest.StashKey[Token[NetworkPolicy | None]]()  # ... and how to undo it
+_NAMED = pytest.StashKey[NetworkPolicy]()  # the test that switched it on (item.stash)
 
 
 def network_mode(config: pytest.Config) -> str:
@@ -55,16 +62,45 @@ def _allowed(item: pytest.Item) -> bool:
     return mode == "allow" or item.get_closest_marker("allow_network") is not None
 
 
-def start_network(item: pytest.Item, uses_kit: bool) -> None:
-    """Switch the guard that fits ``item`` on (see the module docs)."""
+def start_network(item: pytest.Item, uses_kit: bool, *, allowed: bool | None = None) -> None:
+    """Switch the guard that fits ``item`` on (see the module docs).
+
+    ``allowed``: whether ``item`` has the ``allow_network`` marker, when the caller knows.
+    """
     __tracebackhide__ = True
-    if _allowed(item):
+    mode = item.config.stash.get(MODE, "kit")
+    if mode == "allow" or (_allowed(item) if allowed is None else allowed):
         return
-    block = item.config.stash.get(MODE, "kit") == "block"
+    block = mode == "block"
     if uses_kit or block:
         _start_guard(item, sockets=block)
-    else:
-        item.stash[_TOKEN] = CURRENT.set(NetworkPolicy(item.nodeid))
+        return
+    policy = item.config.stash.get(_POLICY, None)
+    if policy is not None:  # None: a session that never started (a plugin's own run)
+        policy.test = item.nodeid
+        policy.guarded = False
+        item.stash[_NAMED] = policy
+
+
+def start_session(config: pytest.Config) -> None:
+    """Set `CURRENT` for the session: a policy that stands aside until a test names itself."""
+    policy = NetworkPolicy("")
+    policy.guarded = True
+    config.stash[_TOKEN] = CURRENT.set(policy)
+    config.stash[_POLICY] = policy
+
+
+def stop_session(config: pytest.Config) -> None:
+    """Undo `start_session` (safe to call twice)."""
+    token = config.stash.get(_TOKEN, None)
+    if token is None:
+        return
+    del config.stash[_TOKEN]
+    config.stash[_POLICY].guarded = True  # a task that kept the context: stand aside
+    try:
+        CURRENT.reset(token)
+    except ValueError:  # set in another context (a plugin ran sessionstart elsewhere)
+        CURRENT.set(None)
 
 
 def start_network_late(item: pytest.Item) -> None:
@@ -94,13 +130,10 @@ def stop_network(item: pytest.Item) -> list[Exception]:
             guard.stop()
         except Exception as error:
             errors.append(error)
-    token = item.stash.get(_TOKEN, None)
-    if token is not None:
-        del item.stash[_TOKEN]
-        try:
-            CURRENT.reset(token)
-        except ValueError:  # set in another context (a plugin ran setup elsewhere)
-            CURRENT.set(None)
+    policy = item.stash.get(_NAMED, None)
+    if policy is not None:
+        del item.stash[_NAMED]
+        policy.guarded = True  # stands aside again until the next test
     return errors
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "Session",
     "adapters_header",
     "declares_kit",
+    "kit_marks",
     "may_use_kit",
     "start_state",
 ]
@@ -96,30 +97,66 @@ _VIRTUAL_TIME_FIXTURES = KIT_FIXTURES | {
 }
 
 
-def uses_the_kit(item: pytest.Item) -> bool:
+# The plugin's own markers: one walk up the tree finds which of them apply to a test.
+_MARKERS = frozenset(("inject_fault", "real_time", "allow_network"))
+_NO_MARKS: frozenset[str] = frozenset()
+
+
+def kit_marks(item: pytest.Item) -> frozenset[str]:
+    """Which of ``inject_fault``, ``real_time`` and ``allow_network`` apply to ``item``.
+
+    One walk from the item up to the session, where each `get_closest_marker` call walks
+    it once more: the setup of every test of a session asks this.
+    """
+    found: set[str] | None = None
+    node: Any = item
+    while node is not None:
+        for mark in node.own_markers:
+            name = getattr(mark, "name", None)
+            if name in _MARKERS:
+                found = found or set()
+                found.add(name)
+        node = node.parent
+    return frozenset(found) if found else _NO_MARKS
+
+
+def uses_the_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool:
     """An ``inject_fault`` marker or a kit fixture: its waits are virtual by default."""
-    if item.get_closest_marker("inject_fault") is not None:
+    if "inject_fault" in (kit_marks(item) if marks is None else marks):
         return True
     return not _VIRTUAL_TIME_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
 
 
-def may_use_kit(item: pytest.Item) -> bool:
+def may_use_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool:
     """Whether the test could build an agent, fire a fault or read a trace.
 
     True once the runtime is loaded (any code that builds an agent imported it: the
     virtual clock and the trace then reach every agent built with ``clock=None``, marked
     or not), for a marked test, for a test asking for a kit fixture, and for a test whose
-    module holds the lazy package (``import pytest_agentfaults as af``).
+    module holds the lazy package (``import pytest_agentfaults as af``). ``marks`` are
+    the item's `kit_marks`, when the caller has them.
     """
-    if _RUNTIME in sys.modules or declares_kit(item):
+    if _RUNTIME in sys.modules or declares_kit(item, marks):
         return True
-    module = getattr(item, "module", None)
-    return module is not None and imports_the_kit(module, item.config.stash[SESSION])
+    # Kept on the parent (a module or a class): its tests ask one after the other, and
+    # `item.module` walks up the tree.
+    parent = item.parent
+    known = parent.stash.get(_IMPORTS_KIT, None) if parent is not None else None
+    if known is None:
+        module = getattr(item, "module", None)
+        known = module is not None and imports_the_kit(module, item.config.stash[SESSION])
+        if parent is not None:
+            parent.stash[_IMPORTS_KIT] = known
+    return known
 
 
-def declares_kit(item: pytest.Item) -> bool:
+_IMPORTS_KIT = pytest.StashKey[bool]()
+
+
+def declares_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool:
     """Whether the test says it uses the kit: an agentfaults marker or a kit fixture."""
-    if item.get_closest_marker("inject_fault") or item.get_closest_marker("real_time"):
+    marks = kit_marks(item) if marks is None else marks
+    if "inject_fault" in marks or "real_time" in marks:
         return True
     names = getattr(item, "fixturenames", ())
     if not KIT_FIXTURES.isdisjoint(names):
@@ -190,22 +227,23 @@ def adapters_header() -> str | None:
     )
 
 
-def start_state(item: pytest.Item) -> TestState:
+def start_state(item: pytest.Item, marks: frozenset[str] | None = None) -> TestState:
     __tracebackhide__ = True
+    marks = kit_marks(item) if marks is None else marks
     session = item.config.stash[SESSION]
     kit = session.kit or load_kit(item.config, session)
     state = kit.TestState(
         item.nodeid,
         seed=kit.test_seed(session.seed, item.nodeid),
-        real_time=item.get_closest_marker("real_time") is not None,
+        real_time="real_time" in marks,
         snapshots=kit.snapshots,
     )
-    markers = list(item.iter_markers("inject_fault"))
-    if markers:
+    if "inject_fault" in marks:
+        markers = list(item.iter_markers("inject_fault"))
         state.add_faults(parsed(m, kit) for m in top_down(markers, item))
     item.stash[STATE] = state
     state.start()
-    if markers or uses_the_kit(item):  # a marked test uses the kit: no second marker lookup
+    if uses_the_kit(item, marks):
         state.use_virtual_time()  # undone by state.stop(), like the rest
     return state
 

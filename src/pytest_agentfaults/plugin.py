@@ -47,6 +47,9 @@ from pytest_agentfaults._plugin_state import (
     declares_kit as _declares_kit,
 )
 from pytest_agentfaults._plugin_state import (
+    kit_marks as _kit_marks,
+)
+from pytest_agentfaults._plugin_state import (
     may_use_kit as _may_use_kit,
 )
 from pytest_agentfaults._plugin_state import (
@@ -207,10 +210,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     plugin costs it next to nothing; a kit fixture it asks for later builds the state then.
     """
     __tracebackhide__ = True
-    uses_kit = _may_use_kit(item)
+    marks = _kit_marks(item)  # one walk up the tree for all our markers
+    uses_kit = _may_use_kit(item, marks)
     if uses_kit:
-        _start_state(item)
-    _network.start_network(item, uses_kit)
+        _start_state(item, marks)
+    _network.start_network(item, uses_kit, allowed="allow_network" in marks)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -233,15 +237,18 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         if state is not None:
             errors.extend(state.stop())
         errors.extend(_network.stop_network(item))
-    if state is not None and item.stash.get(_PASSED, False):
+    passed = item.stash.get(_PASSED, False)
+    if state is not None and passed:
         try:
             state.plan.check()
         except Exception as error:
             errors.append(error)
     try:
-        _network.check_network(item, passed=item.stash.get(_PASSED, False))
+        _network.check_network(item, passed=passed)
     except Exception as error:
         errors.append(error)
+    if not errors:
+        return
     if len(errors) == 1 and isinstance(errors[0], AssertionError):
         # the kit's own check: its message says it all, in every --tb style (native too)
         pytest.fail(str(errors[0]), pytrace=False)
@@ -269,17 +276,19 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Redact the report; attach the recovery trace, the counts and the trace file to it."""
     report = yield
-    _scrub_report(report)  # what the terminal, -rA and junit XML show of the test
+    if report.longrepr is not None or report.sections:  # else nothing to redact
+        _scrub_report(report)  # what the terminal, -rA and junit XML show of the test
     state = item.stash.get(_STATE, None)
     if state is None:
         return report
     session = item.config.stash[_SESSION]
-    _add_trace_section(item, report, state, session)
+    if report.failed or session.trace_mode == "always":  # else no section is wanted
+        _add_trace_section(item, report, state, session)
     if report.when == "teardown":
         outcome = "failed" if item.stash.get(_FAILED, False) else "passed"
         # Everything the controller needs rides on the teardown report, so it reaches
         # the terminal summary and the HTML report from xdist workers too.
-        used = _declares_kit(item) or state.recorded()
+        used = state.recorded() or _declares_kit(item)
         shipped: dict[str, Any] = {"counts": state.counts().as_dict(), "used": used}
         if session.trace_dir is not None and session.kit is not None:
             session.kit.write_trace_file(session.trace_dir, item.nodeid, state.to_json(outcome))
@@ -324,7 +333,12 @@ def pytest_make_collect_report(
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Redact the log lines pytest writes straight out (live logging, ``--log-file``)."""
+    """Redact the log lines pytest writes straight out (live logging, ``--log-file``).
+
+    And set the session's network policy, which each test that does not use the kit
+    names itself in (`_network.start_network`).
+    """
+    _network.start_session(session.config)
     logging_plugin = session.config.pluginmanager.get_plugin("logging-plugin")
     if logging_plugin is not None:
         from pytest_agentfaults.testing._scrub import redact_log_output  # noqa: PLC0415
@@ -332,7 +346,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         redact_log_output(logging_plugin)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Unset the session's network policy (`pytest_sessionstart`)."""
+    _network.stop_session(session.config)
+
+
 def _scrub_report(report: pytest.TestReport | pytest.CollectReport) -> None:
+    if report.longrepr is None and not report.sections:
+        return  # a passing test that printed nothing: no text to redact (most reports)
     from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415 - lazy
 
     scrub_report(report)

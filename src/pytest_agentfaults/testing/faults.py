@@ -91,7 +91,6 @@ class FaultPlan:
         self.seed = seed
         self.faults: list[Fault] = []
         self.fired: list[FiredFault] = []
-        self.llm = LlmFaults(self)
         self._rng: random.Random | None = None  # made on the first probabilistic draw
         self._occurrences: dict[tuple[Any, ...], int] = {}
         self._active = 0
@@ -118,6 +117,15 @@ class FaultPlan:
         self._functions: dict[str, Callable[[], None]] = {}  # function= path -> undo
 
     # ------------------------------------------------------------------ declaring
+
+    @property
+    def llm(self) -> LlmFaults:
+        """``faults.llm``: faults on every model call (``faults.llm.rate_limit()``).
+
+        Made on each use rather than kept: a plan holding it, and it the plan, would be a
+        cycle only the garbage collector frees, once per test.
+        """
+        return LlmFaults(self)
 
     def tool(self, name: str) -> ToolFaultBuilder:
         """A fault on the tool called ``name``, in every agent."""

@@ -198,11 +198,18 @@ class TestState:
         if not trace.events:
             return Counts(faults=len(self.plan.fired))
         retries = count_retries(trace.events)
+        fixer_calls = escalations = 0
+        for event in trace.events:  # one pass: every passing test of a session counts
+            kind = event.type
+            if kind == "fixer.call":
+                fixer_calls += 1
+            elif kind == "escalation":
+                escalations += 1
         return Counts(
             faults=len(self.plan.fired),
             retries=retries.tool + retries.llm,
-            fixer_calls=trace.count("fixer.call"),
-            escalations=trace.count("escalation"),
+            fixer_calls=fixer_calls,
+            escalations=escalations,
             http_retries=retries.http,
         )
 

@@ -1,0 +1,154 @@
+"""What keeps the plugin's per-test cost low keeps its behaviour too (issue 15, item 7).
+
+One walk finds our markers; the network policy is set once a session and switched per
+test; a test's plan, clock and trace are freed when the test drops them, without waiting
+for the garbage collector.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+MARKS_AGREE = """
+import pytest
+
+pytestmark = pytest.mark.allow_network
+
+def pytest_collection_modifyitems(items):
+    pass
+
+@pytest.mark.inject_fault(tool="t", raises=ValueError("x"), strict=False)
+def test_function_marked():
+    pass
+
+@pytest.mark.real_time
+class TestClass:
+    def test_in_class(self):
+        pass
+
+    @pytest.mark.inject_fault(tool="t", raises=ValueError("x"), strict=False)
+    def test_both(self):
+        pass
+
+@pytest.mark.parametrize("n", [1, pytest.param(2, marks=pytest.mark.real_time)])
+def test_param(n):
+    pass
+
+def test_added_later():
+    pass
+"""
+
+MARKS_CONFTEST = """
+import pytest
+from pytest_agentfaults._plugin_state import kit_marks
+
+NAMES = ("inject_fault", "real_time", "allow_network")
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.name == "test_added_later":
+            item.add_marker(pytest.mark.real_time)
+    for item in items:
+        expected = {n for n in NAMES if item.get_closest_marker(n) is not None}
+        assert kit_marks(item) == expected, (item.nodeid, kit_marks(item), expected)
+        print("MARKS", item.name, sorted(expected))
+"""
+
+
+def test_one_walk_finds_the_same_markers_as_get_closest_marker(pytester):
+    pytester.makeconftest(MARKS_CONFTEST)
+    pytester.makepyfile(test_marks=MARKS_AGREE)
+    result = pytester.runpytest("-p", "no:randomly", "-s", "--co", "-q")
+    assert [line for line in result.stdout.lines if line.startswith("MARKS")] == [
+        "MARKS test_function_marked ['allow_network', 'inject_fault']",
+        "MARKS test_in_class ['allow_network', 'real_time']",
+        "MARKS test_both ['allow_network', 'inject_fault', 'real_time']",
+        "MARKS test_param[1] ['allow_network']",
+        "MARKS test_param[2] ['allow_network', 'real_time']",
+        "MARKS test_added_later ['allow_network', 'real_time']",
+    ]
+    assert result.ret == 0
+
+
+POLICY_CONFTEST = """
+import sys
+import pytest
+
+def policy():
+    return sys.modules["pytest_agentfaults._network_policy"].CURRENT.get()
+
+SEEN = []
+
+def pytest_sessionfinish():
+    SEEN.append(("between tests", policy().guarded))
+
+def pytest_unconfigure(config):
+    print("POLICY", SEEN, "after the session:", policy())
+"""
+
+POLICY_TESTS = """
+import pytest
+from conftest import policy, SEEN
+
+def test_a():
+    current = policy()
+    assert current.test.endswith("::test_a") and not current.guarded
+    SEEN.append("a")
+
+@pytest.mark.allow_network
+def test_b():
+    assert policy().guarded  # stands aside: the test may reach the network
+    SEEN.append("b")
+
+def test_c():
+    current = policy()
+    assert current.test.endswith("::test_c") and not current.guarded
+    SEEN.append("c")
+"""
+
+
+def test_the_network_policy_names_each_test_and_stands_aside_between_them(pytester):
+    pytester.makeconftest(POLICY_CONFTEST)
+    pytester.makepyfile(test_policy=POLICY_TESTS)
+    # a process of its own: in this one the runtime is loaded, and every test uses the kit
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-s")
+    result.assert_outcomes(passed=3)
+    assert (
+        "POLICY ['a', 'b', 'c', ('between tests', True)] after the session: None"
+        in result.stdout.lines
+    )
+
+
+def test_a_plan_is_freed_without_the_garbage_collector():
+    from pytest_agentfaults.testing.faults import FaultPlan
+
+    gc.disable()
+    try:
+        plan = FaultPlan(seed=1)
+        plan.llm.rate_limit().times(1)  # the fluent API still works
+        assert [f.kind for f in plan.faults] == ["rate_limit"]
+        freed = weakref.ref(plan)
+        del plan
+        assert freed() is None
+    finally:
+        gc.enable()
+
+
+def test_a_tests_state_is_freed_without_the_garbage_collector():
+    from pytest_agentfaults.testing.faults import parse_marker
+    from pytest_agentfaults.testing.session import TestState
+
+    fault = parse_marker((), {"tool": "fetch", "raises": ValueError("x")}, label="inject_fault")
+    gc.disable()
+    try:
+        state = TestState("t", seed=1, real_time=False)
+        state.add_faults([fault.fresh()])
+        state.start()
+        state.use_virtual_time()
+        assert state.stop() == []
+        freed = [weakref.ref(x) for x in (state, state.plan)]
+        del state
+        assert [ref() for ref in freed] == [None, None]
+    finally:
+        gc.enable()
