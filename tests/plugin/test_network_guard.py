@@ -418,3 +418,39 @@ def test_pydantic_ai_through_the_openai_sdk_is_refused_once(pytester):
         if line.strip().startswith("POST https://api.openai.com")
     ]
     assert len(refused) == 2  # one request per test: not retried
+
+
+UNRELATED_AFTER_KIT = {
+    "test_1_kit": """
+import pytest_agentfaults as af
+
+def test_kit(trace):  # loads the runtime: later tests must not inherit the kit's guard
+    af.Agent("bot", model=af.ScriptedModel([af.say("hi")])).run("go")
+""",
+    "test_2_unrelated": """
+import httpcore
+import httpx
+
+def test_unrelated(monkeypatch):
+    # where the network would be (below httpx's transport): what the kit lets through
+    monkeypatch.setattr(httpcore.ConnectionPool, "handle_request", lambda self, r: httpcore.Response(200))
+    assert httpx.get("https://example.com/").status_code == 200
+""",
+    "test_3_same_module": """
+import httpcore
+import httpx
+import pytest_agentfaults as af
+
+def test_imports_the_kit_but_uses_none_of_it(monkeypatch):
+    monkeypatch.setattr(httpcore.ConnectionPool, "handle_request", lambda self, r: httpcore.Response(200))
+    assert httpx.get("https://example.com/").status_code == 200
+""",
+}
+
+
+def test_a_test_that_does_not_use_the_kit_keeps_its_network_after_a_kit_test(pytester):
+    # Do no harm: once a kit test has loaded the runtime, an unrelated test's httpx
+    # requests must go where they went without the plugin, whatever ran before it.
+    pytester.makepyfile(**UNRELATED_AFTER_KIT)
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=3)
