@@ -21,6 +21,7 @@ Writing pydantic's private slots would be as fast; it is not allowed (issue 15).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, Required, cast
 
@@ -34,9 +35,14 @@ from pytest_agentfaults.errors import kind_and_retryable
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["KEPT", "ErrorRecord", "Event", "validated"]
+__all__ = ["KEPT", "ErrorRecord", "Event", "redact", "validated"]
 
 _PUBLIC: Final = "pytest_agentfaults.runtime.events"
+
+# `redact_text`, remembered: runs record the same few texts again and again (a tool's
+# arguments on each attempt, "tool calls: fetch", an error's message), and the scan costs
+# more than the lookup. A pure function's results, bounded: it never grows with the process.
+redact: Final = functools.lru_cache(maxsize=1024)(redact_text)
 _DumpMode = Literal["json", "python"]
 
 
@@ -87,7 +93,7 @@ class ErrorRecord:
             name, message = type(exc).__name__, str(exc)
         else:
             name, message = "ToolFailure", str(getattr(exc, "error", exc))
-        return cls.trusted(name, redact_text(message), kind, retryable)
+        return cls.trusted(name, redact(message), kind, retryable)
 
     # ------------------------------------------------------------------ pydantic's API
 

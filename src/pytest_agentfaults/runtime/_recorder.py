@@ -12,8 +12,8 @@ from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_agentfaults._redact import redact_text, redact_value
-from pytest_agentfaults.runtime._event import KEPT, validated
+from pytest_agentfaults._redact import redact_value
+from pytest_agentfaults.runtime._event import KEPT, redact, validated
 from pytest_agentfaults.runtime._log import logger
 from pytest_agentfaults.runtime.events import ErrorRecord, Event, Observer, Trace
 
@@ -29,6 +29,17 @@ _NAME_FIELDS: Final = frozenset(
 
 # Field values that hold no text to redact, skipped without an `isinstance` (the hot path).
 _NOT_CONTAINERS: Final = frozenset({int, float, bool, type(None), ErrorRecord})
+
+# Per field, the classes of value that need neither redaction nor validation: the usual
+# case, one lookup. A declared field's typed values (`KEPT`), but not str where the field
+# holds text; for an extra field, numbers, None, a record (and str for a name field).
+_DONE: Final[dict[str, frozenset[object]]] = {
+    **{name: _NOT_CONTAINERS | {str} for name in _NAME_FIELDS},
+    **{name: kept if name in _NAME_FIELDS else kept - {str} for name, kept in KEPT.items()},
+}
+
+# `Event.trusted`, inlined: an event is made here for every step of every run.
+_new_event: Final = object.__new__
 
 # Traces that collect every event recorded in this context (the plugin's `trace` fixture).
 _collectors: ContextVar[tuple[Trace, ...]] = ContextVar("agentfaults_collectors", default=())
@@ -153,11 +164,14 @@ class Recorder:
         the others are the values validation would return, and are kept as they are.
         """
         odd = type.__class__ is not str
+        done = _DONE
         for key, value in fields.items():
             cls = value.__class__
+            if cls in done.get(key, _NOT_CONTAINERS):
+                continue
             if cls is str:  # `type` is the event's type here
                 if key not in _NAME_FIELDS:
-                    fields[key] = redact_text(value)
+                    fields[key] = redact(value)
             elif cls not in _NOT_CONTAINERS and isinstance(value, dict | list):
                 fields[key] = redact_value(value)
             allowed = KEPT.get(key)
@@ -167,7 +181,8 @@ class Recorder:
         events = trace.events
         at = self.clock.now() - self.start
         data = {**self._stamp, "type": type, "seq": len(events), "at": at, **fields}
-        event = Event.trusted(validated(data) if odd or at.__class__ is not float else data)
+        event = _new_event(Event)
+        event.__dict__ = validated(data) if odd or at.__class__ is not float else data
         buffer = _buffer.get()
         if buffer is not None and buffer[0] is trace:
             buffer[1].append((event, self))  # a parallel call: merged in order later

@@ -85,7 +85,7 @@ class PlanInterceptor(Interceptor):
             framework="agentfaults",
             status=fault.action,
             detail=fault.describe(),
-            **({"idempotent": False} if self.declares_non_idempotent(name) else {}),
+            **({"idempotent": False} if any(f.idempotent is False for f in named) else {}),
         )
         if fault.raises is not None:
             exc = fault.raises
