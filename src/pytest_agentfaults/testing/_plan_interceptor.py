@@ -41,6 +41,8 @@ class PlanInterceptor(Interceptor):
         self._sorted_for: tuple[int, int] = (0, -1)  # (id, length) of the faults sorted
         self._tools: dict[str, list[ToolFault]] = {}
         self._llm: dict[str | None, list[LLMFault]] = {}
+        # id(fault) -> (what it injects, its description): each hit of a fault says the same
+        self._described: dict[int, tuple[Any, ...]] = {}
 
     def _sort(self) -> None:
         """File the plan's tool faults by tool and llm faults by agent, in declared order."""
@@ -84,7 +86,7 @@ class PlanInterceptor(Interceptor):
             attempt=attempt.number,
             framework="agentfaults",
             status=fault.action,
-            detail=fault.describe(),
+            detail=self.described(fault),
             **({"idempotent": False} if any(f.idempotent is False for f in named) else {}),
         )
         if fault.raises is not None:
@@ -96,6 +98,21 @@ class PlanInterceptor(Interceptor):
         if not advance_virtually(attempt.clock, fault.delay):
             attempt.clock.sleep(fault.delay)
         return PROCEED
+
+    def described(self, fault: ToolFault) -> str:
+        """``fault.describe()``, made once per fault while what it injects stays the same."""
+        kept = self._described.get(id(fault))
+        if (
+            kept is not None
+            and kept[0] is fault.raises
+            and kept[1] is fault.returns
+            and kept[2] is fault.delay
+            and kept[3] is fault.tool
+        ):
+            return kept[4]  # type: ignore[no-any-return]
+        text = fault.describe()
+        self._described[id(fault)] = (fault.raises, fault.returns, fault.delay, fault.tool, text)
+        return text
 
     def declares_non_idempotent(self, tool: str) -> bool:
         return any(f.idempotent is False for f in self.tool_faults(tool))
