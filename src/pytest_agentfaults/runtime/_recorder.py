@@ -12,9 +12,8 @@ from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import TypeAdapter
-
-from pytest_agentfaults._redact import redact_text, redact_value
+from pytest_agentfaults._redact import redact_value
+from pytest_agentfaults.runtime._event import KEPT, redact, validated
 from pytest_agentfaults.runtime._log import logger
 from pytest_agentfaults.runtime.events import ErrorRecord, Event, Observer, Trace
 
@@ -31,10 +30,16 @@ _NAME_FIELDS: Final = frozenset(
 # Field values that hold no text to redact, skipped without an `isinstance` (the hot path).
 _NOT_CONTAINERS: Final = frozenset({int, float, bool, type(None), ErrorRecord})
 
-# The one TypeAdapter events are built through: its validator fills the defaults, keeps the
-# fields given as ``model_fields_set`` and the others as extra fields, all in pydantic-core.
-_EVENT_ADAPTER: Final = TypeAdapter(Event)
-_build_event: Final = _EVENT_ADAPTER.validator.validate_python
+# Per field, the classes of value that need neither redaction nor validation: the usual
+# case, one lookup. A declared field's typed values (`KEPT`), but not str where the field
+# holds text; for an extra field, numbers, None, a record (and str for a name field).
+_DONE: Final[dict[str, frozenset[object]]] = {
+    **{name: _NOT_CONTAINERS | {str} for name in _NAME_FIELDS},
+    **{name: kept if name in _NAME_FIELDS else kept - {str} for name, kept in KEPT.items()},
+}
+
+# `Event.trusted`, inlined: an event is made here for every step of every run.
+_new_event: Final = object.__new__
 
 # Traces that collect every event recorded in this context (the plugin's `trace` fixture).
 _collectors: ContextVar[tuple[Trace, ...]] = ContextVar("agentfaults_collectors", default=())
@@ -154,20 +159,30 @@ class Recorder:
         Every text field is redacted here (``detail``, ``reason``, a ``url`` ...): this is
         where events are made, so nothing recorded holds a key. Names and ids (``tool``,
         ``call_id``, ``status`` ...) are not text and skip the scan: this is the hot path.
+        A value whose class is not its field's type goes through pydantic's validator
+        (``1`` becomes ``1.0`` for ``delay``; ``attempt="two"`` raises ``ValidationError``);
+        the others are the values validation would return, and are kept as they are.
         """
+        odd = type.__class__ is not str
+        done = _DONE
         for key, value in fields.items():
             cls = value.__class__
+            if cls in done.get(key, _NOT_CONTAINERS):
+                continue
             if cls is str:  # `type` is the event's type here
                 if key not in _NAME_FIELDS:
-                    fields[key] = redact_text(value)
+                    fields[key] = redact(value)
             elif cls not in _NOT_CONTAINERS and isinstance(value, dict | list):
                 fields[key] = redact_value(value)
+            allowed = KEPT.get(key)
+            if allowed is not None and cls not in allowed:
+                odd = True
         trace = self.trace
         events = trace.events
         at = self.clock.now() - self.start
-        event: Event = _build_event(
-            {**self._stamp, "type": type, "seq": len(events), "at": at, **fields}
-        )
+        data = {**self._stamp, "type": type, "seq": len(events), "at": at, **fields}
+        event = _new_event(Event)
+        event.__dict__ = validated(data) if odd or at.__class__ is not float else data
         buffer = _buffer.get()
         if buffer is not None and buffer[0] is trace:
             buffer[1].append((event, self))  # a parallel call: merged in order later

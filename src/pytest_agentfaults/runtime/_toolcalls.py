@@ -56,6 +56,7 @@ __all__ = ["Cancelled", "Outcome", "ToolCalls"]
 
 
 _NON_IDEMPOTENT: Final[dict[str, Any]] = {"idempotent": False}
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 #: the ``framework`` field of this runtime's tool events (other frameworks' tools have theirs)
 _OURS: Final = "agentfaults"
 
@@ -175,8 +176,19 @@ class ToolCalls:
         raw = call.arguments
         attempts = 0
         used: dict[int, int] = {}
+        last: tuple[str, dict[str, Any]] | None = None  # arguments checked, when reusable
         while True:
-            checked = tool.check_arguments(raw)
+            checked: dict[str, Any] | InvalidArgsError
+            if last is not None and last[0] is raw:
+                checked = dict(last[1])  # a retry with the same arguments: checked already
+            else:
+                checked = tool.check_arguments(raw)
+                if type(checked) is dict and all(
+                    type(value) in _SCALARS for value in checked.values()
+                ):
+                    # Only values no attempt can change are reused (a list the tool
+                    # appended to must come fresh from the arguments again).
+                    last = (raw, checked)
             if isinstance(checked, InvalidArgsError):
                 # The message already quotes the raw arguments: no detail needed.
                 self.tool_error(call, None, checked)

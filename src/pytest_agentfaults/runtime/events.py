@@ -16,10 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from pytest_agentfaults._redact import redact_text
-from pytest_agentfaults.errors import UsageError, kind_and_retryable
+from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._event import ErrorRecord, Event
 from pytest_agentfaults.runtime.snapshot import assert_matches_snapshot
 from pytest_agentfaults.runtime.timeline import render_svg
 from pytest_agentfaults.runtime.verdict import NotResilientError, Verdict, verdict
@@ -63,98 +61,12 @@ EVENT_TYPES: Final[tuple[str, ...]] = EventType.__args__  # type: ignore[attr-de
 _RETRY_TYPES: Final = ("tool.retry", "llm.retry", "transport.retry")
 
 
-class ErrorRecord(BaseModel):
-    """An error as a trace keeps it: type name, message (redacted), kind, retryability."""
-
-    model_config = ConfigDict(frozen=True)
-
-    type: str
-    message: str
-    kind: str
-    retryable: bool
-
-    @classmethod
-    def from_exception(cls, exc: BaseException | Any, *, tool: str | None = None) -> ErrorRecord:
-        """Record ``exc`` (an exception or a `ToolFailure`) as `classify` sees it."""
-        kind, retryable = kind_and_retryable(exc)
-        if isinstance(exc, BaseException):
-            name, message = type(exc).__name__, str(exc)
-        else:
-            name, message = "ToolFailure", str(getattr(exc, "error", exc))
-        return cls(type=name, message=redact_text(message), kind=kind, retryable=retryable)
-
-    def __str__(self) -> str:
-        return f"{self.type}: {self.message}" if self.message else self.type
-
-
-class Event(BaseModel):
-    """One thing that happened in a run. JSON-serialisable; extra fields are kept."""
-
-    model_config = ConfigDict(extra="allow")
-
-    type: str
-    seq: int = 0
-    at: float = 0.0
-    run_id: str = ""
-    agent: str = ""
-    parent_run_id: str | None = None
-    tool: str | None = None
-    call_id: str | None = None
-    attempt: int | None = None
-    max_attempts: int | None = None
-    delay: float | None = None
-    error: ErrorRecord | None = None
-    reason: str | None = None
-    severity: str | None = None
-    status: str | int | None = None
-    detail: str | None = None
-    #: whose tool a ``tool.*`` event is about: ``"agentfaults"`` (our runtime),
-    #: ``"pydantic_ai"``, ``"langchain"``, ``"openai_agents"``, ``"mcp"`` or ``"function"``
-    framework: str | None = None
-    #: an ``http.request``'s ``x-stainless-retry-count`` (the official SDKs send it): 0 for the
-    #: first attempt; the same number `llm_server.requests[i].retry_count` gives
-    retry_count: int | None = None
-
-    def label(self) -> str:
-        """``type`` or ``type:tool``, the form `Trace.assert_sequence` matches."""
-        return f"{self.type}:{self.tool}" if self.tool else self.type
-
-    def field(self, name: str) -> Any:
-        """A field by name, extra fields included; None when absent."""
-        try:
-            return getattr(self, name)
-        except AttributeError:
-            return None
-
-    def describe(self) -> str:
-        """One line: type first, then what matters about this event."""
-        parts = [f"{self.type:<15}", f"t={self.at:8.3f}s", f"[{self.agent}]"]
-        if self.tool:
-            parts.append(self.tool)
-        if self.attempt is not None:
-            of = f"/{self.max_attempts}" if self.max_attempts is not None else ""
-            parts.append(f"attempt {self.attempt}{of}")
-        if self.status is not None:
-            parts.append(f"status={self.status}")
-        if self.delay is not None:
-            parts.append(f"delay={self.delay:.3f}s")
-        if self.error is not None:
-            parts.append(str(self.error))
-        if self.reason is not None:
-            parts.append(f"reason={self.reason!r}")
-        if self.severity is not None:
-            parts.append(f"severity={self.severity}")
-        if self.detail:
-            parts.append(self.detail)
-        return " ".join(parts)
-
-
 Observer = Callable[[Event], object]
 
 
 def _renumbered(event: Event, seq: int) -> Event:
     """A copy of ``event`` with another ``seq`` (for a trace that collects several runs)."""
-    return event.model_copy(update={"seq": seq})
+    return Event.trusted({**event.__dict__, "seq": seq})
 
 
 class Trace:

@@ -14,6 +14,7 @@ else that level's ``execution`` action, before looking at the next level.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -266,6 +267,12 @@ class OnError:
 _FEED_BACK = FeedBack()
 
 
+@functools.lru_cache(maxsize=32)
+def _config_retry(max_attempts: int) -> Retry:
+    """The config's default retry: one frozen value per attempt count, checked once."""
+    return Retry(max_attempts=max_attempts)
+
+
 @dataclass(slots=True)
 class PolicySources:
     """Where one tool's recovery policy can come from, most specific first.
@@ -293,7 +300,7 @@ class PolicySources:
             # Invalid arguments are never retried blindly: the model must change them.
             return _FEED_BACK
         if self._config_retry is None:
-            self._config_retry = Retry(max_attempts=self.config.max_retries + 1)
+            self._config_retry = _config_retry(self.config.max_retries + 1)
         return self._config_retry
 
 

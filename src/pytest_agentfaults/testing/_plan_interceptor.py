@@ -29,19 +29,48 @@ __all__ = ["PlanInterceptor"]
 
 
 class PlanInterceptor(Interceptor):
-    """Applies a plan's tool and llm faults at the runtime's interception seam."""
+    """Applies a plan's tool and llm faults at the runtime's interception seam.
+
+    It is asked before every tool attempt and model call of every run in the test, so it
+    sorts the plan's faults by target once (again only when faults are added) rather than
+    scanning them all at each attempt.
+    """
 
     def __init__(self, plan: FaultPlan) -> None:
         self.plan = plan
+        self._sorted_for: tuple[int, int] = (0, -1)  # (id, length) of the faults sorted
+        self._tools: dict[str, list[ToolFault]] = {}
+        self._llm: dict[str | None, list[LLMFault]] = {}
+        # id(fault) -> (what it injects, its description): each hit of a fault says the same
+        self._described: dict[int, tuple[Any, ...]] = {}
+
+    def _sort(self) -> None:
+        """File the plan's tool faults by tool and llm faults by agent, in declared order."""
+        faults = self.plan.faults
+        seen = (id(faults), len(faults))
+        if seen == self._sorted_for:
+            return
+        tools: dict[str, list[ToolFault]] = {}
+        llm: dict[str | None, list[LLMFault]] = {}
+        for fault in faults:
+            if isinstance(fault, ToolFault):
+                tools.setdefault(fault.tool, []).append(fault)
+            elif isinstance(fault, LLMFault):
+                llm.setdefault(fault.agent, []).append(fault)
+        self._tools, self._llm, self._sorted_for = tools, llm, seen
+
+    def tool_faults(self, tool: str) -> list[ToolFault]:
+        """The plan's faults on ``tool`` (``function=`` ones included), in declared order."""
+        self._sort()
+        return self._tools.get(tool, [])
 
     def tool_attempt(self, attempt: Attempt) -> Any:
         name = attempt.tool.name
         self.plan.tools_called.add(name)  # for the message of a tool fault that never fired
-        candidates = [
-            f
-            for f in self.plan.faults
-            if isinstance(f, ToolFault) and f.tool == name and not f.function
-        ]
+        named = self.tool_faults(name)
+        if not named:
+            return PROCEED
+        candidates = [f for f in named if not f.function]
         if not candidates:
             return PROCEED
         hit = self.plan.next_fault(("tool", name), candidates)
@@ -57,8 +86,8 @@ class PlanInterceptor(Interceptor):
             attempt=attempt.number,
             framework="agentfaults",
             status=fault.action,
-            detail=fault.describe(),
-            **({"idempotent": False} if self.declares_non_idempotent(name) else {}),
+            detail=self.described(fault),
+            **({"idempotent": False} if any(f.idempotent is False for f in named) else {}),
         )
         if fault.raises is not None:
             exc = fault.raises
@@ -70,11 +99,23 @@ class PlanInterceptor(Interceptor):
             attempt.clock.sleep(fault.delay)
         return PROCEED
 
+    def described(self, fault: ToolFault) -> str:
+        """``fault.describe()``, made once per fault while what it injects stays the same."""
+        kept = self._described.get(id(fault))
+        if (
+            kept is not None
+            and kept[0] is fault.raises
+            and kept[1] is fault.returns
+            and kept[2] is fault.delay
+            and kept[3] is fault.tool
+        ):
+            return kept[4]  # type: ignore[no-any-return]
+        text = fault.describe()
+        self._described[id(fault)] = (fault.raises, fault.returns, fault.delay, fault.tool, text)
+        return text
+
     def declares_non_idempotent(self, tool: str) -> bool:
-        return any(
-            isinstance(f, ToolFault) and f.tool == tool and f.idempotent is False
-            for f in self.plan.faults
-        )
+        return any(f.idempotent is False for f in self.tool_faults(tool))
 
     def model_call(self, call: ModelCall) -> Any:
         hit = self.llm_fault(call.request.agent)
@@ -98,11 +139,15 @@ class PlanInterceptor(Interceptor):
         others count every agent's calls, except one an ``agent=`` fault answered (as
         for http targets: the first that hits answers, later ones do not see the call).
         """
-        aimed = [f for f in self.plan.faults if isinstance(f, LLMFault) and f.agent == agent]
+        self._sort()
+        llm = self._llm
+        if not llm:
+            return None
+        aimed = llm.get(agent)
         hit = self.plan.next_fault(("llm", agent), aimed) if aimed else None
         if hit is not None:
             return hit
-        anyone = [f for f in self.plan.faults if isinstance(f, LLMFault) and f.agent is None]
+        anyone = llm.get(None)
         return self.plan.next_fault(("llm",), anyone) if anyone else None
 
 
