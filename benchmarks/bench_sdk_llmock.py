@@ -137,7 +137,7 @@ def main() -> int:
         "it), steadier than wall time on a busy machine; (c) stays wall time",
     )
     args = parser.parse_args()
-    global CLOCK  # noqa: PLW0603 # one switch for the script's timer
+    global CLOCK  # one switch for the script's timer
     if args.cpu:
         CLOCK = time.process_time
 
