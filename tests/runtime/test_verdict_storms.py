@@ -193,3 +193,14 @@ def test_a_cut_stream_is_judged_by_its_own_run_not_by_another_run_that_ended_ok(
     result = judge(cut, *ends)
     assert "truncated_stream_accepted" not in result.codes
     assert result.codes == ["gave_up_early"]
+
+
+def test_a_run_with_two_transport_policies_is_held_to_the_larger_cap():
+    # a primary model retrying up to 5 attempts, then a fallback declaring 2
+    declared = [
+        Event(type="transport.retry", run_id="run-1", attempt=1, delay=1.0, max_attempts=5),
+        Event(type="transport.retry", run_id="run-1", attempt=1, delay=1.0, max_attempts=2),
+    ]
+    attempts = [attempt(i, 503, client="agentfaults") for i in range(4)]
+    result = judge(*declared, *attempts, attempt(4, 200, client="agentfaults"))
+    assert "retry_storm" not in result.codes
