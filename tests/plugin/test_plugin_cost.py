@@ -152,3 +152,30 @@ def test_a_tests_state_is_freed_without_the_garbage_collector():
         assert [ref() for ref in freed] == [None, None]
     finally:
         gc.enable()
+
+
+def test_a_finished_run_is_freed_without_the_garbage_collector():
+    # A run with retries (its jitter stream in use) and its agent: what a
+    # fault-injected test leaves behind is freed at once, not by the collector's passes.
+    import pytest_agentfaults as af
+
+    failures = [ConnectionError("reset"), ConnectionError("reset")]
+
+    @af.tool
+    def fetch(url: str) -> str:
+        """Fetch a URL."""
+        if failures:
+            raise failures.pop()
+        return "page"
+
+    gc.disable()
+    try:
+        model = af.ScriptedModel([af.call_tool("fetch", url="x"), af.say("ok")])
+        agent = af.Agent("bot", model=model, tools=[fetch], clock=af.VirtualClock())
+        result = agent.run("go")
+        assert result.usage.retries == 2
+        freed = weakref.ref(agent)  # every run holds its agent
+        del agent, model, result
+        assert freed() is None
+    finally:
+        gc.enable()
