@@ -153,7 +153,6 @@ class Run:
             or budget.max_total_tokens is not None
         )
 
-
     # ------------------------------------------------------------------ the loop
 
     def main(self) -> Steps[RunResult[Any]]:
