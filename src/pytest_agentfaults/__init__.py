@@ -24,6 +24,7 @@ have a clearer twin (``RunUsage`` for ``Usage``, ``RequestUsage`` for ``TokenUsa
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -334,7 +335,12 @@ def __getattr__(name: str) -> Any:
     # unloaded and imported again (pytester's in-process runs do that) is never half stale.
     if name in _LAZY:
         module, attribute = _LAZY[name]
-        value = getattr(importlib.import_module(module), attribute)
+        # A test names af.X at each use: a module already loaded skips the import machinery,
+        # unless it is still being imported (another thread's import is waited for).
+        loaded = sys.modules.get(module)
+        if loaded is None or getattr(loaded.__spec__, "_initializing", False):
+            loaded = importlib.import_module(module)
+        value = getattr(loaded, attribute)
         _publish(value, attribute)
         return value
     if name == "__version__":

@@ -152,3 +152,33 @@ def test_a_tests_state_is_freed_without_the_garbage_collector():
         assert [ref() for ref in freed] == [None, None]
     finally:
         gc.enable()
+
+
+def test_a_finished_run_is_freed_without_the_garbage_collector():
+    # A run with retries (its jitter stream in use) and its agent: what a fault-injected
+    # test leaves behind is freed at once, not by the collector's passes, although the
+    # injected exception (a marker's: one instance for every test it marks) lives on.
+    import pytest_agentfaults as af
+    from pytest_agentfaults.testing.faults import FaultPlan
+
+    @af.tool
+    def fetch(url: str) -> str:
+        """Fetch a URL."""
+        return "page"
+
+    injected = ConnectionError("reset")
+    gc.disable()
+    try:
+        plan = FaultPlan(seed=1)
+        plan.tool("fetch").raises(injected).times(2)
+        model = af.ScriptedModel([af.call_tool("fetch", url="x"), af.say("ok")])
+        agent = af.Agent("bot", model=model, tools=[fetch], clock=af.VirtualClock())
+        with plan.active():
+            result = agent.run("go")
+        assert result.usage.retries == 2
+        assert len(plan.fired) == 2
+        freed = weakref.ref(agent)  # every run holds its agent
+        del agent, model, result
+        assert freed() is None
+    finally:
+        gc.enable()

@@ -93,6 +93,25 @@ def fixer_steps(
     return result.output
 
 
+class Jitter:
+    """A run's jitter draws in [0, 1): from its parallel call's stream, else the run's own."""
+
+    __slots__ = ("_rng",)
+
+    def __init__(self) -> None:
+        self._rng: Any = None
+
+    def __call__(self) -> float:
+        stream = branch_jitter(self) or self.stream()
+        return float(stream.random())
+
+    def stream(self) -> Any:
+        """The run's random stream for jitter, made on first use."""
+        if self._rng is None:
+            self._rng = jitter_rng()
+        return self._rng
+
+
 class Run:
     """The state of one run, and the generator methods that make it progress.
 
@@ -109,6 +128,9 @@ class Run:
         self.clock = clock = rec.clock
         self.cancel = cancel
         self.usage = usage = Usage()
+        # Not a bound method of the run: the pipeline and every model request hold it, and
+        # a run held by what it holds is freed by the garbage collector, not at once.
+        self.uniform = uniform = Jitter()
         self.calls = ToolCalls(
             tools=agent.tools,
             builtins={name: BUILTIN_TOOLS[name] for name in agent.builtin_tools},
@@ -117,7 +139,7 @@ class Run:
             tool_defaults=agent.tool_defaults,
             clock=clock,
             rec=rec,
-            uniform=self.uniform,
+            uniform=uniform,
             usage=usage,
             cancel=cancel,
         )
@@ -130,17 +152,6 @@ class Run:
             or budget.max_output_tokens is not None
             or budget.max_total_tokens is not None
         )
-        self._rng: Any = None
-
-    def uniform(self) -> float:
-        stream = branch_jitter(self) or self.jitter()
-        return float(stream.random())
-
-    def jitter(self) -> Any:
-        """The run's random stream for jitter, made on first use."""
-        if self._rng is None:
-            self._rng = jitter_rng()
-        return self._rng
 
     # ------------------------------------------------------------------ the loop
 
@@ -199,9 +210,9 @@ class Run:
 
     def tool_turn(self, calls: list[ToolCall]) -> Steps[None]:
         """Run several tool calls of one turn (together in ``arun``), in the model's order."""
-        turn = JitterTurn(self.jitter)
+        turn = JitterTurn(self.uniform.stream)
         branches = [
-            with_jitter(self, turn, index, self.counted_call(call))
+            with_jitter(self.uniform, turn, index, self.counted_call(call))
             for index, call in enumerate(calls)
         ]
         outcomes: list[tuple[bool, Any]] = yield Parallel(branches, self.clock, self.rec.trace)

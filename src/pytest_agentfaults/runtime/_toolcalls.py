@@ -266,10 +266,16 @@ class ToolCalls:
             finally:
                 # The failure's traceback holds this frame: drop the reference so no
                 # exception -> traceback -> frame -> exception cycle outlives the call.
+                retried = failure
                 del failure
                 self._record = None
             if isinstance(step, Outcome):
                 return step
+            # Retried: nothing of the run shows this failure again. Its traceback would keep
+            # the run's frames (the run, its trace, the agent) alive as long as the exception
+            # lives, and a marker's exception is one instance that lives the whole session.
+            retried.__traceback__ = None
+            del retried
             raw = step
 
     def recover(
