@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import email.utils
+import importlib
 import time
 
 import pytest
 
-from pytest_agentfaults.testing._http_fields import client_fields, response_fields
+from pytest_agentfaults.testing._http_fields import client_fields, request_headers, response_fields
 
 
 @pytest.mark.parametrize(
@@ -46,3 +47,24 @@ def test_retry_headers_of_a_failed_response():
     assert fields["should_retry"] is False
     assert response_fields(503, [("retry-after-ms", "20")]) == {"retry_after": 0.02}
     assert response_fields(200, [("retry-after", "5")]) == {}
+
+
+@pytest.mark.parametrize("library", ["httpx", "httpx2"])
+def test_the_request_headers_an_event_reads_are_what_headers_get_gives(library: str) -> None:
+    module = importlib.import_module(library)
+    headers = module.Headers(
+        [
+            ("User-Agent", "OpenAI/Python 3.57.0"),
+            ("X-Stainless-Lang", "python"),
+            ("x-stainless-lang", "js"),  # repeated: joined as headers.get joins them
+            ("Accept", "application/json"),
+            ("x-stainless-retry-count", "é".encode()),  # not ascii
+        ]
+    )
+
+    read = request_headers(headers)
+
+    names = ("user-agent", "x-stainless-lang", "x-stainless-retry-count")
+    assert read == {name: headers.get(name) for name in names}
+    assert read["x-stainless-lang"] == "python, js"
+    assert request_headers(module.Headers([("Accept", "*/*")])) == {}

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Final, Literal, Self, TypeAlias
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.testing._fail_steps import fail
 from pytest_agentfaults.testing._malformed_steps import malformed
 from pytest_agentfaults.testing.steps import ScriptStep
@@ -148,9 +149,10 @@ class FaultBase:
     def describe(self) -> str:
         """A short description for messages: ``tool 'fetch' raises ConnectionError``.
 
-        Redacted: every report, trace file and message shows a fault through this text.
+        Redacted: every report, trace file and message shows a fault through this text
+        (by the remembered `redact_text`: a fault is described again at each hit).
         """
-        return redact_text(self._describe())
+        return redact(self._describe())
 
     def _describe(self) -> str:
         return self.subject

@@ -18,13 +18,15 @@ loopback server (`_serve.py`), so the two record the same fields the same way.
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
 
-__all__ = ["client_fields", "response_fields"]
+__all__ = ["client_fields", "request_headers", "response_fields"]
 
 _PRODUCT: Final = re.compile(r"^\s*([A-Za-z][\w.\-]*)/")
 _KNOWN: Final = {
@@ -34,6 +36,39 @@ _KNOWN: Final = {
 }
 
 
+#: the request headers an ``http.request`` event is made from (`request_headers`)
+_READ: Final = (b"user-agent", b"x-stainless-retry-count", b"x-stainless-lang")
+_LOWER_NAME: Final = operator.itemgetter(1)
+
+
+def request_headers(headers: Any) -> dict[str, str]:
+    """The headers of an httpx / httpx2 request that the event reads, by lower-case name.
+
+    Each value as ``headers.get`` gives it (a repeated header's values joined by ``, ``).
+    httpx and httpx2 keep each header as ``(name, lower-case name, value)`` bytes; the
+    lower-case names are searched at C speed rather than with one ``headers.get`` (a
+    Python loop over an SDK's ~15 headers) per name.
+    """
+    entries = getattr(headers, "_list", None)
+    if entries.__class__ is not list or (entries and len(entries[0]) != 3):
+        return {name.decode(): headers[name.decode()] for name in _READ if name.decode() in headers}
+    names = list(map(_LOWER_NAME, entries))
+    found: dict[str, str] = {}
+    for name in _READ:
+        if name not in names:
+            continue
+        key = name.decode("ascii")
+        if names.count(name) > 1:
+            found[key] = headers.get(key)
+            continue
+        value = entries[names.index(name)][2]
+        try:
+            found[key] = value.decode("ascii")  # what any of the header encodings gives
+        except UnicodeDecodeError:
+            found[key] = value.decode(headers.encoding)
+    return found
+
+
 def client_fields(headers: Mapping[str, str], url: str = "") -> dict[str, Any]:
     """``{"client": ...}`` for a request's headers (lower-case names), or ``{}``.
 
@@ -41,19 +76,27 @@ def client_fields(headers: Mapping[str, str], url: str = "") -> dict[str, Any]:
     ``x-stainless-*`` headers: ``"anthropic"`` or ``"openai"``, by the URL.
     """
     agent = headers.get("user-agent") or ""
+    stainless = "x-stainless-retry-count" in headers or "x-stainless-lang" in headers
+    anthropic = stainless and ("anthropic" in url or url.endswith("/v1/messages"))
+    client = _client(agent, stainless, anthropic)
+    return {"client": client} if client else {}
+
+
+# a client sends the same user-agent on every request: its name is worked out once
+@functools.lru_cache(maxsize=256)
+def _client(agent: str, stainless: bool, anthropic: bool) -> str:
+    """The client's name for `client_fields` (``""``: nothing to tell)."""
     match = _PRODUCT.match(agent)
     product = match.group(1) if match else ""
-    stainless = "x-stainless-retry-count" in headers or "x-stainless-lang" in headers
     if product in _KNOWN:
-        return {"client": _KNOWN[product]}
+        return _KNOWN[product]
     if agent[len(product) :].startswith("/Python") and stainless:
         package = _package(product)
         if package:
-            return {"client": f"{package}.{product}"}
+            return f"{package}.{product}"
     if stainless:
-        anthropic = "anthropic" in url or url.endswith("/v1/messages")
-        return {"client": "anthropic" if anthropic else "openai"}
-    return {"client": product[:40]} if product else {}
+        return "anthropic" if anthropic else "openai"
+    return product[:40]
 
 
 def _package(cls: str) -> str | None:

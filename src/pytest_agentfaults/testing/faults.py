@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime.hooks import Interceptor, install_interceptor, remove_interceptor
 from pytest_agentfaults.testing import _current
 from pytest_agentfaults.testing._builders import (
@@ -350,7 +351,7 @@ class FaultPlan:
 
     def record(self, fault: Fault, name: str, kind: str, occurrence: int) -> FiredFault:
         """Note that ``fault`` fired. ``name`` is redacted: it often holds a request's URL."""
-        item = FiredFault(fault.target, redact_text(name), kind, occurrence, fault)
+        item = FiredFault(fault.target, redact(name), kind, occurrence, fault)
         self.fired.append(item)
         return item
 

@@ -89,7 +89,11 @@ from pytest_agentfaults.testing._handoff import (
     transport_kind,
     transport_name,
 )
-from pytest_agentfaults.testing._http_fields import client_fields, response_fields
+from pytest_agentfaults.testing._http_fields import (
+    client_fields,
+    request_headers,
+    response_fields,
+)
 from pytest_agentfaults.testing._httpd import running_addresses
 from pytest_agentfaults.testing._light_routes import Calls, LightRoute
 from pytest_agentfaults.testing._network import UnmatchedRequestError
@@ -277,7 +281,7 @@ class HttpInjector:
         method = request.method
         url = str(request.url)  # redacted by the recorder
         fields: dict[str, Any] = {"method": method, "url": url}
-        headers = request.headers
+        headers = request_headers(request.headers)
         fields.update(client_fields(headers, url))
         if response is not None:
             status = response.status_code
