@@ -88,7 +88,7 @@ def _as_httpx(request: Any) -> httpx.Request:
     converted = httpx.Request(
         request.method,
         url,
-        headers=_headers_as(httpx, request.headers),
+        headers=request.headers.raw,
         stream=httpx.ByteStream(request.content),
         extensions=request.extensions,
     )
@@ -107,38 +107,10 @@ def _as_library(library: Library, answer: httpx.Response) -> Any:
     )
     return module.Response(
         answer.status_code,
-        headers=_headers_as(module, answer.headers),
+        headers=answer.headers.raw,
         stream=body,
         extensions=answer.extensions,
     )
-
-
-def _headers_as(module: Any, headers: Any) -> Any:
-    """``headers`` (httpx's or httpx2's) as a ``module.Headers``, the same entries in order.
-
-    Both libraries keep a header as ``(raw name, lower-case name, value)`` bytes: when they
-    still do, the entries are copied as they are, instead of each name and value being
-    checked and encoded again (6 us of an SDK request's 15 headers).
-    """
-    same = _SAME_LAYOUT.get(module.__name__)
-    if same is None:
-        same = _SAME_LAYOUT[module.__name__] = _layout(module) == _layout(httpx)
-    entries = getattr(headers, "_list", None)
-    if not same or entries.__class__ is not list:
-        return module.Headers(headers.raw)
-    copied = module.Headers()
-    copied._list = list(entries)  # noqa: SLF001 - the layout `_layout` checked
-    copied._encoding = getattr(headers, "_encoding", None)  # noqa: SLF001
-    return copied
-
-
-# module name -> whether its Headers keep entries as httpx's do (`_headers_as`)
-_SAME_LAYOUT: dict[str, bool] = {}
-
-
-def _layout(module: Any) -> Any:
-    sample = module.Headers([("X-A", "b")])
-    return getattr(sample, "_list", None), hasattr(sample, "_encoding")
 
 
 def _Stream(library: Library, inner: Any) -> Any:  # noqa: N802 # a class per library
