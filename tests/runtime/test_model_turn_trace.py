@@ -8,6 +8,8 @@ report reads them.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from pydantic import BaseModel
 
@@ -124,11 +126,14 @@ def test_turns_answered_by_the_fallback_count_against_max_turns():
 
 
 def test_a_decision_other_than_retry_is_never_retried_whatever_max_attempts_it_carries():
-    # A decision copied from a retry one (dataclasses.replace) keeps its max_attempts.
+    # A handler that turns its retry decision into a rethrow (dataclasses.replace) leaves
+    # the retry's max_attempts on it: only the action says whether to retry.
+    give_up = dataclasses.replace(af.LlmErrorDecision.retry(max_attempts=5), action="rethrow")
+
     def handler(exc, attempt):
         if attempt == 1:
             return af.LlmErrorDecision.retry(max_attempts=5)
-        return af.LlmErrorDecision("rethrow", max_attempts=5)
+        return give_up
 
     model = ScriptedModel([fail.http(503)], on_exhausted="repeat_last")
     agent = agent_with(model, on_llm_error=handler, observer=(events := []).append)
@@ -137,7 +142,7 @@ def test_a_decision_other_than_retry_is_never_retried_whatever_max_attempts_it_c
     assert [e.type for e in events].count("llm.request") == 2
     assert [e for e in events if e.type == "llm.exhausted"] == []
 
-    first = lambda exc, attempt: af.LlmErrorDecision("rethrow", max_attempts=5)  # noqa: E731
+    first = lambda exc, attempt: give_up  # noqa: E731
     with pytest.raises(af.ModelHTTPError):
         agent_with(
             ScriptedModel([fail.http(503), say("ok")], strict=False), on_llm_error=first
