@@ -80,6 +80,10 @@ for f in "${files[@]}"; do
     patterns+=("${ps[@]}")
 done
 
+# The property tests' fast profile (tests/properties/conftest.py): 20 derandomized examples
+# instead of CI's 60, since mutmut runs them again for every mutant of the run loop.
+export AGENTFAULTS_PROFILE="${AGENTFAULTS_PROFILE:-mutation}"
+
 start=$(date +%s)
 .venv/bin/mutmut run --max-children "${MUTATION_JOBS:-2}" "${patterns[@]}"
 echo "mutation: ran in $(( $(date +%s) - start )) s"

@@ -2,7 +2,10 @@
 
 ``ci`` (the default): 60 examples per property, derandomized (every CI run tests the same
 examples), no example database, no deadline. ``deep``: 10,000 examples per property, fresh
-random examples on every run, for a release or after touching the runtime's recovery code:
+random examples on every run, for a release or after touching the runtime's recovery code.
+``mutation``: 20 examples per property, derandomized, no deadline; ``scripts/mutation.sh``
+selects it, because mutmut runs these properties again for every mutant of the run loop
+(the properties of pure functions, such as ``test_caps.py``, keep their own minimum):
 
     AGENTFAULTS_PROFILE=deep python -m pytest tests/properties -p no:cacheprovider
     python -m pytest tests/properties --hypothesis-profile=deep      # the same
@@ -23,12 +26,21 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-PROFILES = ("ci", "deep")
+PROFILES = ("ci", "deep", "mutation")
 SELECTED_PROFILE = "agentfaults-properties"
 
 settings.register_profile(
     "ci",
     max_examples=60,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "mutation",
+    max_examples=20,
     deadline=None,
     derandomize=True,
     database=None,
@@ -68,4 +80,4 @@ _select(None)
 
 def pytest_report_header(config: pytest.Config) -> str:
     chosen = config.stash.get(_SELECTED, "ci")
-    return f"agentfaults property profile: {chosen!r} (AGENTFAULTS_PROFILE=ci|deep)"
+    return f"agentfaults property profile: {chosen!r} (AGENTFAULTS_PROFILE=ci|deep|mutation)"
