@@ -157,10 +157,12 @@ class Run:
 
     def main(self) -> Steps[RunResult[Any]]:
         agent, rec = self.agent, self.rec
-        rec.emit("run.start", detail=preview(self.messages[-1].content if self.messages else ""))
+        # `initial_messages` refuses an empty history: the last message is the prompt.
+        prompt = self.messages[-1].content
+        rec.emit("run.start", detail=preview(prompt))
         try:
             if agent.fixer_function is not None:
-                output = agent.fixer_function(self.messages[-1].content if self.messages else "")
+                output = agent.fixer_function(prompt)
                 return self.finish("ok", output)
             if agent.model is None:
                 raise UsageError(f"agent {agent.name!r} has no model; pass model=... to Agent()")  # noqa: TRY301
