@@ -6,6 +6,7 @@ own. Its first failure goes through the tool's recovery policy as that attempt's
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 from collections.abc import Callable
 from typing import Annotated, TypeVar
@@ -177,3 +178,17 @@ def test_the_happy_path_builds_no_agent_records_nothing_and_drives_nothing(monke
     assert bare(lambda: add.invoke({"a": 1, "b": 2})) == 3
     with pytest.raises(AssertionError, match="must not get here"):
         bare(lambda: add.invoke({"a": "x", "b": 2}))  # an invalid call takes the pipeline
+
+
+@pytest.mark.parametrize("invoke_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_respond_with_policy_gives_invoke_its_substitute_instead_of_the_error(invoke_async):
+    @af.tool(on_error=af.OnError(execution=af.respond_with({"cached": True})))
+    def lookup(key: str) -> dict[str, bool]:
+        """Always fails; its policy answers from a cache."""
+        raise ConnectionError(f"reset while reading {key}")
+
+    if invoke_async:
+        result = bare(lambda: asyncio.run(lookup.ainvoke({"key": "k"})))
+    else:
+        result = bare(lambda: lookup.invoke({"key": "k"}))
+    assert result == {"cached": True}

@@ -359,7 +359,9 @@ class ToolCalls:
                 framework=_OURS,
                 detail=f"respond_with: {preview(content)}",
             )
-            return Outcome(content, value=action.value, error=error, attempts=attempts)
+            # The substitute is the call's result: `Tool.invoke` returns it, as a run hands it
+            # to the model.
+            return Outcome(content, value=action.value, attempts=attempts)
         if isinstance(action, RaiseError):
             raise error
         assert isinstance(action, FeedBack)
