@@ -164,3 +164,53 @@ def test_a_request_after_arun_is_not_recorded_in_the_finished_runs_trace(is_asyn
     assert result.trace.count("http.request") == 0
     assert plan.http_recorder is not None
     assert plan.http_recorder.trace.count("http.request") == 1
+
+
+def test_a_request_a_tool_sends_during_run_is_recorded_in_that_runs_trace():
+    @af.tool
+    def ping(host: str) -> str:
+        """Ping a host."""
+        return str(httpx.get(f"https://{host}/ping").status_code)
+
+    plan = _plan()
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([call_tool("ping", host="api.test"), say("ok")]),
+        tools=[ping],
+        clock=af.VirtualClock(),
+    )
+
+    def run() -> af.RunResult:
+        with plan.active():
+            return agent.run("go")
+
+    result = bare(run)
+    assert _note_result(result) == "503"
+    [request] = result.trace.of("http.request")
+    assert request.detail == "GET https://api.test/ping"
+    assert plan.http_recorder is None  # nothing went elsewhere
+
+
+def test_a_request_an_async_tool_sends_during_arun_is_recorded_in_that_runs_trace():
+    @af.tool
+    async def ping(host: str) -> str:
+        """Ping a host."""
+        async with httpx.AsyncClient() as client:
+            return str((await client.get(f"https://{host}/ping")).status_code)
+
+    plan = _plan()
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([call_tool("ping", host="api.test"), say("ok")]),
+        tools=[ping],
+        clock=af.VirtualClock(),
+    )
+
+    async def arun() -> af.RunResult:
+        with plan.active():
+            return await agent.arun("go")
+
+    result = bare(lambda: asyncio.run(arun()))
+    assert _note_result(result) == "503"
+    assert result.trace.count("http.request") == 1
+    assert plan.http_recorder is None
