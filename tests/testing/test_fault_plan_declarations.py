@@ -64,3 +64,44 @@ def test_an_unfired_function_fault_names_its_declaration_and_the_patched_path(he
     message = str(caught.value)
     assert "faults.function('agentfaults_declared_helpers:lookup')" in message
     assert message.endswith("\n  the function was patched, and never called through that path")
+
+
+def test_a_function_fault_declared_on_an_active_plan_names_its_declaration_when_unresolvable():
+    plan = FaultPlan()
+    with plan.active():
+        with pytest.raises(UsageError) as caught:
+            plan.function("agentfaults_no_such_module:lookup")
+        assert plan.faults == []  # nothing half-declared
+    assert str(caught.value).startswith(
+        "faults.function('agentfaults_no_such_module:lookup'): cannot import module "
+        "'agentfaults_no_such_module'"
+    )
+
+
+def _unfired_message(plan: FaultPlan) -> str:
+    with plan.active():
+        pass
+    with pytest.raises(AssertionError) as caught:
+        plan.check()
+    return str(caught.value)
+
+
+def test_an_unfired_tool_fault_says_whose_tools_were_watched():
+    plan = FaultPlan()
+    plan.tool("search").raises(ConnectionError("down"))
+    assert _unfired_message(plan).endswith("\n  tools watched in: agentfaults")
+
+
+def test_an_unfired_tool_fault_lists_every_framework_the_plugin_watched():
+    plan = FaultPlan()
+    plan.framework_state["watched"] = ["langchain", "agentfaults"]  # as the plugin sets it
+    plan.tool("search").raises(ConnectionError("down"))
+    assert _unfired_message(plan).endswith("\n  tools watched in: langchain, agentfaults")
+
+
+def test_an_unfired_llm_fault_says_nothing_of_tools():
+    plan = FaultPlan()
+    plan.llm.rate_limit()
+    message = _unfired_message(plan)
+    assert "watched" not in message
+    assert message.endswith(", or add .strict(False) if the fault may go unused")
