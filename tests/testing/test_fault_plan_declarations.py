@@ -105,3 +105,15 @@ def test_an_unfired_llm_fault_says_nothing_of_tools():
     message = _unfired_message(plan)
     assert "watched" not in message
     assert message.endswith(", or add .strict(False) if the fault may go unused")
+
+
+def test_a_failing_end_of_test_check_hides_the_kits_frame_from_the_traceback():
+    plan = FaultPlan()
+    plan.tool("search").raises(ConnectionError("down"))
+    with plan.active():
+        pass
+    with pytest.raises(AssertionError) as caught:
+        plan.check()
+    raised_in = caught.traceback[-1]  # the frame that raised: the plan's check
+    assert raised_in.path.name == "faults.py"
+    assert raised_in.ishidden(caught)  # pytest leaves it out of a failed test's report
