@@ -117,3 +117,16 @@ def test_a_failing_end_of_test_check_hides_the_kits_frame_from_the_traceback():
     raised_in = caught.traceback[-1]  # the frame that raised: the plan's check
     assert raised_in.path.name == "faults.py"
     assert raised_in.ishidden(caught)  # pytest leaves it out of a failed test's report
+
+
+def test_the_end_of_test_check_reports_an_unrequested_route_with_the_unfired_faults():
+    plan = FaultPlan()
+    plan.tool("search").raises(ConnectionError("down"))
+    with plan.active():
+        plan.http_layer().router.get("https://api.test/users").respond(200)
+    with pytest.raises(AssertionError) as caught:
+        plan.check()
+    first, *rest = str(caught.value).splitlines()
+    assert first == "fault on tool 'search' never fired: faults.tool('search')"
+    assert "agentfaults: 1 http_faults route(s) registered but never requested:" in rest
+    assert "  GET https://api.test/users" in rest
