@@ -3,6 +3,7 @@ are patched only while the plan is active and say so when they never fired."""
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import types
 
@@ -10,6 +11,7 @@ import pytest
 
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.testing import FaultPlan
+from pytest_agentfaults.testing.faults import current_plan
 
 
 @pytest.mark.parametrize("name", ["", 3])
@@ -130,3 +132,20 @@ def test_the_end_of_test_check_reports_an_unrequested_route_with_the_unfired_fau
     assert first == "fault on tool 'search' never fired: faults.tool('search')"
     assert "agentfaults: 1 http_faults route(s) registered but never requested:" in rest
     assert "  GET https://api.test/users" in rest
+
+
+def test_a_plan_switched_off_from_another_context_is_no_longer_current_there():
+    plan = FaultPlan()
+
+    def activate_here_switch_off_elsewhere() -> object:
+        handle = plan.activate()
+        elsewhere = contextvars.copy_context()  # a fixture torn down in another context
+
+        def switch_off() -> object:
+            plan.deactivate(handle)
+            return current_plan()
+
+        return elsewhere.run(switch_off)
+
+    # a context of its own: what this context keeps switched on ends with it
+    assert contextvars.Context().run(activate_here_switch_off_elsewhere) is None
