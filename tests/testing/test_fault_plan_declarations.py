@@ -3,6 +3,7 @@ are patched only while the plan is active and say so when they never fired."""
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import types
 
@@ -10,6 +11,7 @@ import pytest
 
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.testing import FaultPlan
+from pytest_agentfaults.testing.faults import current_plan
 
 
 @pytest.mark.parametrize("name", ["", 3])
@@ -64,3 +66,86 @@ def test_an_unfired_function_fault_names_its_declaration_and_the_patched_path(he
     message = str(caught.value)
     assert "faults.function('agentfaults_declared_helpers:lookup')" in message
     assert message.endswith("\n  the function was patched, and never called through that path")
+
+
+def test_a_function_fault_declared_on_an_active_plan_names_its_declaration_when_unresolvable():
+    plan = FaultPlan()
+    with plan.active():
+        with pytest.raises(UsageError) as caught:
+            plan.function("agentfaults_no_such_module:lookup")
+        assert plan.faults == []  # nothing half-declared
+    assert str(caught.value).startswith(
+        "faults.function('agentfaults_no_such_module:lookup'): cannot import module "
+        "'agentfaults_no_such_module'"
+    )
+
+
+def _unfired_message(plan: FaultPlan) -> str:
+    with plan.active():
+        pass
+    with pytest.raises(AssertionError) as caught:
+        plan.check()
+    return str(caught.value)
+
+
+def test_an_unfired_tool_fault_says_whose_tools_were_watched():
+    plan = FaultPlan()
+    plan.tool("search").raises(ConnectionError("down"))
+    assert _unfired_message(plan).endswith("\n  tools watched in: agentfaults")
+
+
+def test_an_unfired_tool_fault_lists_every_framework_the_plugin_watched():
+    plan = FaultPlan()
+    plan.framework_state["watched"] = ["langchain", "agentfaults"]  # as the plugin sets it
+    plan.tool("search").raises(ConnectionError("down"))
+    assert _unfired_message(plan).endswith("\n  tools watched in: langchain, agentfaults")
+
+
+def test_an_unfired_llm_fault_says_nothing_of_tools():
+    plan = FaultPlan()
+    plan.llm.rate_limit()
+    message = _unfired_message(plan)
+    assert "watched" not in message
+    assert message.endswith(", or add .strict(False) if the fault may go unused")
+
+
+def test_a_failing_end_of_test_check_hides_the_kits_frame_from_the_traceback():
+    plan = FaultPlan()
+    plan.tool("search").raises(ConnectionError("down"))
+    with plan.active():
+        pass
+    with pytest.raises(AssertionError) as caught:
+        plan.check()
+    raised_in = caught.traceback[-1]  # the frame that raised: the plan's check
+    assert raised_in.path.name == "faults.py"
+    assert raised_in.ishidden(caught)  # pytest leaves it out of a failed test's report
+
+
+def test_the_end_of_test_check_reports_an_unrequested_route_with_the_unfired_faults():
+    plan = FaultPlan()
+    plan.tool("search").raises(ConnectionError("down"))
+    with plan.active():
+        plan.http_layer().router.get("https://api.test/users").respond(200)
+    with pytest.raises(AssertionError) as caught:
+        plan.check()
+    first, *rest = str(caught.value).splitlines()
+    assert first == "fault on tool 'search' never fired: faults.tool('search')"
+    assert "agentfaults: 1 http_faults route(s) registered but never requested:" in rest
+    assert "  GET https://api.test/users" in rest
+
+
+def test_a_plan_switched_off_from_another_context_is_no_longer_current_there():
+    plan = FaultPlan()
+
+    def activate_here_switch_off_elsewhere() -> object:
+        handle = plan.activate()
+        elsewhere = contextvars.copy_context()  # a fixture torn down in another context
+
+        def switch_off() -> object:
+            plan.deactivate(handle)
+            return current_plan()
+
+        return elsewhere.run(switch_off)
+
+    # a context of its own: what this context keeps switched on ends with it
+    assert contextvars.Context().run(activate_here_switch_off_elsewhere) is None
