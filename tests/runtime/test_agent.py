@@ -234,7 +234,7 @@ def test_exhausted_retries_feed_the_error_payload_to_the_model():
     assert agent.model.requests[1].messages[-1].content == tool_messages(result)[0]
 
 
-def test_on_exhaustion_raise_raises_tool_execution_error_with_the_cause():
+def test_on_exhaustion_raise_raises_tool_execution_error_naming_the_tool_with_the_cause():
     fetch, _ = flaky(10)
     agent = make(
         [call_tool("fetch", url="u")],
@@ -244,6 +244,7 @@ def test_on_exhaustion_raise_raises_tool_execution_error_with_the_cause():
     with pytest.raises(af.ToolExecutionError, match="after 2 attempt") as caught:
         agent.run("x")
     assert isinstance(caught.value.__cause__, ConnectionError)
+    assert caught.value.tool == "fetch"  # an `except ToolExecutionError` can tell which tool
     assert len(agent.model.requests) == 1
 
 
