@@ -10,6 +10,7 @@ import types
 import pytest
 
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime.hooks import active_interceptors
 from pytest_agentfaults.testing import FaultPlan
 from pytest_agentfaults.testing.faults import current_plan
 
@@ -149,3 +150,29 @@ def test_a_plan_switched_off_from_another_context_is_no_longer_current_there():
 
     # a context of its own: what this context keeps switched on ends with it
     assert contextvars.Context().run(activate_here_switch_off_elsewhere) is None
+
+
+def test_a_plan_that_fails_to_switch_on_leaves_nothing_switched_on(helpers):
+    original, before, interceptors = helpers.lookup, current_plan(), active_interceptors()
+    plan = FaultPlan()
+    plan.function("agentfaults_declared_helpers:lookup").raises(ConnectionError("down"))
+    plan.function("agentfaults_no_such_module:lookup").raises(ConnectionError("down"))
+    with pytest.raises(UsageError, match="agentfaults_no_such_module"):
+        plan.activate()  # the user's mistake, not a failure of the undo
+    assert current_plan() is before
+    assert active_interceptors() == interceptors
+    assert helpers.lookup is original
+
+
+def test_a_plan_switched_on_twice_stays_on_until_its_outer_block_ends(helpers):
+    before = current_plan()
+    plan = FaultPlan()
+    plan.function("agentfaults_declared_helpers:lookup").raises(ConnectionError("down"))
+    with plan.active():
+        with plan.active():
+            pass
+        assert current_plan() is plan
+        with pytest.raises(ConnectionError, match="down"):
+            helpers.lookup("k")
+    assert current_plan() is before
+    assert helpers.lookup("k") == "value of k"
