@@ -21,7 +21,6 @@ from respx.mocks import HTTPCoreMocker, Mocker
 
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.testing._wire import (
-    Provider,
     Served,
     kind_served,
     malformed_body,
@@ -297,7 +296,7 @@ def outcome(library: Library, request: Any, fault: HTTPFault) -> Injected:
     kind = fault.label
     options = fault.options
     if fault.status is not None:
-        return Injected(_status_response(module, provider, fault.status, options))
+        return Injected(_response(module, status_served(provider, fault.status, **options)))
     if kind == "timeout":
         return Injected(error=module.ReadTimeout("agentfaults: injected read timeout"))
     if kind == "connect_error":
@@ -343,31 +342,6 @@ def outcome(library: Library, request: Any, fault: HTTPFault) -> Injected:
         200, headers=served.headers, stream=library.cut_stream(data, failure)
     )
     return Injected(response, later=failure)
-
-
-# (library, provider, status, options) -> a status fault's answer (status, headers, body):
-# the same bytes for every hit, rendered once. Not kept: a date ``Retry-After``, which
-# moves with the clock. Each response gets its own copy of the headers.
-_status_answers: dict[tuple[Any, ...], tuple[int, Any, bytes]] = {}
-
-
-def _status_response(
-    module: Any, provider: Provider | None, status: int, options: dict[str, Any]
-) -> Any:
-    key: tuple[Any, ...] | None = (module.__name__, provider, status, *options.items())
-    try:
-        kept = _status_answers.get(key)  # type: ignore[arg-type]
-    except TypeError:  # an option of an unhashable type: rendered every time
-        kept = key = None
-    if kept is None:
-        served = status_served(provider, status, **options)
-        data = b"".join(served.chunks)
-        headers = module.Headers([*served.headers, ("Content-Length", str(len(data)))])
-        kept = (served.status, headers, data)
-        dated = options.get("retry_after_format") == "date"
-        if key is not None and not dated and len(_status_answers) < 256:
-            _status_answers[key] = kept
-    return module.Response(kept[0], headers=kept[1], stream=module.ByteStream(kept[2]))
 
 
 def _response(module: Any, served: Served) -> Any:

@@ -19,7 +19,6 @@ loopback server (`_serve.py`), so the two record the same fields the same way.
 from __future__ import annotations
 
 import functools
-import operator
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -37,35 +36,19 @@ _KNOWN: Final = {
 
 
 #: the request headers an ``http.request`` event is made from (`request_headers`)
-_READ: Final = (b"user-agent", b"x-stainless-retry-count", b"x-stainless-lang")
-_LOWER_NAME: Final = operator.itemgetter(1)
+_READ: Final = ("user-agent", "x-stainless-retry-count", "x-stainless-lang")
 
 
 def request_headers(headers: Any) -> dict[str, str]:
     """The headers of an httpx / httpx2 request that the event reads, by lower-case name.
 
     Each value as ``headers.get`` gives it (a repeated header's values joined by ``, ``).
-    httpx and httpx2 keep each header as ``(name, lower-case name, value)`` bytes; the
-    lower-case names are searched at C speed rather than with one ``headers.get`` (a
-    Python loop over an SDK's ~15 headers) per name.
     """
-    entries = getattr(headers, "_list", None)
-    if entries.__class__ is not list or (entries and len(entries[0]) != 3):
-        return {name.decode(): headers[name.decode()] for name in _READ if name.decode() in headers}
-    names = list(map(_LOWER_NAME, entries))
     found: dict[str, str] = {}
     for name in _READ:
-        if name not in names:
-            continue
-        key = name.decode("ascii")
-        if names.count(name) > 1:
-            found[key] = headers.get(key)
-            continue
-        value = entries[names.index(name)][2]
-        try:
-            found[key] = value.decode("ascii")  # what any of the header encodings gives
-        except UnicodeDecodeError:
-            found[key] = value.decode(headers.encoding)
+        value = headers.get(name)
+        if value is not None:
+            found[name] = value
     return found
 
 
