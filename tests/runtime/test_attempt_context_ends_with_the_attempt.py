@@ -166,19 +166,23 @@ def test_a_request_after_arun_is_not_recorded_in_the_finished_runs_trace(is_asyn
     assert plan.http_recorder.trace.count("http.request") == 1
 
 
+def _pinging_agent(ping: af.Tool) -> af.Agent:
+    """An agent whose model calls ``ping`` once for api.test, then answers."""
+    return af.Agent(
+        "bot",
+        model=ScriptedModel([call_tool("ping", host="api.test"), say("ok")]),
+        tools=[ping],
+        clock=af.VirtualClock(),
+    )
+
+
 def test_a_request_a_tool_sends_during_run_is_recorded_in_that_runs_trace():
     @af.tool
     def ping(host: str) -> str:
         """Ping a host."""
         return str(httpx.get(f"https://{host}/ping").status_code)
 
-    plan = _plan()
-    agent = af.Agent(
-        "bot",
-        model=ScriptedModel([call_tool("ping", host="api.test"), say("ok")]),
-        tools=[ping],
-        clock=af.VirtualClock(),
-    )
+    plan, agent = _plan(), _pinging_agent(ping)
 
     def run() -> af.RunResult:
         with plan.active():
@@ -198,13 +202,7 @@ def test_a_request_an_async_tool_sends_during_arun_is_recorded_in_that_runs_trac
         async with httpx.AsyncClient() as client:
             return str((await client.get(f"https://{host}/ping")).status_code)
 
-    plan = _plan()
-    agent = af.Agent(
-        "bot",
-        model=ScriptedModel([call_tool("ping", host="api.test"), say("ok")]),
-        tools=[ping],
-        clock=af.VirtualClock(),
-    )
+    plan, agent = _plan(), _pinging_agent(ping)
 
     async def arun() -> af.RunResult:
         with plan.active():
