@@ -196,15 +196,25 @@ class ToolCalls:
                 failure: Exception = checked
             else:
                 attempts += 1
-                emit(
-                    "tool.call",
-                    tool=name,
-                    call_id=call.id,
-                    attempt=attempts,
-                    framework=_OURS,
-                    detail=preview(raw),
-                    **marks,
-                )
+                if marks:
+                    emit(
+                        "tool.call",
+                        tool=name,
+                        call_id=call.id,
+                        attempt=attempts,
+                        framework=_OURS,
+                        detail=preview(raw),
+                        **marks,
+                    )
+                else:  # the usual tool: a call without ``**`` costs half as much
+                    emit(
+                        "tool.call",
+                        tool=name,
+                        call_id=call.id,
+                        attempt=attempts,
+                        framework=_OURS,
+                        detail=preview(raw),
+                    )
                 try:
                     result = yield Attempt(
                         tool,
@@ -219,7 +229,7 @@ class ToolCalls:
                 except NEVER_RECOVERED:
                     raise
                 except Exception as exc:
-                    if isinstance(exc, ToolExecutionError | EscalationError):
+                    if isinstance(exc, (ToolExecutionError, EscalationError)):
                         exc.tool = exc.tool or name
                     if marks:
                         self.tool_error(call, attempts, exc, **marks, ambiguous=is_ambiguous(exc))
@@ -403,6 +413,18 @@ class ToolCalls:
         error: BaseException | ToolFailure,
         **marks: Any,
     ) -> None:
+        if marks:
+            self.emit(
+                "tool.error",
+                tool=call.name,
+                call_id=call.id,
+                framework=_OURS,
+                attempt=attempt,
+                error=self.record(error),
+                **marks,
+            )
+            return
+        # The usual tool: a call without ``**`` costs half as much.
         self.emit(
             "tool.error",
             tool=call.name,
@@ -410,7 +432,6 @@ class ToolCalls:
             framework=_OURS,
             attempt=attempt,
             error=self.record(error),
-            **marks,
         )
 
     def escalated(self, name: str, call: ToolCall, exc: EscalationError, attempts: int) -> Outcome:
