@@ -133,7 +133,9 @@ class Run:
         self.uniform = uniform = Jitter()
         self.calls = ToolCalls(
             tools=agent.tools,
-            builtins={name: BUILTIN_TOOLS[name] for name in agent.builtin_tools},
+            builtins={name: BUILTIN_TOOLS[name] for name in agent.builtin_tools}
+            if agent.builtin_tools
+            else None,
             resilience=agent.resilience,
             on_tool_error=agent.on_tool_error,
             tool_defaults=agent.tool_defaults,

@@ -177,6 +177,7 @@ class ToolCalls:
         attempts = 0
         used: dict[int, int] = {}
         last: tuple[str, dict[str, Any]] | None = None  # arguments checked, when reusable
+        cut = "timeout_seconds" in config.model_fields_set  # a timeout the user set cuts
         while True:
             checked: dict[str, Any] | InvalidArgsError
             if last is not None and last[0] is raw:
@@ -224,7 +225,7 @@ class ToolCalls:
                         emit,
                         call.id,
                         attempts,
-                        "timeout_seconds" in config.model_fields_set,
+                        cut,
                     )
                 except NEVER_RECOVERED:
                     raise
