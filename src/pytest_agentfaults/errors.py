@@ -377,16 +377,18 @@ def classify(exc: BaseException | ToolFailure, *, tool: str | None = None) -> Er
 
 def kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
     """`classify` without the recommendations: the kind and retryability only."""
+    # Tuples, not ``A | B`` unions, in these isinstance checks: a union is checked through
+    # its __instancecheck__, a tuple in C; each failed tool attempt is classified here.
     if not isinstance(exc, BaseException):
         return "logical", False  # a ToolFailure: an expected business failure
     explicit = getattr(exc, "retryable", None)
-    if isinstance(exc, InvalidArgsError | UnknownToolError):
+    if isinstance(exc, (InvalidArgsError, UnknownToolError)):
         return "validation", False
     if isinstance(exc, EscalationError):
         return "escalation", False
     if isinstance(exc, ToolExecutionError):
         return "exception", False
-    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
         return "aborted", False
     if isinstance(exc, NEVER_RECOVERED):
         # A budget cap ends the run ("aborted"); a developer's or a test's mistake (an
@@ -402,13 +404,13 @@ def _is_transient(exc: BaseException) -> bool:
         return False
     if isinstance(exc, ModelHTTPError):
         return is_retryable_status(exc.status)
-    if isinstance(exc, MalformedResponseError | ModelStreamError):
+    if isinstance(exc, (MalformedResponseError, ModelStreamError)):
         # A bad answer may come out right when asked again; the stream is re-asked whole.
         return True
     message = str(exc)
     if isinstance(exc, PermissionError) or _AUTH_PATTERNS.search(message):
         return False
-    if isinstance(exc, ConnectionError | TimeoutError | OSError | ModelTransportError):
+    if isinstance(exc, (ConnectionError, TimeoutError, OSError, ModelTransportError)):
         return True
     if _TRANSIENT_PATTERNS.search(message):
         # Many SDKs raise plain exceptions whose message is the only sign of a 503.

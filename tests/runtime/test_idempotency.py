@@ -111,6 +111,23 @@ def test_a_failure_before_sending_is_retried_even_for_a_non_idempotent_tool():
     assert result.trace.verdict().passed
 
 
+def test_a_non_idempotent_tool_records_the_same_events_as_any_tool_plus_its_marks():
+    # The marks are added to the tool events a tool records anyway: nothing else differs.
+    def events(idempotent: bool) -> list[dict]:
+        charge, _, clock = payment_tool(ConnectionRefusedError("refused"), idempotent=idempotent)
+        result, _ = run(charge, clock)
+        return [e.model_dump(exclude={"run_id"}) for e in result.trace]
+
+    marked, plain = events(False), events(True)
+    calls = [e for e in marked if e["type"] == "tool.call"]
+    errors = [e for e in marked if e["type"] == "tool.error"]
+    assert [e.pop("idempotent") for e in calls] == [False, False]
+    assert [(e.pop("idempotent"), e.pop("ambiguous")) for e in errors] == [(False, False)]
+    assert marked == plain
+    assert [e["attempt"] for e in calls] == [1, 2]
+    assert errors[0]["call_id"] == calls[0]["call_id"] == "call_1"
+
+
 def test_a_non_ambiguous_error_is_retried_per_policy():
     # The tool raised: it failed, it did not lose an answer. The policy applies as usual.
     charge, charges, clock = payment_tool(RuntimeError("gateway rejected the request"))

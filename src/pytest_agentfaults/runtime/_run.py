@@ -133,7 +133,9 @@ class Run:
         self.uniform = uniform = Jitter()
         self.calls = ToolCalls(
             tools=agent.tools,
-            builtins={name: BUILTIN_TOOLS[name] for name in agent.builtin_tools},
+            builtins={name: BUILTIN_TOOLS[name] for name in agent.builtin_tools}
+            if agent.builtin_tools
+            else None,
             resilience=agent.resilience,
             on_tool_error=agent.on_tool_error,
             tool_defaults=agent.tool_defaults,
@@ -363,15 +365,18 @@ class Run:
 
     def call_model(self, model: Model, attempt: int) -> Steps[ModelResponse]:
         agent, rec = self.agent, self.rec
+        spec = agent.output_spec
+        # Positional, in field order (messages, tools, stream, output_schema, clock, emit,
+        # agent, jitter): binding eight keywords costs as much as the rest of the construction.
         request = ModelRequest(
-            messages=list(self.messages),
-            tools=agent.tool_specs,
-            stream=agent.stream,
-            output_schema=agent.output_spec.schema if agent.output_spec is not None else None,
-            clock=self.clock,
-            emit=rec.emit,
-            agent=agent.name,
-            jitter=self.uniform,
+            list(self.messages),
+            agent.tool_specs,
+            agent.stream,
+            spec.schema if spec is not None else None,
+            self.clock,
+            rec.emit,
+            agent.name,
+            self.uniform,
         )
         name = model_name(model)
         if self.token_caps:

@@ -177,6 +177,7 @@ class ToolCalls:
         attempts = 0
         used: dict[int, int] = {}
         last: tuple[str, dict[str, Any]] | None = None  # arguments checked, when reusable
+        cut = "timeout_seconds" in config.model_fields_set  # a timeout the user set cuts
         while True:
             checked: dict[str, Any] | InvalidArgsError
             if last is not None and last[0] is raw:
@@ -196,15 +197,25 @@ class ToolCalls:
                 failure: Exception = checked
             else:
                 attempts += 1
-                emit(
-                    "tool.call",
-                    tool=name,
-                    call_id=call.id,
-                    attempt=attempts,
-                    framework=_OURS,
-                    detail=preview(raw),
-                    **marks,
-                )
+                if marks:
+                    emit(
+                        "tool.call",
+                        tool=name,
+                        call_id=call.id,
+                        attempt=attempts,
+                        framework=_OURS,
+                        detail=preview(raw),
+                        **marks,
+                    )
+                else:  # the usual tool: a call without ``**`` costs half as much
+                    emit(
+                        "tool.call",
+                        tool=name,
+                        call_id=call.id,
+                        attempt=attempts,
+                        framework=_OURS,
+                        detail=preview(raw),
+                    )
                 try:
                     result = yield Attempt(
                         tool,
@@ -214,12 +225,12 @@ class ToolCalls:
                         emit,
                         call.id,
                         attempts,
-                        "timeout_seconds" in config.model_fields_set,
+                        cut,
                     )
                 except NEVER_RECOVERED:
                     raise
                 except Exception as exc:
-                    if isinstance(exc, ToolExecutionError | EscalationError):
+                    if isinstance(exc, (ToolExecutionError, EscalationError)):
                         exc.tool = exc.tool or name
                     if marks:
                         self.tool_error(call, attempts, exc, **marks, ambiguous=is_ambiguous(exc))
@@ -403,6 +414,18 @@ class ToolCalls:
         error: BaseException | ToolFailure,
         **marks: Any,
     ) -> None:
+        if marks:
+            self.emit(
+                "tool.error",
+                tool=call.name,
+                call_id=call.id,
+                framework=_OURS,
+                attempt=attempt,
+                error=self.record(error),
+                **marks,
+            )
+            return
+        # The usual tool: a call without ``**`` costs half as much.
         self.emit(
             "tool.error",
             tool=call.name,
@@ -410,7 +433,6 @@ class ToolCalls:
             framework=_OURS,
             attempt=attempt,
             error=self.record(error),
-            **marks,
         )
 
     def escalated(self, name: str, call: ToolCall, exc: EscalationError, attempts: int) -> Outcome:

@@ -185,8 +185,11 @@ def active_interceptors() -> tuple[Interceptor, ...]:
 
 def declared_non_idempotent(tool: str) -> bool:
     """Whether an interceptor in force declares ``tool`` non-idempotent for this test."""
-    interceptors = _interceptors.get()
-    return bool(interceptors) and any(i.declares_non_idempotent(tool) for i in interceptors)
+    # A loop, not ``any(<generator>)``: asked on every attempt of every tool call.
+    for interceptor in _interceptors.get():  # noqa: SIM110 - see above
+        if interceptor.declares_non_idempotent(tool):
+            return True
+    return False
 
 
 def _call_interceptor(hook: Callable[[Any], Any], effect: Any) -> Any:

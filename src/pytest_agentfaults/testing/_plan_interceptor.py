@@ -79,16 +79,17 @@ class PlanInterceptor(Interceptor):
         fault, occurrence = hit
         fault.check()
         self.plan.record(fault, name, fault.action or "", occurrence)
-        attempt.emit(
-            "tool.fault",
-            tool=name,
-            call_id=attempt.call_id,
-            attempt=attempt.number,
-            framework="agentfaults",
-            status=fault.action,
-            detail=self.described(fault),
-            **({"idempotent": False} if any(f.idempotent is False for f in named) else {}),
-        )
+        fields: dict[str, Any] = {
+            "tool": name,
+            "call_id": attempt.call_id,
+            "attempt": attempt.number,
+            "framework": "agentfaults",
+            "status": fault.action,
+            "detail": self.described(fault),
+        }
+        if _any_non_idempotent(named):
+            fields["idempotent"] = False
+        attempt.emit("tool.fault", **fields)
         if fault.raises is not None:
             exc = fault.raises
             return Inject(exc() if isinstance(exc, type) else exc)
@@ -115,7 +116,7 @@ class PlanInterceptor(Interceptor):
         return text
 
     def declares_non_idempotent(self, tool: str) -> bool:
-        return any(f.idempotent is False for f in self.tool_faults(tool))
+        return _any_non_idempotent(self.tool_faults(tool))
 
     def model_call(self, call: ModelCall) -> Any:
         hit = self.llm_fault(call.request.agent)
@@ -149,6 +150,18 @@ class PlanInterceptor(Interceptor):
             return hit
         anyone = llm.get(None)
         return self.plan.next_fault(("llm",), anyone) if anyone else None
+
+
+def _any_non_idempotent(faults: list[ToolFault]) -> bool:
+    """Whether one of ``faults`` declares its tool non-idempotent.
+
+    A loop, not ``any(<generator>)``: the runtime asks this on every attempt of a tool
+    that has faults, and a generator costs more to make than the loop to run.
+    """
+    for fault in faults:  # noqa: SIM110 - see the docstring
+        if fault.idempotent is False:
+            return True
+    return False
 
 
 def _respond_instead(

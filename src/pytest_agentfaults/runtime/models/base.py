@@ -137,15 +137,17 @@ class ModelRequest:
 
     def snapshot(self) -> ModelRequest:
         """A copy whose message list later turns of the run cannot change."""
+        # Positional, in field order: a scripted model snapshots every request it answers,
+        # and binding eight keywords costs as much as the rest of the construction.
         return ModelRequest(
-            messages=list(self.messages),
-            tools=list(self.tools),
-            stream=self.stream,
-            output_schema=self.output_schema,
-            clock=self.clock,
-            emit=self.emit,
-            agent=self.agent,
-            jitter=self.jitter,
+            list(self.messages),
+            list(self.tools),
+            self.stream,
+            self.output_schema,
+            self.clock,
+            self.emit,
+            self.agent,
+            self.jitter,
         )
 
     @property
