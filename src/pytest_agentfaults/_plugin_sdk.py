@@ -38,7 +38,7 @@ def _agentfaults_sdk_clients() -> Generator[SdkClients, None, None]:
 
 
 def _sdk_client(request: pytest.FixtureRequest, clients: SdkClients) -> Any:
-    _state(request)  # the test uses the kit: its faults, routes and network guard
+    _state(request.node)  # the test uses the kit: its faults, routes and network guard
     name = str(request.fixturename)
     url = None
     if "llm_server" in request.fixturenames:

@@ -7,6 +7,7 @@ standard library and pytest load with it; the kit loads on the first test that u
 from __future__ import annotations
 
 import sys
+from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FRAMEWORKS",
+    "ITEM",
     "SESSION",
     "STATE",
     "CoverageSettings",
@@ -28,6 +30,7 @@ __all__ = [
     "declares_kit",
     "kit_marks",
     "may_use_kit",
+    "running_item",
     "start_state",
 ]
 
@@ -75,6 +78,31 @@ class CoverageSettings:
 
 SESSION = pytest.StashKey[Session]()
 STATE = pytest.StashKey["TestState"]()
+
+# The test whose protocol is running (set and reset around it by the plugin's
+# ``pytest_runtest_protocol``). The kit's fixtures find their test here instead of asking
+# for ``request``: for a fixture that asks for it, pytest builds a new FixtureDef of
+# ``request`` each time, inspecting a lambda's signature (10-15 us of every test).
+ITEM: ContextVar[pytest.Item | None] = ContextVar("agentfaults_item", default=None)
+
+
+def running_item(fixture: str) -> pytest.Item:
+    """The test running in this context, for the kit's fixture ``fixture``.
+
+    None only where the test's context is not: a thread started without it.
+    """
+    __tracebackhide__ = True
+    item = ITEM.get()
+    if item is None:
+        from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - lazy, rare
+
+        raise UsageError(
+            f"the {fixture!r} fixture was requested outside the test's context (a thread "
+            "started by the test runs without it, and without the test's faults and "
+            "clock): request it in the test or its fixtures, or run the thread's work in "
+            "the test's context, contextvars.copy_context().run(...)"
+        )
+    return item
 
 
 # The fixtures that read the test's state: asking for one means using the kit.

@@ -32,6 +32,9 @@ from pytest_agentfaults._plugin_report import (
     replay as _replay,
 )
 from pytest_agentfaults._plugin_state import (
+    ITEM as _ITEM,
+)
+from pytest_agentfaults._plugin_state import (
     SESSION as _SESSION,
 )
 from pytest_agentfaults._plugin_state import (
@@ -51,6 +54,9 @@ from pytest_agentfaults._plugin_state import (
 )
 from pytest_agentfaults._plugin_state import (
     may_use_kit as _may_use_kit,
+)
+from pytest_agentfaults._plugin_state import (
+    running_item as _running_item,
 )
 from pytest_agentfaults._plugin_state import (
     start_state as _start_state,
@@ -262,7 +268,11 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
-    """A safety net for a test that never reached its teardown (KeyboardInterrupt, exit)."""
+    """A safety net for a test that never reached its teardown (KeyboardInterrupt, exit).
+
+    And names the running test for the kit's fixtures (`_running_item`).
+    """
+    token = _ITEM.set(item)
     try:
         return (yield)
     except BaseException as interrupted:
@@ -270,6 +280,8 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         for error in [*(state.stop() if state is not None else ()), *_network.stop_network(item)]:
             interrupted.add_note(f"pytest-agentfaults could not switch off: {error!r}")
         raise
+    finally:
+        _ITEM.reset(token)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -371,38 +383,42 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 # ---------------------------------------------------------------------------- fixtures
 
 
-def _state(request: pytest.FixtureRequest) -> TestState:
+def _state(item: pytest.Item) -> TestState:
     __tracebackhide__ = True
-    state: TestState | None = request.node.stash.get(_STATE, None)
+    state: TestState | None = item.stash.get(_STATE, None)
     if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
-        state = _start_state(request.node)
-        _network.start_network_late(request.node)
+        state = _start_state(item)
+        _network.start_network_late(item)
     state.use_virtual_time()  # a kit fixture: the test's waits are virtual (not real_time)
     return state
 
 
+# These four find their test through `_running_item`, not ``request`` (see there why).
 @pytest.fixture
-def faults(request: pytest.FixtureRequest) -> FaultPlan:
+def faults() -> FaultPlan:
     """The test's `FaultPlan`: ``faults.tool("fetch").raises(ConnectionError()).times(2)``."""
-    return _state(request).plan
+    __tracebackhide__ = True
+    return _state(_running_item("faults")).plan
 
 
 @pytest.fixture
-def trace(request: pytest.FixtureRequest) -> Trace:
+def trace() -> Trace:
     """One `Trace` holding every agent run (and HTTP attempt) of the test."""
-    return _state(request).trace
+    __tracebackhide__ = True
+    return _state(_running_item("trace")).trace
 
 
 @pytest.fixture
-def virtual_clock(request: pytest.FixtureRequest) -> VirtualClock:
+def virtual_clock() -> VirtualClock:
     """The test's virtual clock: agents (``clock=None``) and the test's own sleeps wait on it."""
     __tracebackhide__ = True
-    state = _state(request)
+    item = _running_item("virtual_clock")
+    state = _state(item)
     if state.real_time:
         from pytest_agentfaults.errors import UsageError  # noqa: PLC0415
 
         raise UsageError(
-            f"{request.node.nodeid} is marked real_time, so it has no virtual clock; remove "
+            f"{item.nodeid} is marked real_time, so it has no virtual clock; remove "
             "the marker or the virtual_clock fixture"
         )
     return state.clock
@@ -420,7 +436,7 @@ def scripted_model() -> Callable[..., ScriptedModel]:
 
 
 @pytest.fixture
-def http_faults(request: pytest.FixtureRequest) -> HttpFaultRouter:
+def http_faults() -> HttpFaultRouter:
     """A respx router that sees httpx AND httpx2 clients (the official SDKs use httpx2).
 
     ``http_faults.post(url).respond(200, json=...)``; the test's http faults apply first,
@@ -430,7 +446,8 @@ def http_faults(request: pytest.FixtureRequest) -> HttpFaultRouter:
     ``http_faults.script("openai", [call_tool(...), say("done")])`` answers a provider's
     endpoint with scripted steps in its wire format.
     """
-    return _state(request).plan.http_layer().router
+    __tracebackhide__ = True
+    return _state(_running_item("http_faults")).plan.http_layer().router
 
 
 @pytest.fixture(scope="session")
@@ -463,7 +480,7 @@ def llm_server(
     markers = list(request.node.iter_markers("httpx_mock"))
     url = server.base_url("openai")
     check_llm_server_mocks(request.node.name, request.fixturenames, markers, url)
-    server.bind(_state(request).plan)
+    server.bind(_state(request.node).plan)
     try:
         yield server
         server.check()

@@ -182,3 +182,83 @@ def test_a_finished_run_is_freed_without_the_garbage_collector():
         assert freed() is None
     finally:
         gc.enable()
+
+
+FIXTURES_IN_THREADS = """
+import contextvars
+import threading
+
+import pytest
+
+FIXTURES = ("faults", "trace", "virtual_clock", "http_faults")
+
+
+def in_thread(work):
+    done = []
+    thread = threading.Thread(target=lambda: done.append(work()))
+    thread.start()
+    thread.join()
+    return done[0]
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_asked_for_in_the_tests_context_from_a_thread(request, name):
+    context = contextvars.copy_context()
+    value = in_thread(lambda: context.run(request.getfixturevalue, name))
+    assert value is request.getfixturevalue(name)
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_asked_for_from_a_thread_without_the_tests_context(request, name):
+    def ask():
+        try:
+            request.getfixturevalue(name)
+        except Exception as error:
+            return error
+        return None
+
+    error = in_thread(ask)
+    assert type(error).__name__ == "UsageError"
+    assert f"the {name!r} fixture was requested outside the test's context" in str(error)
+    assert "contextvars.copy_context().run(...)" in str(error)
+"""
+
+
+def test_the_kits_fixtures_find_their_test_in_its_context(pytester):
+    # They read the running test from a ContextVar, not from ``request`` (cheaper): the
+    # test's own context reaches them, from a thread too; a thread without it gets an
+    # error that says so and how to pass the context along.
+    pytester.makepyfile(test_threads=FIXTURES_IN_THREADS)
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=8)
+
+
+def test_the_running_test_is_named_for_its_protocol_only(pytester):
+    pytester.makeconftest(
+        """
+from pytest_agentfaults._plugin_state import ITEM
+
+SEEN = []
+
+def pytest_sessionfinish():
+    SEEN.append(ITEM.get())
+
+def pytest_unconfigure(config):
+    print("AFTER", SEEN)
+"""
+    )
+    pytester.makepyfile(
+        test_two="""
+from conftest import ITEM, SEEN
+
+def test_a(trace):
+    SEEN.append(ITEM.get().name)
+
+def test_b():
+    SEEN.append(ITEM.get().name)
+"""
+    )
+    # a process of its own: in this one, the outer test is the one running
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-s")
+    result.assert_outcomes(passed=2)
+    assert "AFTER ['test_a', 'test_b', None]" in result.stdout.lines
