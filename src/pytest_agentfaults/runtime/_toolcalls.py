@@ -197,25 +197,15 @@ class ToolCalls:
                 failure: Exception = checked
             else:
                 attempts += 1
-                if marks:
-                    emit(
-                        "tool.call",
-                        tool=name,
-                        call_id=call.id,
-                        attempt=attempts,
-                        framework=_OURS,
-                        detail=preview(raw),
-                        **marks,
-                    )
-                else:  # the usual tool: a call without ``**`` costs half as much
-                    emit(
-                        "tool.call",
-                        tool=name,
-                        call_id=call.id,
-                        attempt=attempts,
-                        framework=_OURS,
-                        detail=preview(raw),
-                    )
+                emit(
+                    "tool.call",
+                    tool=name,
+                    call_id=call.id,
+                    attempt=attempts,
+                    framework=_OURS,
+                    detail=preview(raw),
+                    **marks,
+                )
                 try:
                     result = yield Attempt(
                         tool,
@@ -414,18 +404,6 @@ class ToolCalls:
         error: BaseException | ToolFailure,
         **marks: Any,
     ) -> None:
-        if marks:
-            self.emit(
-                "tool.error",
-                tool=call.name,
-                call_id=call.id,
-                framework=_OURS,
-                attempt=attempt,
-                error=self.record(error),
-                **marks,
-            )
-            return
-        # The usual tool: a call without ``**`` costs half as much.
         self.emit(
             "tool.error",
             tool=call.name,
@@ -433,6 +411,7 @@ class ToolCalls:
             framework=_OURS,
             attempt=attempt,
             error=self.record(error),
+            **marks,
         )
 
     def escalated(self, name: str, call: ToolCall, exc: EscalationError, attempts: int) -> Outcome:
