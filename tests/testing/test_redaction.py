@@ -41,6 +41,35 @@ def test_the_recorder_redacts_every_text_field_extra_ones_included(key, sk):
     assert event.field("url") == "https://x.test/v1?key=[REDACTED]"
 
 
+def test_every_event_of_a_run_keeps_no_key_from_the_prompt_arguments_or_answers(key, sk):
+    # The events every run records (run.start, llm.*, tool.*, run.end) take a path of their
+    # own through the recorder; each text they carry comes from the user or the model.
+    @af.tool
+    def fetch(url: str) -> str:
+        """Fetch a URL."""
+        return f"token={sk}"
+
+    model = af.ScriptedModel(
+        [call_tool("fetch", url=f"https://x.test/v1?key={key}"), say(f"done {sk}")]
+    )
+    agent = af.Agent("bot", model=model, tools=[fetch], clock=VirtualClock())
+    result = agent.run(f"use api_key={key} and {sk}")
+    assert [e.type for e in result.trace.events] == [
+        "run.start",
+        "llm.request",
+        "llm.response",
+        "tool.call",
+        "tool.result",
+        "llm.request",
+        "llm.response",
+        "run.end",
+    ]
+    dumped = result.trace.to_json()
+    assert key not in dumped
+    assert sk[8:24] not in dumped
+    assert "[REDACTED]" in result.trace.events[3].field("detail")
+
+
 def test_a_fault_description_is_redacted(key, sk):
     plan = FaultPlan()
     plan.tool("fetch").raises(ConnectionError(f"refused https://x.test/?key={key} {sk}"))

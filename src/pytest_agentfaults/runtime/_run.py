@@ -161,7 +161,7 @@ class Run:
         agent, rec = self.agent, self.rec
         # `initial_messages` refuses an empty history: the last message is the prompt.
         prompt = self.messages[-1].content
-        rec.emit("run.start", detail=preview(prompt))
+        rec.emit_known("run.start", {"detail": preview(prompt)})
         try:
             if agent.fixer_function is not None:
                 output = agent.fixer_function(prompt)
@@ -236,7 +236,7 @@ class Run:
 
     def finish(self, status: RunStatus, output: Any) -> RunResult[Any]:
         shown = None if output is None else preview(render_result(output))
-        self.rec.emit("run.end", status=status, detail=shown)
+        self.rec.emit_known("run.end", {"status": status, "detail": shown})
         return RunResult(
             output=output,
             status=status,
@@ -381,7 +381,7 @@ class Run:
         name = model_name(model)
         if self.token_caps:
             check_tokens(agent.budget, self.usage, before_call=True)
-        rec.emit("llm.request", attempt=attempt, detail=name)
+        rec.emit_known("llm.request", {"attempt": attempt, "detail": name})
         self.usage.llm_calls += 1
         try:
             response: ModelResponse = yield ModelCall(model, request)
@@ -392,11 +392,13 @@ class Run:
         usage = response.usage
         self.usage.input_tokens += usage.input_tokens
         self.usage.output_tokens += usage.output_tokens
-        rec.emit(
+        rec.emit_known(
             "llm.response",
-            attempt=attempt,
-            status=response.finish_reason,
-            detail=_describe_response(response),
+            {
+                "attempt": attempt,
+                "status": response.finish_reason,
+                "detail": _describe_response(response),
+            },
         )
         if self.token_caps:
             check_tokens(agent.budget, self.usage, before_call=False)

@@ -65,6 +65,10 @@ class Cancelled(Exception):
     """The run's CancelToken was cancelled during a wait."""
 
 
+def _no_known_event(type: str, fields: dict[str, Any], /) -> None:
+    """`Recorder.emit_known` for a pipeline that records nothing (`Tool.invoke` alone)."""
+
+
 def _no_event(type: str, /, **fields: Any) -> None:
     return None
 
@@ -94,6 +98,7 @@ class ToolCalls:
         "cancel",
         "clock",
         "emit",
+        "emit_known",
         "on_tool_error",
         "rec",
         "resilience",
@@ -125,6 +130,9 @@ class ToolCalls:
         self.clock = clock
         self.rec = rec
         self.emit: Callable[..., object] = rec.emit if rec is not None else _no_event
+        self.emit_known: Callable[[str, dict[str, Any]], object] = (
+            rec.emit_known if rec is not None else _no_known_event
+        )
         self.uniform = uniform
         self.usage = usage if usage is not None else Usage()
         self.cancel = cancel
@@ -153,7 +161,7 @@ class ToolCalls:
 
     def tool_call(self, call: ToolCall) -> Steps[Outcome]:
         """Run one tool call the model asked for, through its recovery policy."""
-        emit = self.emit
+        emit, known = self.emit, self.emit_known
         name = call.name
         tool = self.tools.get(name)
         builtin = False
@@ -197,14 +205,16 @@ class ToolCalls:
                 failure: Exception = checked
             else:
                 attempts += 1
-                emit(
+                known(
                     "tool.call",
-                    tool=name,
-                    call_id=call.id,
-                    attempt=attempts,
-                    framework=_OURS,
-                    detail=preview(raw),
-                    **marks,
+                    {
+                        "tool": name,
+                        "call_id": call.id,
+                        "attempt": attempts,
+                        "framework": _OURS,
+                        "detail": preview(raw),
+                        **marks,
+                    },
                 )
                 try:
                     result = yield Attempt(
@@ -244,13 +254,15 @@ class ToolCalls:
                             attempts=attempts,
                         )
                     content = render_result(result)
-                    emit(
+                    known(
                         "tool.result",
-                        tool=name,
-                        call_id=call.id,
-                        attempt=attempts,
-                        framework=_OURS,
-                        detail=preview(content),
+                        {
+                            "tool": name,
+                            "call_id": call.id,
+                            "attempt": attempts,
+                            "framework": _OURS,
+                            "detail": preview(content),
+                        },
                     )
                     return Outcome(content, value=result, attempts=attempts)
 
@@ -311,15 +323,17 @@ class ToolCalls:
                         return self.exhausted(name, error, attempts, config)
                     return self.fed_back(tool, error, attempts)
                 delay = action.delay(runs, config, self.uniform())
-                emit(
+                self.emit_known(
                     "tool.retry",
-                    tool=name,
-                    call_id=call.id,
-                    framework=_OURS,
-                    attempt=runs + 1,
-                    max_attempts=action.max_attempts,
-                    delay=delay,
-                    error=self.record(error),
+                    {
+                        "tool": name,
+                        "call_id": call.id,
+                        "framework": _OURS,
+                        "attempt": runs + 1,
+                        "max_attempts": action.max_attempts,
+                        "delay": delay,
+                        "error": self.record(error),
+                    },
                 )
                 self.usage.retries += 1
                 yield Sleep(self.clock, delay)
@@ -404,14 +418,16 @@ class ToolCalls:
         error: BaseException | ToolFailure,
         **marks: Any,
     ) -> None:
-        self.emit(
+        self.emit_known(
             "tool.error",
-            tool=call.name,
-            call_id=call.id,
-            framework=_OURS,
-            attempt=attempt,
-            error=self.record(error),
-            **marks,
+            {
+                "tool": call.name,
+                "call_id": call.id,
+                "framework": _OURS,
+                "attempt": attempt,
+                "error": self.record(error),
+                **marks,
+            },
         )
 
     def escalated(self, name: str, call: ToolCall, exc: EscalationError, attempts: int) -> Outcome:
