@@ -300,8 +300,9 @@ class HTTPFault(FaultBase):
 
     def _describe(self) -> str:
         where = " ".join(p for p in (self.method, self.url) if p) or "any request"
-        options = ", ".join(f"{k}={v!r}" for k, v in self.options.items())
-        if list(self.options) == ["retry_after"]:  # the form reports and snapshots know
+        given = self.options
+        options = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        if list(given) == ["retry_after"]:  # the form reports and snapshots know
             options = f"retry_after={self.retry_after:g}"
         shown = f" ({options})" if options else ""
         return f"http {self.label}{shown} on {where}"

@@ -35,20 +35,31 @@ _KNOWN: Final = {
 }
 
 
-#: the request headers an ``http.request`` event is made from (`request_headers`)
-_READ: Final = ("user-agent", "x-stainless-retry-count", "x-stainless-lang")
+#: the request headers an ``http.request`` event is made from (`request_headers`), by
+#: their lower-case names as bytes (how ``headers.raw`` gives a name, once lower-cased)
+_READ: Final = {
+    name.encode("ascii"): name
+    for name in ("user-agent", "x-stainless-retry-count", "x-stainless-lang")
+}
 
 
 def request_headers(headers: Any) -> dict[str, str]:
     """The headers of an httpx / httpx2 request that the event reads, by lower-case name.
 
-    Each value as ``headers.get`` gives it (a repeated header's values joined by ``, ``).
+    Each value as ``headers.get`` gives it (a repeated header's values joined by ``, ``,
+    decoded with the headers' encoding). One pass over ``headers.raw``: each
+    ``headers.get`` would loop over all of an SDK's ~15 headers again.
     """
     found: dict[str, str] = {}
-    for name in _READ:
-        value = headers.get(name)
-        if value is not None:
-            found[name] = value
+    encoding: str | None = None
+    for raw_name, raw_value in headers.raw:
+        name = _READ.get(raw_name.lower())
+        if name is None:
+            continue
+        if encoding is None:
+            encoding = headers.encoding
+        value = raw_value.decode(encoding)
+        found[name] = f"{found[name]}, {value}" if name in found else value
     return found
 
 

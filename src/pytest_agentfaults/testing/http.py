@@ -155,42 +155,43 @@ class HttpInjector:
     def handle(self, library: Library, client: Any, request: Any, original: Any) -> Any:
         """Send one sync request: a fault, the client's transport, or the guard."""
         __tracebackhide__ = True
-        decision = self._decide(library, client, request)
+        decision, url = self._decide(library, client, request)
         if decision is _SILENT:
             return original(client, request)
         if isinstance(decision, Injected) and decision.delay is not None:
-            return self._slow(library, request, original(client, request), decision)
+            return self._slow(library, request, url, original(client, request), decision)
         if isinstance(decision, Injected):
             return original(Via(client, Answer(decision)), request)
         try:
             response = original(client if decision is _PASS else Via(client, decision), request)
         except Exception as exc:
-            self._record(request, error=exc)
+            self._record(request, url, error=exc)
             raise
-        self._record(request, response=response)
+        self._record(request, url, response=response)
         return response
 
     async def ahandle(self, library: Library, client: Any, request: Any, original: Any) -> Any:
         """Send one async request, like `handle`."""
         __tracebackhide__ = True
-        decision = self._decide(library, client, request)
+        decision, url = self._decide(library, client, request)
         if decision is _SILENT:
             return await original(client, request)
         if isinstance(decision, Injected) and decision.delay is not None:
             response = await original(client, request)
-            return self._slow(library, request, response, decision)
+            return self._slow(library, request, url, response, decision)
         if isinstance(decision, Injected):
             return await original(Via(client, Answer(decision)), request)
         try:
             target = client if decision is _PASS else Via(client, decision)
             response = await original(target, request)
         except Exception as exc:
-            self._record(request, error=exc)
+            self._record(request, url, error=exc)
             raise
-        self._record(request, response=response)
+        self._record(request, url, response=response)
         return response
 
-    def _decide(self, library: Library, client: Any, request: Any) -> Any:
+    def _decide(self, library: Library, client: Any, request: Any) -> tuple[Any, str]:
+        """What to do with ``request``, and its URL as events show it (``str(url)``, once)."""
         __tracebackhide__ = True
         url = request.url
         host = url.host
@@ -202,43 +203,43 @@ class HttpInjector:
         # the faults, and the request counts once
         if kind != OWN and is_loopback(host) and _running_port(url) in _server_ports():
             _patch_below(library)
-            return _SILENT
+            return _SILENT, ""
         method = request.method
         shown = str(url)
         hit = self.plan.next_http_fault(method, shown)
         if hit is not None:
-            outcome = self._inject(library, request, *hit)
+            outcome = self._inject(library, request, shown, *hit)
             if outcome.delay is not None:  # recorded once answered (`_slow`)
                 _patch_below(library)  # it goes on to the transport
                 outcome.fault = hit[0]
-                return outcome
+                return outcome, shown
             failure = outcome.error or outcome.later
-            self._record(request, response=outcome.response, error=failure, fault=hit[0])
-            return outcome
+            self._record(request, shown, response=outcome.response, error=failure, fault=hit[0])
+            return outcome, shown
         router = self._router
         if router is not None:
             if not network:
                 router.note_bypass(request, transport)
             elif library.mocker.routers == [router]:  # else respx's mocker asks them all
-                return Routed(library, router, transport)
+                return Routed(library, router, transport), shown
         if not network or library.mocker.routers or is_loopback(host):
             _patch_below(library)
-            return _PASS
+            return _PASS, shown
         guard = current_guard()
         refused = (
             guard.refuse(library.module, request)
             if guard is not None
             else Injected(error=UnmatchedRequestError(method, shown))
         )
-        self._record(request, response=refused.response, error=refused.error)
-        return refused
+        self._record(request, shown, response=refused.response, error=refused.error)
+        return refused, shown
 
     def _inject(
-        self, library: Library, request: Any, fault: HTTPFault, occurrence: int
+        self, library: Library, request: Any, url: str, fault: HTTPFault, occurrence: int
     ) -> Injected:
         __tracebackhide__ = True
         fault.check()
-        method, url = request.method, str(request.url)
+        method = request.method
         kind = fault.label
         # the plan and the recorder redact what they keep
         self.plan.record(fault, f"{method} {url}", kind, occurrence)
@@ -253,7 +254,7 @@ class HttpInjector:
         )
         return outcome(library, request, fault)
 
-    def _slow(self, library: Library, request: Any, response: Any, slow: Injected) -> Any:
+    def _slow(self, library: Library, request: Any, url: str, response: Any, slow: Injected) -> Any:
         """``response`` with its first chunk held (``slow_first_token``), recorded."""
         delay = float(slow.delay or 0.0)
         timeouts = request.extensions.get("timeout") or {}
@@ -265,7 +266,7 @@ class HttpInjector:
                 f"timeout ({read:g}s < {delay:g}s)"
             )
         response.stream = slow_stream(library.module, response.stream, delay, error)
-        self._record(request, response=response, error=error, fault=slow.fault)
+        self._record(request, url, response=response, error=error, fault=slow.fault)
         return response
 
     # ------------------------------------------------------------------ events
@@ -273,14 +274,14 @@ class HttpInjector:
     def _record(
         self,
         request: Any,
+        url: str,
         *,
         response: Any = None,
         error: BaseException | None = None,
         fault: HTTPFault | None = None,
     ) -> None:
         method = request.method
-        url = str(request.url)  # redacted by the recorder
-        fields: dict[str, Any] = {"method": method, "url": url}
+        fields: dict[str, Any] = {"method": method, "url": url}  # redacted by the recorder
         headers = request_headers(request.headers)
         fields.update(client_fields(headers, url))
         if response is not None:

@@ -9,7 +9,7 @@ faults and `AgentFaultsProvider.provider_error_body` all build theirs here.
 
 from __future__ import annotations
 
-from http import HTTPStatus
+from http.client import responses as _phrases
 from typing import Any, Final
 
 from pytest_agentfaults.testing._wire._base import Provider, encode
@@ -51,10 +51,10 @@ def retry_after_headers(seconds: float | None) -> list[tuple[str, str]]:
 
 def status_phrase(status: int) -> str:
     """The reason phrase of ``status`` (``"Overloaded"`` for Anthropic's 529)."""
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "Overloaded" if status == 529 else "Error"
+    phrase = _phrases.get(status)  # HTTPStatus(status).phrase, without the enum's lookup
+    if phrase is not None:
+        return phrase
+    return "Overloaded" if status == 529 else "Error"
 
 
 def error_type(provider: Provider | None, status: int) -> str:
