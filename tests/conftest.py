@@ -5,7 +5,15 @@ every module the inner session imported, but not a surviving package's attribute
 submodule, so the next inner run would mix two copies of, say, ``runtime.hooks``. Loading
 everything here keeps one copy for the whole session. The laziness itself is tested in a
 subprocess (tests/plugin/test_light_plugin.py).
+
+httpx2 imports httpcore2 only on its transport's first request, and keeps a map from
+httpcore2's exception classes to its own. Were httpcore2 first imported inside an inner
+run, the next outer test would get a second copy whose errors the map no longer knows: a
+raw ``httpcore2.ReadTimeout`` reaches the SDK instead of ``httpx2.ReadTimeout``.
 """
+
+import httpcore  # noqa: F401 - see above
+import httpcore2  # noqa: F401
 
 import pytest_agentfaults
 import pytest_agentfaults.testing.session
