@@ -97,7 +97,7 @@ def running_item(fixture: str) -> pytest.Item:
         from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - lazy, rare
 
         raise UsageError(
-            f"the {fixture!r} fixture was requested outside the test's context (a thread "
+            f"the {fixture!r} fixture was used outside the test's context (a thread "
             "started by the test runs without it, and without the test's faults and "
             "clock): request it in the test or its fixtures, or run the thread's work in "
             "the test's context, contextvars.copy_context().run(...)"

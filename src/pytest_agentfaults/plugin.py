@@ -241,6 +241,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     except Exception as error:  # a finalizer failed: switch off and check all the same
         errors.append(error)
     finally:  # also for KeyboardInterrupt and pytest.exit, which end the session
+        item.stash[_ENDED] = True  # no kit switched on late from here (`_running_trace`)
         state = item.stash.get(_STATE, None)
         if state is not None:
             errors.extend(state.stop())
@@ -333,6 +334,7 @@ def pytest_runtest_makereport(
 
 
 _FAILED = pytest.StashKey[bool]()
+_ENDED = pytest.StashKey[bool]()  # the test's kit is switched off for good
 _PASSED = pytest.StashKey[bool]()
 
 
@@ -401,11 +403,32 @@ def faults() -> FaultPlan:
     return _state(_running_item("faults")).plan
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def trace() -> Trace:
-    """One `Trace` holding every agent run (and HTTP attempt) of the test."""
+    """One `Trace` holding every agent run (and HTTP attempt) of the test.
+
+    Session-scoped, so it costs a test nothing to set up: a view whose every read goes to
+    the trace of the test running in the reader's context (`RunningTrace`).
+    """
+    from pytest_agentfaults.testing._trace_view import RunningTrace  # noqa: PLC0415 - lazy
+
+    return RunningTrace(_running_trace)
+
+
+def _running_trace() -> Trace:
     __tracebackhide__ = True
-    return _state(_running_item("trace")).trace
+    item = _running_item("trace")
+    state = item.stash.get(_STATE, None)
+    if state is None:  # the test asked for it late (request.getfixturevalue), or ended
+        if item.stash.get(_ENDED, False):
+            from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - lazy, rare
+
+            raise UsageError(
+                f"the 'trace' fixture was read after {item.nodeid} ended: it shows the "
+                "running test's events; keep what you need (list(trace.events)) in the test"
+            )
+        state = _state(item)
+    return state.trace
 
 
 @pytest.fixture

@@ -212,14 +212,16 @@ def test_asked_for_in_the_tests_context_from_a_thread(request, name):
 def test_asked_for_from_a_thread_without_the_tests_context(request, name):
     def ask():
         try:
-            request.getfixturevalue(name)
+            value = request.getfixturevalue(name)
+            if name == "trace":  # a session-wide view: it finds its test on each read
+                len(value)
         except Exception as error:
             return error
         return None
 
     error = in_thread(ask)
     assert type(error).__name__ == "UsageError"
-    assert f"the {name!r} fixture was requested outside the test's context" in str(error)
+    assert f"the {name!r} fixture was used outside the test's context" in str(error)
     assert "contextvars.copy_context().run(...)" in str(error)
 """
 
@@ -262,3 +264,99 @@ def test_b():
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-s")
     result.assert_outcomes(passed=2)
     assert "AFTER ['test_a', 'test_b', None]" in result.stdout.lines
+
+
+TRACE_VIEW = '''
+import pytest
+import pytest_agentfaults as af
+
+KEPT = []
+
+
+@af.tool
+def fetch(url: str) -> str:
+    """Fetch a page."""
+    return "page"
+
+
+def run():
+    model = af.ScriptedModel([af.call_tool("fetch", url="x"), af.say("ok")])
+    return af.Agent("bot", model=model, tools=[fetch]).run("go")
+
+
+def test_first(trace):
+    run()
+    KEPT.append(trace)
+    assert trace.count("run.end") == 1
+
+
+def test_second(trace):
+    assert trace is KEPT[0]  # one view a session...
+    assert len(trace) == 0  # ...reading this test's events, not the first test's
+    run()
+    run()
+    assert trace.count("run.end") == 2
+    assert isinstance(trace, af.Trace)
+
+
+def test_asked_for_late(request):
+    run()
+    trace = request.getfixturevalue("trace")
+    assert trace.count("run.end") == 1
+    run()
+    assert trace.count("run.end") == 2
+
+
+def test_read_after_the_test_ended_says_so():
+    from conftest import AFTER_END
+
+    assert len(AFTER_END) == 3  # one read after each earlier test's end
+    assert all(type(error).__name__ == "UsageError" for error in AFTER_END)
+    assert "the 'trace' fixture was read after" in str(AFTER_END[0])
+    assert "test_first ended" in str(AFTER_END[0])
+'''
+
+READ_AFTER_END = """
+import sys
+
+AFTER_END = []
+
+
+def pytest_runtest_logfinish(nodeid):
+    # still inside the test's protocol, after its teardown
+    kept = getattr(sys.modules.get("test_view"), "KEPT", [])
+    if kept:
+        try:
+            len(kept[0])
+        except Exception as error:
+            AFTER_END.append(error)
+"""
+
+
+def test_the_trace_fixture_reads_the_running_tests_events(pytester):
+    # Session-scoped (a function fixture's set-up costs each test ~150 Python calls): one
+    # view, whose every read goes to the test running now, asked for late too; read after its test ended, it says so rather than switch the kit on again.
+    pytester.makeconftest(READ_AFTER_END)
+    pytester.makepyfile(test_view=TRACE_VIEW)
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+
+
+def test_the_trace_fixture_asked_for_late_switches_the_kit_on(pytester):
+    # A module that never imports the kit, in a process where nothing loaded it: the test
+    # gets no state until it reads the trace, which switches the kit on, virtual time too.
+    pytester.makepyfile(
+        test_late="""
+import time
+
+
+def test_late(request):
+    trace = request.getfixturevalue("trace")
+    assert len(trace) == 0
+    start = time.perf_counter()
+    time.sleep(5)  # virtual: were it real, the test would fail after 5 s, not hang
+    assert time.perf_counter() - start < 2
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=1)
