@@ -25,8 +25,8 @@ class RunningTrace(Trace):
         # No `Trace.__init__`: the events are the running test's, never this view's own.
         self._find = find
 
-    @property  # type: ignore[override]
-    def events(self) -> list[Event]:  # the running test's, read on each use
+    @property
+    def events(self) -> list[Event]:  # type: ignore[override]  # read-only: the test's own
         """The events of the test running in this context, in order."""
         __tracebackhide__ = True
         return self._find().events
