@@ -28,6 +28,7 @@ __all__ = [
     "Session",
     "adapters_header",
     "declares_kit",
+    "fault_marks",
     "kit_marks",
     "may_use_kit",
     "running_item",
@@ -260,15 +261,15 @@ def start_state(item: pytest.Item, marks: frozenset[str] | None = None) -> TestS
     marks = kit_marks(item) if marks is None else marks
     session = item.config.stash[SESSION]
     kit = session.kit or load_kit(item.config, session)
+    nodeid = item.nodeid  # a property that builds the string
     state = kit.TestState(
-        item.nodeid,
-        seed=kit.test_seed(session.seed, item.nodeid),
+        nodeid,
+        seed=kit.test_seed(session.seed, nodeid),
         real_time="real_time" in marks,
         snapshots=kit.snapshots,
     )
     if "inject_fault" in marks:
-        markers = list(item.iter_markers("inject_fault"))
-        state.add_faults(parsed(m, kit) for m in top_down(markers, item))
+        state.add_faults([parsed(m, kit) for m in fault_marks(item)])
     item.stash[STATE] = state
     state.start()
     if uses_the_kit(item, marks):
@@ -317,9 +318,22 @@ def parsed(mark: pytest.Mark, kit: Kit) -> Any:
     return cached[1].fresh()  # a fresh copy: a Fault counts its own hits
 
 
-def top_down(markers: list[pytest.Mark], item: pytest.Item) -> list[pytest.Mark]:
-    # iter_markers yields the function's own markers bottom-up (the decorator nearest the
-    # def first); users read them top-down, and the contract says "from the top down".
-    own = [m for m in getattr(item, "own_markers", []) if m.name == "inject_fault"]
-    inherited = [m for m in markers if not any(m is o for o in own)]
-    return [*reversed(own), *reversed(inherited)]
+def fault_marks(item: pytest.Item) -> list[pytest.Mark]:
+    """The ``inject_fault`` markers of ``item``, from the top down.
+
+    `Node.iter_markers` yields the function's own markers bottom-up (the decorator nearest
+    the def first), then its parents' ones; users read them top-down, and the contract
+    says "from the top down": the item's own reversed, then the inherited ones reversed.
+    One walk up the tree, without pytest's generators (every fault-injected test asks).
+    """
+    own = [m for m in item.own_markers if m.name == "inject_fault"]
+    inherited: list[pytest.Mark] = []
+    node = item.parent
+    while node is not None:
+        for mark in node.own_markers:
+            if mark.name == "inject_fault" and not any(mark is o for o in own):
+                inherited.append(mark)
+        node = node.parent
+    own.reverse()
+    inherited.reverse()
+    return own + inherited if inherited else own

@@ -303,6 +303,11 @@ def pytest_runtest_makereport(
         # Everything the controller needs rides on the teardown report, so it reaches
         # the terminal summary and the HTML report from xdist workers too.
         used = state.recorded() or _declares_kit(item)
+        if not used and session.trace_dir is None and session.html is None and not session.coverage:
+            # Nothing recorded, nothing declared, no file to write: nothing to ship (its
+            # counts are all zero, and only a used test turns the summary on).
+            del item.stash[_STATE]
+            return report
         shipped: dict[str, Any] = {"counts": state.counts().as_dict(), "used": used}
         if session.trace_dir is not None and session.kit is not None:
             session.kit.write_trace_file(session.trace_dir, item.nodeid, state.to_json(outcome))
