@@ -156,16 +156,20 @@ def uses_the_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool
     return not _VIRTUAL_TIME_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
 
 
-def may_use_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool:
+def may_use_kit(
+    item: pytest.Item, marks: frozenset[str] | None = None, declared: bool | None = None
+) -> bool:
     """Whether the test could build an agent, fire a fault or read a trace.
 
     True once the runtime is loaded (any code that builds an agent imported it: the
     virtual clock and the trace then reach every agent built with ``clock=None``, marked
     or not), for a marked test, for a test asking for a kit fixture, and for a test whose
     module holds the lazy package (``import pytest_agentfaults as af``). ``marks`` are
-    the item's `kit_marks`, when the caller has them.
+    the item's `kit_marks`, and ``declared`` its `declares_kit`, when the caller has them.
     """
-    if _RUNTIME in sys.modules or declares_kit(item, marks):
+    if declared is None:
+        declared = declares_kit(item, marks)
+    if declared or _RUNTIME in sys.modules:
         return True
     # Kept on the parent (a module or a class): its tests ask one after the other, and
     # `item.module` walks up the tree.
@@ -256,7 +260,14 @@ def adapters_header() -> str | None:
     )
 
 
-def start_state(item: pytest.Item, marks: frozenset[str] | None = None) -> TestState:
+def start_state(
+    item: pytest.Item, marks: frozenset[str] | None = None, declared: bool | None = None
+) -> TestState:
+    """Build the test's state, keep it in ``item.stash[STATE]`` and switch it on.
+
+    ``marks`` are the item's `kit_marks` and ``declared`` its `declares_kit`, when the
+    caller has them (the setup of every test does).
+    """
     __tracebackhide__ = True
     marks = kit_marks(item) if marks is None else marks
     session = item.config.stash[SESSION]
@@ -268,6 +279,7 @@ def start_state(item: pytest.Item, marks: frozenset[str] | None = None) -> TestS
         real_time="real_time" in marks,
         snapshots=kit.snapshots,
     )
+    state.declared = declares_kit(item, marks) if declared is None else declared
     if "inject_fault" in marks:
         state.add_faults([parsed(m, kit) for m in fault_marks(item)])
     item.stash[STATE] = state

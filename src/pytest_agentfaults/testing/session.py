@@ -14,6 +14,7 @@ import sys
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,11 @@ class TestState:
             trace=self.trace,
             run_id="http",  # not a run: a fixed id, the same in every session
         )
+        #: for the plugin's reports: the test declares that it uses the kit (a marker or a
+        #: kit fixture), its call passed, one of its phases failed
+        self.declared = False
+        self.passed = False
+        self.failed = False
         self._entered: Entered = []  # the runtime context `start` set (`enter_test`)
         self._plan_handle: object = None
         self._adapters: Callable[[], None] | None = None
@@ -165,23 +171,20 @@ class TestState:
         Every step runs even if an earlier one fails; the failures are returned, so the
         caller can report them without leaving anything of this test switched on.
         """
-        # Bound methods and the adapters' undo, no closures: this runs for every test.
+        # Bound methods and partials, no closures: this runs for every test.
         steps: list[Callable[[], object]] = [self.clock.unpatch_sleep]
         if self._adapters is not None:
             steps.append(self._adapters)
             self._adapters = None
         if self._plan_handle is not None:
-            steps.append(self._deactivate_plan)
+            handle, self._plan_handle = self._plan_handle, None
+            steps.append(partial(self.plan.deactivate, handle))
         errors: list[Exception] = []
         try:
             errors = run_all(steps)
         finally:  # a KeyboardInterrupt in a step goes on after this, like the others
             errors.extend(leave_test(self._entered))  # empties it: undone once
         return errors
-
-    def _deactivate_plan(self) -> None:
-        handle, self._plan_handle = self._plan_handle, None
-        self.plan.deactivate(handle)
 
     # ------------------------------------------------------------------ reporting
 
