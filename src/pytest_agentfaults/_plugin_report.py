@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentfaults._plugin_state import Session, declares_kit
+from pytest_agentfaults._plugin_state import Session
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.session import TestState
@@ -28,6 +28,7 @@ __all__ = [
     "add_trace_section",
     "phase_of",
     "replay",
+    "ship",
 ]
 
 SHOWN = pytest.StashKey[bool]()  # the test's report has its recovery trace section
@@ -144,6 +145,34 @@ def add_trace_section(
         wanted = report.failed
     else:
         wanted = (report.when == "call" or report.failed) and (mode == "always" or report.failed)
-    if wanted and (state.recorded() or declares_kit(item)):
+    if wanted and (state.recorded() or state.declared):
         report.sections.append(("recovery trace", state.render(replay=replay(item, session))))
         item.stash[SHOWN] = True
+
+
+def ship(
+    item: pytest.Item, report: pytest.TestReport, state: TestState, session: Session, *, used: bool
+) -> None:
+    """Put what the controller needs of the test on its teardown report.
+
+    On the teardown report, so it reaches the terminal summary and the HTML report from
+    xdist workers too. ``used``: the test recorded something or declares the kit.
+    """
+    outcome = "failed" if state.failed else "passed"
+    shipped: dict[str, Any] = {"counts": state.counts().as_dict(), "used": used}
+    if session.trace_dir is not None and session.kit is not None:
+        session.kit.write_trace_file(session.trace_dir, item.nodeid, state.to_json(outcome))
+    if session.trace_mode == "always" and state.trace.events:
+        shipped["render"] = state.render(replay=replay(item, session))
+    if session.html is not None:
+        shipped["html"] = state.as_dict(outcome)
+        if used:
+            shipped["html"]["replay"] = replay(item, session)
+    if used:
+        add_to_pytest_reports(item, report, state, shipped["counts"], session)
+    if session.coverage is not None:
+        from pytest_agentfaults.testing._coverage import observe  # noqa: PLC0415 - lazy
+
+        shipped["coverage"] = observe(state.trace.events)
+        shipped["passed"] = state.passed and outcome == "passed" and report.passed
+    report.agentfaults = shipped  # type: ignore[attr-defined]

@@ -28,6 +28,7 @@ __all__ = [
     "Session",
     "adapters_header",
     "declares_kit",
+    "fault_marks",
     "kit_marks",
     "may_use_kit",
     "running_item",
@@ -155,16 +156,20 @@ def uses_the_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool
     return not _VIRTUAL_TIME_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
 
 
-def may_use_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool:
+def may_use_kit(
+    item: pytest.Item, marks: frozenset[str] | None = None, declared: bool | None = None
+) -> bool:
     """Whether the test could build an agent, fire a fault or read a trace.
 
     True once the runtime is loaded (any code that builds an agent imported it: the
     virtual clock and the trace then reach every agent built with ``clock=None``, marked
     or not), for a marked test, for a test asking for a kit fixture, and for a test whose
     module holds the lazy package (``import pytest_agentfaults as af``). ``marks`` are
-    the item's `kit_marks`, when the caller has them.
+    the item's `kit_marks`, and ``declared`` its `declares_kit`, when the caller has them.
     """
-    if _RUNTIME in sys.modules or declares_kit(item, marks):
+    if declared is None:
+        declared = declares_kit(item, marks)
+    if declared or _RUNTIME in sys.modules:
         return True
     # Kept on the parent (a module or a class): its tests ask one after the other, and
     # `item.module` walks up the tree.
@@ -255,20 +260,28 @@ def adapters_header() -> str | None:
     )
 
 
-def start_state(item: pytest.Item, marks: frozenset[str] | None = None) -> TestState:
+def start_state(
+    item: pytest.Item, marks: frozenset[str] | None = None, declared: bool | None = None
+) -> TestState:
+    """Build the test's state, keep it in ``item.stash[STATE]`` and switch it on.
+
+    ``marks`` are the item's `kit_marks` and ``declared`` its `declares_kit`, when the
+    caller has them (the setup of every test does).
+    """
     __tracebackhide__ = True
     marks = kit_marks(item) if marks is None else marks
     session = item.config.stash[SESSION]
     kit = session.kit or load_kit(item.config, session)
+    nodeid = item.nodeid  # a property that builds the string
     state = kit.TestState(
-        item.nodeid,
-        seed=kit.test_seed(session.seed, item.nodeid),
+        nodeid,
+        seed=kit.test_seed(session.seed, nodeid),
         real_time="real_time" in marks,
         snapshots=kit.snapshots,
     )
+    state.declared = declares_kit(item, marks) if declared is None else declared
     if "inject_fault" in marks:
-        markers = list(item.iter_markers("inject_fault"))
-        state.add_faults(parsed(m, kit) for m in top_down(markers, item))
+        state.add_faults([parsed(m, kit) for m in fault_marks(item)])
     item.stash[STATE] = state
     state.start()
     if uses_the_kit(item, marks):
@@ -317,9 +330,22 @@ def parsed(mark: pytest.Mark, kit: Kit) -> Any:
     return cached[1].fresh()  # a fresh copy: a Fault counts its own hits
 
 
-def top_down(markers: list[pytest.Mark], item: pytest.Item) -> list[pytest.Mark]:
-    # iter_markers yields the function's own markers bottom-up (the decorator nearest the
-    # def first); users read them top-down, and the contract says "from the top down".
-    own = [m for m in getattr(item, "own_markers", []) if m.name == "inject_fault"]
-    inherited = [m for m in markers if not any(m is o for o in own)]
-    return [*reversed(own), *reversed(inherited)]
+def fault_marks(item: pytest.Item) -> list[pytest.Mark]:
+    """The ``inject_fault`` markers of ``item``, from the top down.
+
+    `Node.iter_markers` yields the function's own markers bottom-up (the decorator nearest
+    the def first), then its parents' ones; users read them top-down, and the contract
+    says "from the top down": the item's own reversed, then the inherited ones reversed.
+    One walk up the tree, without pytest's generators (every fault-injected test asks).
+    """
+    own = [m for m in item.own_markers if m.name == "inject_fault"]
+    inherited: list[pytest.Mark] = []
+    node = item.parent
+    while node is not None:
+        for mark in node.own_markers:
+            if mark.name == "inject_fault" and not any(mark is o for o in own):
+                inherited.append(mark)
+        node = node.parent
+    own.reverse()
+    inherited.reverse()
+    return own + inherited if inherited else own

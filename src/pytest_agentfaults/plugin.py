@@ -23,13 +23,10 @@ from pytest_agentfaults import _plugin_coverage as _coverage
 from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults import _plugin_totals as _totals
 from pytest_agentfaults._plugin_report import (
-    add_to_pytest_reports as _add_to_pytest_reports,
-)
-from pytest_agentfaults._plugin_report import (
     add_trace_section as _add_trace_section,
 )
 from pytest_agentfaults._plugin_report import (
-    replay as _replay,
+    ship as _ship,
 )
 from pytest_agentfaults._plugin_state import (
     ITEM as _ITEM,
@@ -217,12 +214,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """
     __tracebackhide__ = True
     marks = _kit_marks(item)  # one walk up the tree for all our markers
-    if _may_use_kit(item, marks):
-        _start_state(item, marks)
+    declared = _declares_kit(item, marks)
+    if _may_use_kit(item, marks, declared):
+        _start_state(item, marks, declared)
     # The httpx guard is for tests that use the kit (a marker or a kit fixture), not for
     # every test once the runtime is loaded: an unrelated test keeps its network, whatever
     # ran before it (our own model clients refuse real hosts in every test regardless).
-    _network.start_network(item, _declares_kit(item, marks), allowed="allow_network" in marks)
+    _network.start_network(item, declared, allowed="allow_network" in marks)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -246,7 +244,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         if state is not None:
             errors.extend(state.stop())
         errors.extend(_network.stop_network(item))
-    passed = item.stash.get(_PASSED, False)
+    passed = state is not None and state.passed
     if state is not None and passed:
         try:
             state.plan.check()
@@ -297,45 +295,29 @@ def pytest_runtest_makereport(
     if state is None:
         return report
     session = item.config.stash[_SESSION]
-    if report.failed or session.trace_mode == "always":  # else no section is wanted
+    failed = report.outcome == "failed"
+    if failed or session.trace_mode == "always":  # else no section is wanted
         _add_trace_section(item, report, state, session)
-    if report.when == "teardown":
-        outcome = "failed" if item.stash.get(_FAILED, False) else "passed"
-        # Everything the controller needs rides on the teardown report, so it reaches
-        # the terminal summary and the HTML report from xdist workers too.
-        used = state.recorded() or _declares_kit(item)
-        shipped: dict[str, Any] = {"counts": state.counts().as_dict(), "used": used}
-        if session.trace_dir is not None and session.kit is not None:
-            session.kit.write_trace_file(session.trace_dir, item.nodeid, state.to_json(outcome))
-        if session.trace_mode == "always" and state.trace.events:
-            shipped["render"] = state.render(replay=_replay(item, session))
-        if session.html is not None:
-            shipped["html"] = state.as_dict(outcome)
-            if used:
-                shipped["html"]["replay"] = _replay(item, session)
-        if used:
-            _add_to_pytest_reports(item, report, state, shipped["counts"], session)
-        if session.coverage is not None:
-            from pytest_agentfaults.testing._coverage import observe  # noqa: PLC0415 - lazy
-
-            shipped["coverage"] = observe(state.trace.events)
-            shipped["passed"] = (
-                item.stash.get(_PASSED, False) and outcome == "passed" and report.passed
-            )
-        report.agentfaults = shipped  # type: ignore[attr-defined]
-        # Items live until the session ends: keeping every test's plan, trace and clock
-        # alive would grow the heap, and with it the garbage collector's work, per test.
-        del item.stash[_STATE]
-    elif report.failed:
-        item.stash[_FAILED] = True
-    elif report.when == "call" and report.passed:
-        item.stash[_PASSED] = True
+    when = report.when
+    if when != "teardown":
+        if failed:
+            state.failed = True
+        elif when == "call" and report.outcome == "passed":
+            state.passed = True
+        return report
+    # Items live until the session ends: keeping every test's plan, trace and clock
+    # alive would grow the heap, and with it the garbage collector's work, per test.
+    del item.stash[_STATE]
+    used = state.recorded() or state.declared
+    if not used and session.trace_dir is None and session.html is None and session.coverage is None:
+        # Nothing recorded, nothing declared, no file to write: nothing to ship (its
+        # counts are all zero, and only a used test turns the summary on).
+        return report
+    _ship(item, report, state, session, used=used)
     return report
 
 
-_FAILED = pytest.StashKey[bool]()
 _ENDED = pytest.StashKey[bool]()  # the test's kit is switched off for good
-_PASSED = pytest.StashKey[bool]()
 
 
 @pytest.hookimpl(wrapper=True)

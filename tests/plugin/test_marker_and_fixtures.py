@@ -80,6 +80,30 @@ def test_it(trace):
     result.assert_outcomes(passed=1)
 
 
+def test_inherited_markers_follow_the_tests_own_in_a_fixed_order(suite):
+    # The test's own markers top-down, then the inherited ones: the module's, then the
+    # class's (the order the plan has always had: a user stacking them sees it in trace)
+    result = suite("""
+def fault(message):
+    return pytest.mark.inject_fault(tool="fetch", raises=ValueError(message), strict=False)
+
+pytestmark = [fault("module 1"), fault("module 2")]
+
+@fault("class")
+class TestIt:
+    @fault("first")
+    @fault("second")
+    def test_it(self, faults):
+        assert [f.raises.args[0] for f in faults.faults] == [
+            "first", "second", "module 2", "module 1", "class"
+        ]
+
+def test_module_only(faults):
+    assert [f.raises.args[0] for f in faults.faults] == ["module 2", "module 1"]
+""").runpytest()
+    result.assert_outcomes(passed=2)
+
+
 def test_llm_faults_hit_any_model_and_use_up_the_scripted_step(suite):
     result = suite("""
 class EchoModel:

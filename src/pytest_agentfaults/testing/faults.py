@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_agentfaults._redact import redact_text
@@ -192,6 +193,8 @@ class FaultPlan:
         the checks added with `add_check` run too. Every failure is reported, together.
         """
         __tracebackhide__ = True
+        if not (self.faults or self.unused_routes or self._checks):
+            return  # nothing declared, nothing to check (the usual unmarked test)
         lines = [
             explain_unfired(f, self._occurrences, self.tools_called) + self._watched(f)
             for f in self.unfired()
@@ -236,16 +239,22 @@ class FaultPlan:
     def activate(self) -> object:
         """Switch the plan on; returns a handle for `deactivate` (`active` does both)."""
         self._epoch = next(_epochs)
-        for fault in self.faults:
+        http = functions = False
+        for fault in self.faults:  # one pass: every test under the plugin activates a plan
             fault.check()
+            if fault.target == "http":
+                http = True
+            elif isinstance(fault, ToolFault) and fault.function:
+                functions = True
         interceptor = PlanInterceptor(self)
         install_interceptor(interceptor)
         self._active += 1
         token = _current.enter(self)
         try:
-            if self.of("http"):
+            if http:
                 self.http_layer()
-            self._patch_functions()
+            if functions:
+                self._patch_functions()
         except BaseException:
             self.deactivate((interceptor, token))
             raise
@@ -257,16 +266,19 @@ class FaultPlan:
         token: Token[FaultPlan | None]
         interceptor, token = handle  # type: ignore[misc]
         # Every step runs whatever an earlier one raised: nothing may stay switched on.
-        steps: list[Callable[[], Any]] = [lambda: _current.leave(self, token)]
+        # Partials, not lambdas: no frame of our own per step (every test deactivates).
+        steps: list[Callable[[], Any]] = [partial(_current.leave, self, token)]
         self._active -= 1
         if not self._active and self._http is not None:
             layer, self._http = self._http, None
             steps.append(layer.stop)
-        if not self._active:
+        if not self._active and self._functions:
             functions, self._functions = self._functions, {}
             steps.extend(reversed(functions.values()))
-        steps.append(lambda: remove_interceptor(interceptor))
-        raise_together(run_all(steps), "FaultPlan.deactivate: some layers failed to switch off")
+        steps.append(partial(remove_interceptor, interceptor))
+        errors = run_all(steps)
+        if errors:
+            raise_together(errors, "FaultPlan.deactivate: some layers failed to switch off")
 
     def _patch_functions(self) -> None:
         """Patch (once each) the callables this plan's ``function=`` faults name."""

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentfaults._redact import redact_text
-from pytest_agentfaults.runtime._recorder import Recorder, collecting
-from pytest_agentfaults.runtime.backoff import seeded_jitter
-from pytest_agentfaults.runtime.clock import RealClock, VirtualClock, use_default_clock
+from pytest_agentfaults.runtime._recorder import Recorder
+from pytest_agentfaults.runtime._test_context import Entered, enter_test, leave_test
+from pytest_agentfaults.runtime.clock import RealClock, VirtualClock
 from pytest_agentfaults.runtime.events import Event, Trace
-from pytest_agentfaults.runtime.snapshot import SnapshotSettings, use_snapshots
+from pytest_agentfaults.runtime.snapshot import SnapshotSettings
 from pytest_agentfaults.testing._fault import Fault, without_addresses
 from pytest_agentfaults.testing._frameworks import install_adapters
 from pytest_agentfaults.testing._trace_text import clip, exhausted_after, render_events
@@ -124,7 +124,12 @@ class TestState:
             trace=self.trace,
             run_id="http",  # not a run: a fixed id, the same in every session
         )
-        self._contexts: list[Any] = []
+        #: for the plugin's reports: the test declares that it uses the kit (a marker or a
+        #: kit fixture), its call passed, one of its phases failed
+        self.declared = False
+        self.passed = False
+        self.failed = False
+        self._entered: Entered = []  # the runtime context `start` set (`enter_test`)
         self._plan_handle: object = None
         self._adapters: Callable[[], None] | None = None
 
@@ -135,32 +140,22 @@ class TestState:
 
     def start(self) -> None:
         """Switch the plan, the virtual clock, the seed and the trace on for this test."""
-        # Entered by hand, not through an ExitStack: this runs for every test of a session.
-        # real_time: None means "real", also when an enclosing context set a virtual default
-        contexts = (
-            use_default_clock(None if self.real_time else self.clock),
-            seeded_jitter(self.seed),
-            collecting(self.trace, fresh_run_ids=True),
-            use_snapshots(self.snapshots),
+        # One call sets the runtime's context variables (`enter_test`), not four context
+        # managers: this runs for every test of a session. real_time: None means "real",
+        # also when an enclosing context set a virtual default.
+        self._entered = enter_test(
+            None if self.real_time else self.clock, self.seed, self.trace, self.snapshots
         )
-        entered = []
         try:
-            for context in contexts:
-                context.__enter__()
-                entered.append(context)
             self._plan_handle = self.plan.activate()
-        except BaseException:
-            for context in reversed(entered):
-                context.__exit__(None, None, None)
-            raise
-        self._contexts = entered
-        try:  # other frameworks' tools, for the frameworks the test process imported
+            # other frameworks' tools, for the frameworks the test process imported
             watched, self._adapters = install_adapters()
         except BaseException as error:
-            for failed in run_all(self._undo_steps()):
+            for failed in self.stop():
                 error.add_note(f"pytest-agentfaults could not switch off: {failed!r}")
             raise
-        self.plan.framework_state["watched"] = ["agentfaults", *watched]
+        if watched:  # else the plan's strict message names our own tools only, as unset
+            self.plan.framework_state["watched"] = ["agentfaults", *watched]
 
     def use_virtual_time(self) -> None:
         """Make the waits of this thread and its event loops virtual on the test's clock.
@@ -176,19 +171,20 @@ class TestState:
         Every step runs even if an earlier one fails; the failures are returned, so the
         caller can report them without leaving anything of this test switched on.
         """
-        return run_all(self._undo_steps())
-
-    def _undo_steps(self) -> list[Callable[[], object]]:
+        # Bound methods and partials, no closures: this runs for every test.
         steps: list[Callable[[], object]] = [self.clock.unpatch_sleep]
         if self._adapters is not None:
             steps.append(self._adapters)
             self._adapters = None
         if self._plan_handle is not None:
             handle, self._plan_handle = self._plan_handle, None
-            steps.append(lambda: self.plan.deactivate(handle))
-        contexts, self._contexts = self._contexts, []
-        steps.extend(partial(context.__exit__, None, None, None) for context in reversed(contexts))
-        return steps
+            steps.append(partial(self.plan.deactivate, handle))
+        errors: list[Exception] = []
+        try:
+            errors = run_all(steps)
+        finally:  # a KeyboardInterrupt in a step goes on after this, like the others
+            errors.extend(leave_test(self._entered))  # empties it: undone once
+        return errors
 
     # ------------------------------------------------------------------ reporting
 
