@@ -182,6 +182,23 @@ class Recorder:
             allowed = KEPT.get(key)
             if allowed is not None and cls not in allowed:
                 odd = True
+        return self._record(type, fields, odd)
+
+    def emit_known(self, type: str, fields: dict[str, Any], /) -> Event:
+        """Record one event of the runtime's own: `emit` without the per-field checks.
+
+        For the events every run records (a tool call, a model turn ...), made where each
+        value's type is known: a name, an id, a number, an `ErrorRecord`, each of its
+        field's type (`KEPT`). The only free text is ``detail``, redacted here. ``fields``
+        is the caller's to give up: its ``detail`` is replaced by the redacted text.
+        """
+        detail = fields.get("detail")
+        if detail is not None:
+            fields["detail"] = redact(detail)
+        return self._record(type, fields, False)
+
+    def _record(self, type: str, fields: dict[str, Any], odd: bool) -> Event:
+        """Stamp ``fields`` (validated when ``odd``) as the next event, and store it."""
         trace = self.trace
         events = trace.events
         at = self.clock.now() - self.start
@@ -192,32 +209,6 @@ class Recorder:
         data.update(fields)
         event = _new_event(Event)
         event.__dict__ = validated(data) if odd or at.__class__ is not float else data
-        return self._store(event, trace, events)
-
-    def emit_known(self, type: str, fields: dict[str, Any], /) -> Event:
-        """Record one event of the runtime's own: `emit` without the per-field checks.
-
-        For the events every run records (a tool call, a model turn ...), made where each
-        value's type is known: a name, an id, a number, an `ErrorRecord`, each of its
-        field's type (`KEPT`). The only free text is ``detail``, redacted here. ``fields``
-        is taken, not copied.
-        """
-        detail = fields.get("detail")
-        if detail is not None:
-            fields["detail"] = redact(detail)
-        trace = self.trace
-        events = trace.events
-        at = self.clock.now() - self.start
-        data = self._stamp.copy()
-        data["type"] = type
-        data["seq"] = len(events)
-        data["at"] = at
-        data.update(fields)
-        event = _new_event(Event)
-        event.__dict__ = data if at.__class__ is float else validated(data)
-        return self._store(event, trace, events)
-
-    def _store(self, event: Event, trace: Trace, events: list[Event]) -> Event:
         buffer = _buffer.get()
         if buffer is not None and buffer[0] is trace:
             buffer[1].append((event, self))  # a parallel call: merged in order later
