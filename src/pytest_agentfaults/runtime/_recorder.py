@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults._redact import redact_value
@@ -20,7 +20,14 @@ from pytest_agentfaults.runtime.events import ErrorRecord, Event, Observer, Trac
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock
 
-__all__ = ["Recorder", "active_collectors", "buffer_events", "collecting", "new_run_id"]
+__all__ = [
+    "Recorder",
+    "active_collectors",
+    "buffer_events",
+    "collecting",
+    "new_run_id",
+    "start_collecting",
+]
 
 # Fields that hold a name, an id or a status word, never free text (see `Recorder.emit`).
 _NAME_FIELDS: Final = frozenset(
@@ -60,24 +67,35 @@ class collecting:
     def __init__(self, trace: Trace, *, only: bool = False, fresh_run_ids: bool = False) -> None:
         self._trace = trace
         self._only = only
-        self._token: object = None
         self._fresh = fresh_run_ids
-        self._ids_token: object = None
+        self._set: list[tuple[ContextVar[Any], Token[Any]]] = []
 
     def __enter__(self) -> Trace:
-        if self._fresh:
-            # Runs started in the block are numbered from 1 (the plugin's per-test trace):
-            # no id depends on what ran before in the process (same seed, same bytes).
-            self._ids_token = _scoped_run_ids.set(itertools.count(1))
-        outer = () if self._only else _collectors.get()
-        self._token = _collectors.set((*outer, self._trace))
+        self._set = start_collecting(self._trace, only=self._only, fresh_run_ids=self._fresh)
         return self._trace
 
     def __exit__(self, *exc_info: object) -> None:
-        _collectors.reset(self._token)  # type: ignore[arg-type]
-        if self._ids_token is not None:
-            token, self._ids_token = self._ids_token, None
-            _scoped_run_ids.reset(token)  # type: ignore[arg-type]
+        set_, self._set = self._set, []
+        while set_:
+            variable, token = set_.pop()
+            variable.reset(token)
+
+
+def start_collecting(
+    trace: Trace, *, only: bool = False, fresh_run_ids: bool = False
+) -> list[tuple[ContextVar[Any], Token[Any]]]:
+    """What entering `collecting` does; returns each variable set, with its reset token.
+
+    Also the plugin's per-test switch (`_test_context`); reset them last set first.
+    """
+    set_: list[tuple[ContextVar[Any], Token[Any]]] = []
+    if fresh_run_ids:
+        # Runs started in the block are numbered from 1 (the plugin's per-test trace):
+        # no id depends on what ran before in the process (same seed, same bytes).
+        set_.append((_scoped_run_ids, _scoped_run_ids.set(itertools.count(1))))
+    outer = () if only else _collectors.get()
+    set_.append((_collectors, _collectors.set((*outer, trace))))
+    return set_
 
 
 _run_ids = itertools.count(1)

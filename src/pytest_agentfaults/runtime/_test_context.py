@@ -2,21 +2,20 @@
 
 `enter_test` does what entering ``use_default_clock(clock)``, ``seeded_jitter(seed)``,
 ``collecting(trace, fresh_run_ids=True)`` and ``use_snapshots(snapshots)`` one after the
-other does, and `leave_test` what leaving them does, in reverse: the same context
-variables, set and reset directly. Every test of a session pays for this, and the four
-context managers cost four objects and eight method calls more.
+other does, through the same setters those context managers use, and `leave_test` what
+leaving them does, in reverse. Every test of a session pays for this, and the four context
+managers cost four objects and eight method calls more.
 """
 
 from __future__ import annotations
 
-import itertools
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentfaults.runtime._recorder import _collectors, _scoped_run_ids
-from pytest_agentfaults.runtime.backoff import _session_seed
-from pytest_agentfaults.runtime.clock import _default
-from pytest_agentfaults.runtime.snapshot import _settings
+from pytest_agentfaults.runtime._recorder import start_collecting
+from pytest_agentfaults.runtime.backoff import set_jitter_seed
+from pytest_agentfaults.runtime.clock import set_default_clock
+from pytest_agentfaults.runtime.snapshot import set_snapshot_settings
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock
@@ -40,11 +39,10 @@ def enter_test(
     """
     entered: Entered = []
     try:
-        entered.append((_default, _default.set(clock)))
-        entered.append((_session_seed, _session_seed.set(seed)))
-        entered.append((_scoped_run_ids, _scoped_run_ids.set(itertools.count(1))))
-        entered.append((_collectors, _collectors.set((*_collectors.get(), trace))))
-        entered.append((_settings, _settings.set(snapshots)))
+        entered.append(set_default_clock(clock))
+        entered.append(set_jitter_seed(seed))
+        entered.extend(start_collecting(trace, fresh_run_ids=True))
+        entered.append(set_snapshot_settings(snapshots))
     except BaseException:
         leave_test(entered)
         raise

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -104,13 +104,24 @@ class seeded_jitter:
 
     def __init__(self, seed: int | None) -> None:
         self._seed = seed
-        self._token: object = None
+        self._set: tuple[ContextVar[int | None], Token[int | None]] | None = None
 
     def __enter__(self) -> None:
-        self._token = _session_seed.set(self._seed)
+        self._set = set_jitter_seed(self._seed)
 
     def __exit__(self, *exc_info: object) -> None:
-        _session_seed.reset(self._token)  # type: ignore[arg-type]
+        if self._set is not None:
+            variable, token = self._set
+            variable.reset(token)
+
+
+def set_jitter_seed(seed: int | None) -> tuple[ContextVar[int | None], Token[int | None]]:
+    """Make jitter drawn in this context reproducible from ``seed``.
+
+    What `seeded_jitter` enters, also for the plugin's per-test switch (`_test_context`);
+    returns the variable and the token that resets it.
+    """
+    return _session_seed, _session_seed.set(seed)
 
 
 class ResilienceConfig(BaseModel):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 from pytest_agentfaults.errors import UsageError
@@ -260,14 +260,27 @@ class use_default_clock:
 
     def __init__(self, clock: Clock | None) -> None:
         self._clock = clock
-        self._token: object = None
+        self._set: tuple[ContextVar[Clock | None], Token[Clock | None]] | None = None
 
     def __enter__(self) -> Clock | None:
-        self._token = _default.set(self._clock)
+        self._set = set_default_clock(self._clock)
         return self._clock
 
     def __exit__(self, *exc_info: object) -> None:
-        _default.reset(self._token)  # type: ignore[arg-type]
+        if self._set is not None:
+            variable, token = self._set
+            variable.reset(token)
+
+
+def set_default_clock(
+    clock: Clock | None,
+) -> tuple[ContextVar[Clock | None], Token[Clock | None]]:
+    """Make ``clock`` the default in this context (None: real time).
+
+    What `use_default_clock` enters, also for the plugin's per-test switch
+    (`_test_context`); returns the variable and the token that resets it.
+    """
+    return _default, _default.set(clock)
 
 
 def advance_virtually(clock: Clock, seconds: float) -> bool:

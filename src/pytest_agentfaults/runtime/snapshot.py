@@ -19,10 +19,10 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from pytest_agentfaults.errors import UsageError
 
@@ -50,6 +50,9 @@ class SnapshotSettings:
     seed: int | None = None
 
 
+#: the snapshot settings variable and a token that resets it
+_Set: TypeAlias = "tuple[ContextVar[SnapshotSettings | None], Token[SnapshotSettings | None]]"
+
 _settings: ContextVar[SnapshotSettings | None] = ContextVar(
     "agentfaults_snapshot_settings", default=None
 )
@@ -60,14 +63,25 @@ class use_snapshots:
 
     def __init__(self, settings: SnapshotSettings | None) -> None:
         self._settings = settings
-        self._token: object = None
+        self._set: _Set | None = None
 
     def __enter__(self) -> SnapshotSettings | None:
-        self._token = _settings.set(self._settings)
+        self._set = set_snapshot_settings(self._settings)
         return self._settings
 
     def __exit__(self, *exc_info: object) -> None:
-        _settings.reset(self._token)  # type: ignore[arg-type]
+        if self._set is not None:
+            variable, token = self._set
+            variable.reset(token)
+
+
+def set_snapshot_settings(settings: SnapshotSettings | None) -> _Set:
+    """Make ``settings`` the snapshot settings in this context.
+
+    What `use_snapshots` enters, also for the plugin's per-test switch (`_test_context`);
+    returns the variable and the token that resets it.
+    """
+    return _settings, _settings.set(settings)
 
 
 def normalise(trace: Trace, *, exact_times: bool = False) -> list[dict[str, Any]]:
