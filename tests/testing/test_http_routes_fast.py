@@ -8,8 +8,10 @@ their mock part on first use (`_light_routes.Calls`); route patterns are parsed 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import http.server
 import threading
+import zlib
 from collections.abc import Iterator
 from unittest import mock
 
@@ -93,6 +95,29 @@ def test_a_streamed_route_body_reaches_sync_and_async_clients(http_faults, lib):
             return (await client.get(API)).content
 
     assert asyncio.run(go()) == b"data: 1\n\ndata: 2\n\n"
+
+
+COMPRESSED = {"gzip": gzip.compress, "deflate": zlib.compress}
+
+
+@pytest.mark.parametrize("encoding", COMPRESSED)
+def test_a_compressed_route_body_is_decoded_once_as_respx_does(http_faults, lib, encoding):
+    # the route's bytes are what a server sends: the client decodes them, as under respx
+    body = b'{"ok": true}'
+    headers = {"content-encoding": encoding, "content-type": "application/json"}
+    route = http_faults.get(API).respond(200, content=COMPRESSED[encoding](body), headers=headers)
+    with lib.Client() as client:
+        response = client.get(API)
+        assert response.json() == {"ok": True}
+        with client.stream("GET", API) as streamed:
+            assert b"".join(streamed.iter_raw()) == COMPRESSED[encoding](body)
+
+    async def go() -> bytes:
+        async with lib.AsyncClient() as client:
+            return (await client.get(API)).content
+
+    assert asyncio.run(go()) == body
+    assert route.calls.last.response.content == body
 
 
 def test_a_route_side_effect_error_reaches_the_client(http_faults, lib, trace):

@@ -100,8 +100,10 @@ def _as_library(library: Library, answer: httpx.Response) -> Any:
     """The route's answer as the client's transport gives it (a fresh library response)."""
     module = library.module
     stream = answer.stream
+    # The bytes as sent, not ``answer.content``: respx has read (so decoded) the body, and
+    # the headers still say how it is encoded, so the client decodes it, as under respx.
     body: Any = (
-        module.ByteStream(answer.content)
+        module.ByteStream(b"".join(stream))
         if isinstance(stream, httpx.ByteStream)
         else _Stream(library, stream)
     )
