@@ -13,7 +13,14 @@ import ipaddress
 from contextvars import ContextVar
 from typing import Final
 
-__all__ = ["CURRENT", "HOW_TO_ALLOW", "NetworkPolicy", "blocked_message", "is_loopback"]
+__all__ = [
+    "CURRENT",
+    "HOW_TO_ALLOW",
+    "NetworkPolicy",
+    "blocked_message",
+    "is_loopback",
+    "url_host",
+]
 
 _LOOPBACK_NAMES: Final = frozenset({"localhost", "::1", "[::1]", "0:0:0:0:0:0:0:1"})
 
@@ -21,6 +28,20 @@ HOW_TO_ALLOW: Final = (
     "allow the network for this test with @pytest.mark.allow_network, or for every test "
     "with `agentfaults_network = allow` in the pytest ini file"
 )
+
+
+def url_host(url: str) -> str:
+    """The ``host[:port]`` of an absolute ``url``, without user info; ``""`` for a path.
+
+    Plain string work, never `urllib.parse.urlsplit`: a recorded URL is redacted, and a
+    password become ``[REDACTED]`` looks to urlsplit like a bad IPv6 address (ValueError).
+    """
+    scheme, found, rest = url.partition("://")
+    if not found or not scheme:
+        return ""
+    for end in "/?#":
+        rest = rest.partition(end)[0]
+    return rest.rpartition("@")[2]
 
 
 def is_loopback(host: str) -> bool:

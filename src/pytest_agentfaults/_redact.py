@@ -3,7 +3,8 @@
 One place decides what a secret looks like: credential headers by name, and key-shaped
 strings anywhere in text: ``sk-`` keys, ``Bearer`` tokens, ``name: value`` forms of the
 credential headers, URL query parameters named like a credential (``?key=``, ``&sig=``
-...), and long hex or base64 tokens in any query parameter.
+...), long hex or base64 tokens in any query parameter, and the password of a URL's user
+info (``https://user:pass@host``).
 """
 
 from __future__ import annotations
@@ -86,6 +87,12 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
         "prefix",
     ),
     (
+        # a password in a URL's user info ("https://user:pass@host"): the user is kept
+        ("@",),
+        re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#@]+(?=@)"),
+        "prefix",
+    ),
+    (
         # "x-api-key: ...", "'cookie': '...'": a credential header written out as text
         ("authorization", "api-key", "cookie"),
         re.compile(
@@ -113,7 +120,7 @@ _MARKERS: Final = tuple(marker for markers, _, _ in _RULES for marker in markers
 # The first check, whether any rule can match: the markers above, each shortened to a
 # prefix that covers several ("api" for apikey, api_key, api-key; "=" for key=, sig= ...).
 _GATE: Final = ("=", "sk-", "bearer", "basic", "api", "token", "secret", "password", "auth",
-                "cookie", "akia", "asia", "aiza", "gh", "xox")  # fmt: skip
+                "cookie", "akia", "asia", "aiza", "gh", "xox", "@")  # fmt: skip
 
 
 def redact_text(text: str) -> str:

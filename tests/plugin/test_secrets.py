@@ -1,7 +1,7 @@
 """No secret reaches any output: terminal, trace files, HTML report, junit XML, logs.
 
-Random keys (new every run) sit in the environment, in request headers and in query
-strings; a suite exercises tool, HTTP (in-process and over the loopback server) and LLM
+Random keys (new every run) sit in the environment, in request headers, in query
+strings and in a URL's user info; a suite exercises tool, HTTP (in-process and over the loopback server) and LLM
 faults with every output switched on; then the terminal and every file written (names
 included) are searched for each key and for any 16-character slice of one.
 """
@@ -93,6 +93,11 @@ def test_llm_fault_over_the_wire(faults, llm_server):
         agent(model).run("go " + E["AF_ANT"])
 
 
+def test_unmatched_request_with_a_password_in_its_url(http_faults):
+    with httpx.Client() as client:
+        client.get("https://bob:" + E["AF_PASS"] + "@api.example.com/v1/private")
+
+
 @pytest.mark.inject_fault(http=503, url=NEVER)
 def test_strict_fault_never_fires():
     logging.getLogger("app").info("the key is %s", E["OPENAI_API_KEY"])
@@ -106,6 +111,7 @@ def _keys() -> dict[str, str]:
         "AF_HEX": secrets.token_hex(20),
         "AF_BEARER": secrets.token_urlsafe(32),
         "AF_XAPI": secrets.token_urlsafe(24),
+        "AF_PASS": secrets.token_urlsafe(24),
         "OPENAI_API_KEY": "sk-" + secrets.token_urlsafe(32),
     }
 
@@ -164,13 +170,14 @@ def _run(pytester, keys, *, how: str):
     outcomes = result.parseoutcomes()
     # The suite passes and fails where it should: the faults really fired.
     assert outcomes.get("passed") == 4, outcomes
-    assert outcomes.get("failed") == 2
+    assert outcomes.get("failed") == 3
     assert outcomes.get("errors") == 1  # the strict fault that never fired, at teardown
     out = result.stdout.str()
     assert "ToolExecutionError" in out
     assert "never fired" in out
+    assert "UnmatchedRequestError" in out
     assert "[REDACTED]" in out
-    assert len(list((root / "traces").glob("*.json"))) == 6
+    assert len(list((root / "traces").glob("*.json"))) == 7
     texts = {"stdout": out, "stderr": result.stderr.str()}
     texts.update(_written(root, skip={root / "test_suite.py"}))
     return texts

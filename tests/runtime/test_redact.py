@@ -97,6 +97,26 @@ def test_ordinary_query_strings_are_untouched():
 
 
 @pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://bob:hunter2@api.example.com/x", "https://bob:[REDACTED]@api.example.com/x"),
+        (
+            "GET http://:s3cr3t@127.0.0.1:8080/v1 failed",
+            "GET http://:[REDACTED]@127.0.0.1:8080/v1 failed",
+        ),
+        ("redis://default:p%40ss@cache:6379/0", "redis://default:[REDACTED]@cache:6379/0"),
+    ],
+)
+def test_a_password_in_a_url_is_redacted_and_the_user_kept(url, shown):
+    assert redact_text(url) == shown
+
+
+def test_urls_without_a_password_are_untouched():
+    for text in ("https://bob@api.example.com/x", "mailto:bob@example.com", "a:b @ c://d"):
+        assert redact_text(text) == text
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "x-api-key: abcdefgh12",

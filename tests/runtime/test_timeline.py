@@ -177,6 +177,20 @@ def test_one_row_per_http_host_tool_and_model():
     assert rows == ["model (bot)", "tool fetch", "HTTP a.test", "HTTP b.test"]
 
 
+def test_an_http_row_is_named_by_host_without_user_info_and_never_fails_on_a_url():
+    from pytest_agentfaults.runtime.events import Event
+
+    events = [  # recorded URLs are redacted: a password becomes "[REDACTED]"
+        Event(type="http.request", seq=0, url="https://bob:[REDACTED]@a.test/v1/x", status=503),
+        Event(type="http.request", seq=1, url="https://a.test/v1/x", status=200),
+        Event(type="http.request", seq=2, url="http://[::1]:8080/v1", status=200),
+        Event(type="http.request", seq=3, url="http://[not an ip/", status=200),
+    ]
+    root = ET.fromstring(af.Trace(events).render(format="svg"))
+    rows = [el.text for el in root.iter(f"{SVG}text") if el.get("class") == "row"]
+    assert rows == ["HTTP a.test", "HTTP [::1]:8080", "HTTP [not an ip"]
+
+
 def test_a_fallback_model_gets_a_row_of_its_own():
     agent = af.Agent(
         "bot",

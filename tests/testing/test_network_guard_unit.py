@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 import pytest_agentfaults as af
-from pytest_agentfaults._network_policy import is_loopback
+from pytest_agentfaults._network_policy import is_loopback, url_host
 from pytest_agentfaults.errors import NEVER_RECOVERED, classify, is_ambiguous
 from pytest_agentfaults.testing._network import NetworkGuard, UnmatchedRequestError
 
@@ -37,6 +37,22 @@ def test_the_error_is_never_retried_and_never_recovered():
 )
 def test_loopback(host, local):
     assert is_loopback(host) is local
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://api.example.com/v1/x?key=1#top", "api.example.com"),
+        ("https://bob:[REDACTED]@api.example.com:8443/v1", "api.example.com:8443"),
+        ("http://[::1]:8080/v1", "[::1]:8080"),
+        ("HTTP://API.example.com", "API.example.com"),
+        ("https://x.test?q=a@b", "x.test"),
+        ("/v1/chat/completions", ""),
+        ("", ""),
+    ],
+)
+def test_the_host_of_a_url_as_rows_and_cells_name_it(url, host):
+    assert url_host(url) == host
 
 
 @pytest.mark.parametrize("sdk", ["openai", "anthropic"])

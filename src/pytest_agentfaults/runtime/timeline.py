@@ -17,7 +17,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+
+from pytest_agentfaults._network_policy import url_host
 
 if TYPE_CHECKING:
     # Only for annotations: events.py imports this module (Trace.render), not the reverse.
@@ -69,7 +70,7 @@ def _row_key(event: Event, model: str) -> tuple[str, str]:
         return f"tool:{event.tool}", f"tool {event.tool}"
     if event.type.startswith("http."):
         url = event.field("url")
-        host = urlsplit(url).netloc if isinstance(url, str) else ""
+        host = url_host(url) if isinstance(url, str) else ""
         return f"http:{host}", f"HTTP {host}" if host else "HTTP"
     named = f"model {model} ({event.agent})" if model else f"model ({event.agent})"
     return f"model:{event.agent}:{model}", named

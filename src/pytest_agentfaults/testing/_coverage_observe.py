@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, Final
-from urllib.parse import urlsplit
 
+from pytest_agentfaults._network_policy import url_host
 from pytest_agentfaults.runtime.events import Event
 
 __all__ = ["INJECTED", "MODEL_CLASSES", "TOOL_CLASSES", "USER", "classes_of", "observe"]
@@ -207,7 +207,7 @@ def _observe_host(
     url = event.field("url")
     if not isinstance(url, str):
         return
-    host = urlsplit(url).netloc or url
+    host = url_host(url) or url
     rows.setdefault(("host", host), "http")
     if event.type != "http.request":
         return
