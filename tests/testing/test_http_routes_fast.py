@@ -293,3 +293,128 @@ def test_a_call_list_is_a_full_mock_once_built():
     assert type(fresh) is not Calls
     with pytest.raises(AttributeError):
         fresh.missing  # noqa: B018 # deleted from the mock: gone for good
+
+
+# ---------------------------------------------------------------------------- respx's semantics
+# What a route sees and raises is what it sees and raises under plain respx, whose mocker
+# answers below the connection pool: these pin the differences answering at the
+# transport once had.
+
+
+def _pool_errors(lib):
+    return pytest.importorskip("httpcore" if lib is httpx else "httpcore2")
+
+
+def test_a_pool_error_a_route_raises_becomes_the_clients_own(http_faults, lib):
+    pool = _pool_errors(lib)
+    http_faults.get(API).mock(side_effect=pool.ConnectError("refused"))
+    with lib.Client() as client, pytest.raises(lib.ConnectError) as raised:
+        client.get(API)
+    assert raised.value.request.url == API
+
+    http_faults.get(OTHER).mock(side_effect=pool.ReadTimeout("slow"))
+
+    async def go() -> None:
+        async with lib.AsyncClient() as client:
+            await client.get(OTHER)
+
+    with pytest.raises(lib.ReadTimeout):
+        asyncio.run(go())
+
+
+def test_a_pool_error_in_a_route_body_becomes_the_clients_own(http_faults, lib):
+    pool = _pool_errors(lib)
+
+    def body() -> Iterator[bytes]:
+        yield b"first"
+        raise pool.ReadError("connection reset")
+
+    http_faults.get(API).mock(side_effect=lambda request: httpx.Response(200, content=body()))
+    with (
+        lib.Client() as client,
+        client.stream("GET", API) as response,
+        pytest.raises(lib.ReadError),
+    ):
+        list(response.iter_bytes())
+
+
+def test_the_sdk_retries_a_pool_timeout_and_reports_a_cut_stream(http_faults):
+    openai = pytest.importorskip("openai")
+    pool = _pool_errors(httpx2)
+    url = "https://api.openai.com/v1/chat/completions"
+    chat = {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}
+        ],
+    }
+    route = http_faults.post(url).mock(
+        side_effect=[pool.ReadTimeout("timed out"), httpx.Response(200, json=chat)]
+    )
+    messages = [{"role": "user", "content": "x"}]
+    with openai.OpenAI(api_key="k", max_retries=1) as client:
+        answer = client.chat.completions.create(model="m", messages=messages)
+        assert answer.choices[0].message.content == "hi"
+        assert route.call_count == 2
+
+        def cut() -> Iterator[bytes]:
+            yield b'data: {"id": "c1", "object": "chat.completion.chunk", "created": 1, '
+            yield b'"model": "m", "choices": []}\n\n'
+            raise pool.RemoteProtocolError("peer closed connection")
+
+        route.side_effect = lambda request: httpx.Response(
+            200, content=cut(), headers={"content-type": "text/event-stream"}
+        )
+        stream = client.with_options(max_retries=0).chat.completions.create(
+            model="m", messages=messages, stream=True
+        )
+        with pytest.raises(openai.APIConnectionError):
+            list(stream)
+
+
+@pytest.mark.parametrize(
+    ("sent", "seen"),
+    [
+        ("https://api.example.com/items#top", "https://api.example.com/items"),
+        ("https://api.example.com", "https://api.example.com/"),
+        ("https://bob:hunter2@api.example.com/items", "https://api.example.com/items"),
+    ],
+)
+def test_a_route_sees_the_url_as_sent_on_the_wire(http_faults, lib, sent, seen):
+    route = http_faults.route(url__regex=r"^https://api\.example\.com/(items)?$").respond(200)
+    with lib.Client() as client:
+        assert client.get(sent).status_code == 200
+    request = route.calls.last.request
+    assert str(request.url) == seen
+    if "bob" in sent:  # the client sent the user info as basic auth
+        assert request.headers["authorization"].startswith("Basic ")
+
+
+def test_a_route_gets_a_copy_of_the_request_and_leaves_an_upload_unread(http_faults, lib):
+    def touch(request: httpx.Request) -> httpx.Response:
+        request.headers["x-touched"] = "1"
+        return httpx.Response(200)
+
+    route = http_faults.post(API).mock(side_effect=touch)
+    with lib.Client() as client:
+        response = client.post(API, content=iter([b"a", b"b"]))
+    assert route.calls.last.request is not response.request
+    assert route.calls.last.request.content == b"ab"
+    assert "x-touched" not in response.request.headers
+    with pytest.raises(lib.RequestNotRead):
+        _ = response.request.content
+
+
+def test_a_redirect_cannot_replay_a_one_shot_upload(http_faults, lib):
+    http_faults.post(API).respond(307, headers={"location": "/v1/other"})
+    http_faults.post("https://api.example.com/v1/other").respond(200)
+
+    def body() -> Iterator[bytes]:
+        yield b"x"
+
+    with lib.Client(follow_redirects=True) as client, pytest.raises(lib.StreamConsumed):
+        client.post(API, content=body())
+    http_faults.assert_all_called = False  # the redirect's target is never reached

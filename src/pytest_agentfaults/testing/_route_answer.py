@@ -6,8 +6,9 @@ level down anyway: respx's mocker patches the connection pool, turns the pool's 
 back into an ``httpx.Request``, asks the routers, and turns the answer into a pool
 response that the transport turns into a client response again. `Routed` asks the same
 router at the client's transport instead, skipping the pool and both conversions (about
-60 us of a ~1 ms SDK test): the route sees the same ``httpx.Request``, records the same
-call, and the client gets the same response.
+60 us of a ~1 ms SDK test). What respx's way gives, this keeps: the route sees a copy of
+the request as sent (`_as_httpx`), records the same call, raises into the client what the
+pool would (`_pool_errors`), and the client gets the bytes as sent (`_as_library`).
 
 A request the router lets through (a loopback request no route matches, a pass-through
 route) goes on to the client's real transport; on the way, `passing_through` tells the
@@ -17,6 +18,7 @@ recording it twice.
 
 from __future__ import annotations
 
+import contextlib
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +26,8 @@ import httpx
 from respx.models import PassThrough
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator, Callable, Iterator
+    from contextlib import AbstractContextManager
 
     from pytest_agentfaults.testing._clients import Library
 
@@ -46,54 +49,88 @@ class Routed:
 
     def handle_request(self, request: Any) -> Any:
         """The routes' answer to a sync client."""
-        request.read()
+        library = self._library
+        copy = _as_httpx(request)
+        copy.read()  # the copy's, as respx's mocker reads it: the client's stays unread
         try:
-            answer = self._router.handler(_as_httpx(request))
+            with _pool_errors(library)():
+                answer = self._router.handler(copy)
         except PassThrough:
+            request.stream = library.module.ByteStream(copy.content)  # the upload, read once
             token = passing_through.set(True)
             try:
                 return self._transport.handle_request(request)
             finally:
                 passing_through.reset(token)
-        return _as_library(self._library, answer)
+        return _as_library(library, answer)
 
     async def handle_async_request(self, request: Any) -> Any:
         """The routes' answer to an async client."""
-        await request.aread()
+        library = self._library
+        copy = _as_httpx(request)
+        await copy.aread()
         try:
-            answer = await self._router.async_handler(_as_httpx(request))
+            with _pool_errors(library)():
+                answer = await self._router.async_handler(copy)
         except PassThrough:
+            request.stream = library.module.ByteStream(copy.content)
             token = passing_through.set(True)
             try:
                 return await self._transport.handle_async_request(request)
             finally:
                 passing_through.reset(token)
-        return _as_library(self._library, answer)
+        return _as_library(library, answer)
 
 
-# str -> httpx.URL, parsed once (10 us each): URLs are values, never changed in place
+# wire URL -> httpx.URL, parsed once (10 us each): URLs are values, never changed in place
 _urls: dict[str, httpx.URL] = {}
 
 
 def _as_httpx(request: Any) -> httpx.Request:
-    """The ``httpx.Request`` respx's routes read (the request itself for an httpx client)."""
-    if isinstance(request, httpx.Request):
-        return request
-    shown = str(request.url)
-    url = _urls.get(shown)
-    if url is None:
-        url = httpx.URL(shown)
+    """A new ``httpx.Request`` of what reaches the wire, as respx's mocker gives routes.
+
+    The URL as sent (no fragment; user info gone, sent as basic auth), the headers, and
+    the client's upload stream, unread: the caller reads the copy, so a side effect that
+    changes it, or a one-shot upload it consumes, behaves as under respx.
+    """
+    url = request.url
+    host = url.raw_host.decode("ascii")
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    port = "" if url.port is None else f":{url.port}"
+    sent = f"{url.scheme}://{host}{port}{url.raw_path.decode('ascii')}"
+    parsed = _urls.get(sent)
+    if parsed is None:
+        parsed = httpx.URL(sent)
         if len(_urls) < 256:  # a session's endpoints; bounded all the same
-            _urls[shown] = url
-    converted = httpx.Request(
+            _urls[sent] = parsed
+    return httpx.Request(
         request.method,
-        url,
+        parsed,
         headers=request.headers.raw,
-        stream=httpx.ByteStream(request.content),
+        stream=request.stream,
         extensions=request.extensions,
     )
-    converted.read()  # as respx's mocker does: routes read ``request.content``
-    return converted
+
+
+def _pool_errors(library: Library) -> Callable[[], AbstractContextManager[None]]:
+    """The library's own mapping of its pool's errors to its exceptions, as its transport uses.
+
+    A route (its side effect, or its body) may raise what the pool would, such as
+    ``httpcore.ConnectError``: under respx the client's transport turns it into the
+    client's ``ConnectError``, which is what the SDKs retry. A private function of httpx
+    and httpx2, looked up by name; without it, errors pass unchanged.
+    """
+    mapper = _mappers.get(library.name)
+    if mapper is None:
+        transports = getattr(library.module, "_transports", None)
+        default = getattr(transports, "default", None)
+        mapper = getattr(default, "map_httpcore_exceptions", contextlib.nullcontext)
+        _mappers[library.name] = mapper
+    return mapper
+
+
+_mappers: dict[str, Callable[[], AbstractContextManager[None]]] = {}
 
 
 def _as_library(library: Library, answer: httpx.Response) -> Any:
@@ -118,18 +155,21 @@ def _as_library(library: Library, answer: httpx.Response) -> Any:
 def _Stream(library: Library, inner: Any) -> Any:  # noqa: N802 # a class per library
     """``inner`` (a route's streamed body) as a byte stream of the client's library."""
     module = library.module
+    errors = _pool_errors(library)  # a body cut by a pool error: the client's ReadError
 
     class RouteStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[misc,name-defined]
         def __iter__(self) -> Iterator[bytes]:
-            yield from inner
+            with errors():
+                yield from inner
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            if hasattr(inner, "__aiter__"):
-                async for chunk in inner:
-                    yield chunk
-            else:
-                for chunk in inner:
-                    yield chunk
+            with errors():
+                if hasattr(inner, "__aiter__"):
+                    async for chunk in inner:
+                        yield chunk
+                else:
+                    for chunk in inner:
+                        yield chunk
 
         def close(self) -> None:
             close = getattr(inner, "close", None)
