@@ -184,6 +184,25 @@ def test_a(bad_teardown):
 """,
         {"passed": 2, "errors": 1},
     ),
+    "the kit's unused-route report raises": (
+        f"""
+class BadRepr:
+    def __eq__(self, other):
+        return False
+
+    def __hash__(self):
+        return 0
+
+    def __repr__(self):
+        raise RuntimeError("repr failed")
+
+{FAULT}
+def test_a(everything, http_faults):
+    http_faults.assert_all_called = True  # the report describes this unused route...
+    http_faults.post("https://api.example.com/never", cookies={{"a": BadRepr()}})  # ...badly
+""",
+        {"passed": 2, "errors": 1},
+    ),
 }
 
 
@@ -313,6 +332,52 @@ def test_b_nothing_of_either_is_left():
     assert httpcore2.ConnectionPool.__dict__["handle_request"] is ORIGINAL_POOL
     assert helpers_mod.fetch is ORIGINAL_FETCH
 """
+
+
+FUNCTION_FAULTS_ON_KIT_PATCHES = """
+import time
+
+import httpx
+import pytest
+
+REAL_SLEEP = time.sleep
+REAL_SEND = httpx.Client._send_single_request
+
+
+def test_a_function_fault_on_the_sleep_the_kit_patched(faults):
+    faults.function("time:sleep").returns(None).times(1)
+    time.sleep(100)
+
+
+@pytest.mark.allow_network
+@pytest.mark.inject_fault(http=503, strict=False)
+@pytest.mark.inject_fault(
+    function="httpx:Client._send_single_request", raises=ConnectionError("x"), strict=False
+)
+def test_b_a_function_fault_on_the_send_the_kit_patched():
+    pass
+
+
+def test_c_both_are_the_originals_again():
+    assert time.sleep is REAL_SLEEP
+    assert httpx.Client._send_single_request is REAL_SEND
+
+
+@pytest.mark.inject_fault(http=503, times=1)
+def test_d_a_later_test_records_each_request_once(http_faults, trace):
+    http_faults.get("https://api.example.test/v").respond(200)
+    statuses = [httpx.get("https://api.example.test/v").status_code for _ in range(2)]
+    assert statuses == [503, 200]
+    assert [e.type for e in trace.events] == ["http.fault", "http.request", "http.request"]
+"""
+
+
+def test_a_function_fault_over_a_kit_patch_is_undone_in_order(pytester):
+    # The test's function faults patch over the kit's own sleep and send patches; the
+    # kit undoes its patches last in, first out, so none of them is put back afterwards.
+    pytester.makepyfile(test_order=FUNCTION_FAULTS_ON_KIT_PATCHES)
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
 
 
 def test_a_patch_the_test_made_under_the_kits_is_undone_by_the_test_not_revived(pytester):

@@ -30,6 +30,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from pytest_agentfaults._patches import live, replaced, retire
 from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded, attempt_deadline
 
 if TYPE_CHECKING:
@@ -73,18 +74,25 @@ class ThreadTime:
         self._replace(anyio, "sleep", self._anyio_sleep(anyio.sleep))
 
     def uninstall(self) -> None:
-        """Put back what `install` replaced; a stale reference to ours then passes through."""
+        """Put back what `install` replaced; a stale reference to ours then passes through.
+
+        A sleep someone patched over ours stays theirs, and ours is retired: whoever puts
+        it back puts back what it replaced (`pytest_agentfaults._patches`).
+        """
         self.active = False
         while self._undo:
             owner, name, mine, previous = self._undo.pop()
-            if getattr(owner, name) is mine:  # else someone patched over ours: theirs stays
-                setattr(owner, name, previous)
+            if getattr(owner, name) is mine:
+                setattr(owner, name, live(previous))
+            else:
+                retire(mine)
         loops, self.loops = self.loops, {}
         for timers in loops.values():
             timers.close(self.clock.now())
 
     def _replace(self, owner: object, name: str, replacement: object) -> None:
-        self._undo.append((owner, name, replacement, getattr(owner, name)))
+        previous = getattr(owner, name)
+        self._undo.append((owner, name, replaced(replacement, previous), previous))
         setattr(owner, name, replacement)
 
     def _mine(self) -> bool:

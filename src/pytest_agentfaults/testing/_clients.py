@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import httpx
 from respx.mocks import HTTPCoreMocker, Mocker
 
+from pytest_agentfaults._patches import live, replaced, retire, retired
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.testing._wire import (
     Served,
@@ -189,30 +190,32 @@ def _install() -> None:
 def _uninstall() -> None:
     while _undo:
         owner, name, original, ours = _undo.pop()
-        if owner.__dict__.get(name) is ours:  # else replaced since: its owner restores it
-            setattr(owner, name, original)
+        if owner.__dict__.get(name) is ours:
+            setattr(owner, name, live(original))
+        else:  # covered since (a function= fault on it): retired, passes through
+            retire(ours)
 
 
 def _sync_entry(library: Library, original: Callable[..., Any]) -> Callable[..., Any]:
     def _send_single_request(client: Any, request: Any) -> Any:
         __tracebackhide__ = True
         layers = _stack or _guards
-        if not layers:
+        if not layers or retired(_send_single_request):
             return original(client, request)
         return layers[-1].handle(library, client, request, original)
 
-    return _send_single_request
+    return replaced(_send_single_request, original)
 
 
 def _async_entry(library: Library, original: Callable[..., Any]) -> Callable[..., Any]:
     async def _send_single_request(client: Any, request: Any) -> Any:
         __tracebackhide__ = True
         layers = _stack or _guards
-        if not layers:
+        if not layers or retired(_send_single_request):
             return await original(client, request)
         return await layers[-1].ahandle(library, client, request, original)
 
-    return _send_single_request
+    return replaced(_send_single_request, original)
 
 
 def push(layer: Layer) -> None:

@@ -132,14 +132,20 @@ class HttpInjector:
         push(self)
 
     def stop(self) -> None:
-        """Undo `start`, and stop the router (noting its unused routes for `FaultPlan.check`)."""
-        if self._router is not None:
-            router, self._router = self._router, None
-            try:
-                self.plan.unused_routes = router.unused_report()
-            finally:
-                router.stop()
-        remove(self)
+        """Undo `start`, and stop the router (noting its unused routes for `FaultPlan.check`).
+
+        The layer comes off whatever the report raises (a route's value whose repr fails):
+        left on, it would answer later tests with this test's faults.
+        """
+        try:
+            if self._router is not None:
+                router, self._router = self._router, None
+                try:
+                    self.plan.unused_routes = router.unused_report()
+                finally:
+                    router.stop()
+        finally:
+            remove(self)
 
     @property
     def router(self) -> HttpFaultRouter:

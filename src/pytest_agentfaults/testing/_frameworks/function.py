@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
+from pytest_agentfaults._patches import live, replaced, retire
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.testing._frameworks._core import arun_attempt, run_attempt
 
@@ -54,21 +55,25 @@ def patch_function(path: str, where: str) -> Callable[[], None]:
     raw = inspect.getattr_static(owner, attr)
     if getattr(original, _WRAPPED, None) is not None:
         return _nothing
-    wrapper = _wrap(path, original)
+    on = [True]  # the wrapper's switch: off once retired, its calls pass straight through
     if isinstance(raw, staticmethod):
-        replacement: Any = staticmethod(wrapper)
+        replacement: Any = staticmethod(_wrap(path, original, on))
     elif isinstance(raw, classmethod):
-        replacement = classmethod(_wrap(path, raw.__func__))
+        replacement = classmethod(_wrap(path, raw.__func__, on))
     else:
-        replacement = wrapper
+        replacement = _wrap(path, original, on)
     had_own = attr in vars(owner)
-    setattr(owner, attr, replacement)
+    setattr(owner, attr, replaced(replacement, raw))
 
     def undo() -> None:
         if vars(owner).get(attr) is not replacement:
-            return  # replaced since (the test's own patch, undone already): leave theirs
+            # covered since (a patch of the test's own, or another of the kit's): leave it,
+            # and retire ours, so whoever puts ours back puts back what it replaced
+            on[0] = False
+            retire(replacement)
+            return
         if had_own:
-            setattr(owner, attr, raw)
+            setattr(owner, attr, live(raw))
         else:  # it was inherited: take ours away and the inherited one shows again
             delattr(owner, attr)
 
@@ -116,12 +121,14 @@ def _failure(failure: ToolFailure) -> ToolFailure:
     return failure
 
 
-def _wrap(path: str, original: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap(path: str, original: Callable[..., Any], on: list[bool]) -> Callable[..., Any]:
     if inspect.iscoroutinefunction(original):
 
         @functools.wraps(original)
         async def acall(*args: Any, **kwargs: Any) -> Any:
             __tracebackhide__ = True
+            if not on[0]:
+                return await original(*args, **kwargs)
             return await arun_attempt(
                 FRAMEWORK,
                 path,
@@ -136,6 +143,8 @@ def _wrap(path: str, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def call(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
+        if not on[0]:
+            return original(*args, **kwargs)
         return run_attempt(
             FRAMEWORK,
             path,
