@@ -15,3 +15,47 @@ def test_no_framework_imported_installs_nothing_and_leaves_nothing_to_undo(
     for module in ADAPTERS:
         monkeypatch.delitem(sys.modules, module, raising=False)
     assert install_adapters() == ([], None)
+
+
+UNDECLARED = '''
+import pytest
+from langchain_core.tools import BaseTool, tool
+
+import pytest_agentfaults as af
+
+ORIGINAL_RUN = BaseTool.__dict__["run"]
+
+
+@tool
+def search(q: str) -> str:
+    """Search."""
+    return "found " + q
+
+
+def test_a_uses_the_kit(faults):
+    faults.tool("search").raises(ConnectionError("reset")).times(1)
+    assert BaseTool.__dict__["run"] is not ORIGINAL_RUN  # the adapter is on
+    with pytest.raises(ConnectionError):
+        search.invoke({"q": "x"})
+
+
+def test_b_does_not_use_the_kit():
+    # the runtime is loaded by now, yet this test says nothing of the kit: untouched
+    assert BaseTool.__dict__["run"] is ORIGINAL_RUN
+
+
+def test_c_a_fault_scope_installs_the_adapters_for_its_block():
+    with af.fault_scope() as scope:
+        scope.faults.tool("search").raises(ConnectionError("down")).times(1)
+        with pytest.raises(ConnectionError):
+            search.invoke({"q": "x"})
+        assert search.invoke({"q": "x"}) == "found x"
+    assert BaseTool.__dict__["run"] is ORIGINAL_RUN
+'''
+
+
+def test_a_test_that_does_not_use_the_kit_gets_no_adapter(pytester):
+    pytest.importorskip("langchain_core")
+    pytester.makepyfile(test_undeclared=UNDECLARED)
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)

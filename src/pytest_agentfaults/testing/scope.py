@@ -30,6 +30,7 @@ from pytest_agentfaults.runtime._recorder import Recorder, collecting
 from pytest_agentfaults.runtime.backoff import active_seed, seeded_jitter
 from pytest_agentfaults.runtime.clock import VirtualClock, use_default_clock
 from pytest_agentfaults.runtime.events import Trace
+from pytest_agentfaults.testing._frameworks import adapters_installed, install_adapters
 from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan, suspend_earlier_plans
 
@@ -86,6 +87,10 @@ class fault_scope:
             )
             handle = scope.faults.activate()
             self._undo.append(lambda *_: scope.faults.deactivate(handle))
+            if not adapters_installed():  # a test that does not use the kit, or no test
+                _, undo_adapters = install_adapters()
+                if undo_adapters is not None:
+                    self._undo.append(lambda *_: undo_adapters())
             floor = suspend_earlier_plans(scope.faults)
             floor.__enter__()
             self._undo.append(floor.__exit__)

@@ -148,8 +148,10 @@ class TestState:
         )
         try:
             self._plan_handle = self.plan.activate()
-            # other frameworks' tools, for the frameworks the test process imported
-            watched, self._adapters = install_adapters()
+            # other frameworks' tools, for the frameworks the test process imported, in a
+            # test that says it uses the kit: any other is left as it is (an
+            # `af.fault_scope()` in it installs them for its block)
+            watched, self._adapters = install_adapters() if self.declared else ([], None)
         except BaseException as error:
             for failed in self.stop():
                 error.add_note(f"pytest-agentfaults could not switch off: {failed!r}")

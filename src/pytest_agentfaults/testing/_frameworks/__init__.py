@@ -12,11 +12,12 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Final
 
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
-__all__ = ["ADAPTERS", "FRAMEWORK_OF", "install_adapters"]
+__all__ = ["ADAPTERS", "FRAMEWORK_OF", "adapters_installed", "install_adapters"]
 
 _HERE: Final = "pytest_agentfaults.testing._frameworks"
 
@@ -37,6 +38,15 @@ FRAMEWORK_OF: dict[str, str] = {
     "agents": "openai_agents",
     "mcp": "mcp",
 }
+
+
+#: set while adapters installed in this context are on (by the test, or a fault_scope)
+_installed: ContextVar[bool] = ContextVar("agentfaults_adapters", default=False)
+
+
+def adapters_installed() -> bool:
+    """Whether this context's test (or an enclosing ``fault_scope``) installed adapters."""
+    return _installed.get()
 
 
 def install_adapters() -> tuple[list[str], Callable[[], None] | None]:
@@ -66,8 +76,15 @@ def install_adapters() -> tuple[list[str], Callable[[], None] | None]:
         raise_together(run_all(reversed(undos)), "undoing the framework adapters failed")
         raise
 
+    token = _installed.set(True)
+
     def undo() -> None:
         steps, undos[:] = list(reversed(undos)), []
-        raise_together(run_all(steps), "undoing the framework adapters failed")
+        errors = run_all(steps)
+        try:
+            _installed.reset(token)
+        except ValueError:  # undone in another context than installed: leave it be
+            pass
+        raise_together(errors, "undoing the framework adapters failed")
 
     return watched, undo
