@@ -53,8 +53,7 @@ class Routed:
         copy = _as_httpx(request)
         copy.read()  # the copy's, as respx's mocker reads it: the client's stays unread
         try:
-            with _pool_errors(library)():
-                answer = self._router.handler(copy)
+            answer = self._router.handler(copy)
         except PassThrough:
             request.stream = library.module.ByteStream(copy.content)  # the upload, read once
             token = passing_through.set(True)
@@ -62,6 +61,9 @@ class Routed:
                 return self._transport.handle_request(request)
             finally:
                 passing_through.reset(token)
+        except Exception:
+            with _pool_errors(library)():  # mapped only when raised: free on the way out
+                raise
         return _as_library(library, answer)
 
     async def handle_async_request(self, request: Any) -> Any:
@@ -70,8 +72,7 @@ class Routed:
         copy = _as_httpx(request)
         await copy.aread()
         try:
-            with _pool_errors(library)():
-                answer = await self._router.async_handler(copy)
+            answer = await self._router.async_handler(copy)
         except PassThrough:
             request.stream = library.module.ByteStream(copy.content)
             token = passing_through.set(True)
@@ -79,6 +80,9 @@ class Routed:
                 return await self._transport.handle_async_request(request)
             finally:
                 passing_through.reset(token)
+        except Exception:
+            with _pool_errors(library)():
+                raise
         return _as_library(library, answer)
 
 
