@@ -178,22 +178,29 @@ def _patch_sockets(guard: NetworkGuard) -> None:
     original_connect = socket.socket.connect
     original_connect_ex = socket.socket.connect_ex
 
+    # A longer-lived patch (a module-scoped monkeypatch) can wrap these wrappers and put
+    # them back after this guard stopped, where they outlive its test: only while this
+    # patch is the one on do they decide anything; after, they call straight through, and
+    # the guard of the running test (if any) decides from its own wrapper above them.
     def connect(sock: socket.socket, address: Any) -> None:
         __tracebackhide__ = True
-        _check_address(guard, sock, address)
+        if NetworkGuard._socket_connect is patched:
+            _check_address(guard, sock, address)
         original_connect(sock, address)
 
     def connect_ex(sock: socket.socket, address: Any) -> int:
         __tracebackhide__ = True
-        _check_address(guard, sock, address)
+        if NetworkGuard._socket_connect is patched:
+            _check_address(guard, sock, address)
         return original_connect_ex(sock, address)
 
     own = vars(socket.socket)
     # (name, ours, what was there: the class's own attribute, or None when inherited)
-    NetworkGuard._socket_connect = (
+    patched = (
         ("connect", connect, own.get("connect")),
         ("connect_ex", connect_ex, own.get("connect_ex")),
     )
+    NetworkGuard._socket_connect = patched
     socket.socket.connect = connect  # type: ignore[method-assign,assignment]
     socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
 
