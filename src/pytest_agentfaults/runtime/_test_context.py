@@ -9,7 +9,7 @@ managers cost four objects and eight method calls more.
 
 from __future__ import annotations
 
-from contextvars import ContextVar, Token
+from contextvars import Context, ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentfaults.runtime._recorder import start_collecting
@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Entered", "enter_test", "leave_test"]
 
-#: what `enter_test` set, in order: each context variable with the token that resets it
-Entered = list[tuple[ContextVar[Any], Token[Any]]]
+#: what `enter_test` set, in order: each context variable, the token that resets it, and
+#: the value it set (to tell, from another context, whether that value is there)
+Entered = list[tuple[ContextVar[Any], Token[Any], Any]]
 
 
 def enter_test(
@@ -39,26 +40,53 @@ def enter_test(
     """
     entered: Entered = []
     try:
-        entered.append(set_default_clock(clock))
-        entered.append(set_jitter_seed(seed))
-        entered.extend(start_collecting(trace, fresh_run_ids=True))
-        entered.append(set_snapshot_settings(snapshots))
+        _note(entered, set_default_clock(clock))
+        _note(entered, set_jitter_seed(seed))
+        for pair in start_collecting(trace, fresh_run_ids=True):
+            _note(entered, pair)
+        _note(entered, set_snapshot_settings(snapshots))
     except BaseException:
         leave_test(entered)
         raise
     return entered
 
 
+def _note(entered: Entered, pair: tuple[ContextVar[Any], Token[Any]]) -> None:
+    variable, token = pair
+    entered.append((variable, token, variable.get()))
+
+
 def leave_test(entered: Entered) -> list[Exception]:
     """Undo `enter_test`, last set first; returns the resets that failed (each is tried).
 
-    A reset fails when the context is not the one `enter_test` ran in, or ran twice.
+    From another context than `enter_test`'s (the plugin's teardown, after a kit fixture
+    was first asked for inside an async test's task), each variable that holds the value
+    `enter_test` set gets back the value it replaced; one that does not never saw this
+    test (the task's context was a copy), and stays as it is. A reset fails when the
+    token was used already.
     """
     errors: list[Exception] = []
     while entered:
-        variable, token = entered.pop()
+        variable, token, value = entered.pop()
         try:
             variable.reset(token)
+        except ValueError:  # "created in a different Context": no token of ours resets it
+            if variable.get(_UNSET) is value:
+                variable.set(_replaced(variable, token))
         except Exception as error:
             errors.append(error)
     return errors
+
+
+_UNSET: Any = object()
+
+
+def _replaced(variable: ContextVar[Any], token: Token[Any]) -> Any:
+    old = token.old_value
+    if old is not Token.MISSING:
+        return old
+    # unset before: no API unsets a variable, so its default, what a reader saw then
+    try:
+        return Context().run(variable.get)  # an empty context: the variable's default
+    except LookupError:  # none: None is the closest there is
+        return None
