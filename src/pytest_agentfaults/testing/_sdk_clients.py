@@ -7,8 +7,10 @@ one TLS context) once per session:
 - a sync client pointed at the provider's URL is the session's client itself, put back as
   it was built at the start of each test that asks for it: its attributes restored, the
   dicts among them (``_custom_headers`` ...) copied afresh, anything the last test added
-  (an attribute, a resource it replaced) dropped. A copy per test costs ~0.3 ms once its
-  first request is counted, a third of an SDK fault test;
+  (an attribute, a resource it replaced) dropped; and so is its httpx2 client (headers,
+  cookies, event hooks, auth, timeout, params, base URL, redirects, transports), all but
+  its connection pool and whether it is closed. That costs ~5 us a test; a copy per test
+  costs ~0.3 ms once its first request is counted, a third of an SDK fault test;
 - the others get a copy made with the SDK's own ``client.with_options(...)``.
 
 Either way, options, headers and attributes a test changes stay in that test.
@@ -32,6 +34,8 @@ from __future__ import annotations
 
 import importlib
 import ssl
+import sys
+from collections.abc import Callable
 from typing import Any, Final
 
 from pytest_agentfaults.errors import UsageError
@@ -71,10 +75,10 @@ class SdkClients:
         package, _, _, real_url = SDK_FIXTURES[fixture]
         base = self._bases.get(fixture)
         if base is not None:
-            _restore(base, self._pristine[fixture])
+            self._pristine[fixture].put_back(base)
         if base is None or base._client.is_closed:
             base = self._bases[fixture] = self._build(fixture)
-            self._pristine[fixture] = _Pristine(base.__dict__)
+            self._pristine[fixture] = _Pristine(base)
         asynchronous = fixture.startswith("async_")
         if llm_server_url is None and not asynchronous:
             return base
@@ -117,30 +121,76 @@ class SdkClients:
         )
 
 
+#: how to copy afresh each kind of attribute a test can change in place (see `_Pristine`)
+Copiers = dict[type, Callable[[Any], Any]]
+
+
 class _Pristine:
-    """A client's attributes as built, the dicts among them copied (see `_restore`)."""
+    """A client and its http client as built, put back for each test (`put_back`).
 
-    __slots__ = ("dicts", "state")
-
-    def __init__(self, state: dict[str, Any]) -> None:
-        #: the names of the dict attributes (``_custom_headers`` ...), copied on each restore
-        self.dicts = tuple(name for name, value in state.items() if type(value) is dict)
-        self.state = {
-            name: dict(state[name]) if name in self.dicts else state[name] for name in state
-        }
-
-
-def _restore(client: Any, pristine: _Pristine) -> None:
-    """Put ``client``'s attributes back as built (what a test set, added or changed in place).
-
-    One C-level copy of the ~40 attributes, then a fresh copy of each dict among them.
+    A sync client and the copies a test makes of it (``with_options``, the ``llm_server``
+    copy) share one httpx2 client, which a test can change in place too
+    (``client._client.headers["x"] = "1"``, an event hook, a cookie an answer set).
     """
-    state = client.__dict__
-    state.clear()
-    state.update(pristine.state)
-    kept = pristine.state
-    for name in pristine.dicts:
-        state[name] = dict(kept[name])
+
+    __slots__ = ("client", "http")
+
+    def __init__(self, client: Any) -> None:
+        self.client = _Attributes(client.__dict__, {dict: _fresh_dict})
+        http = client._client
+        library = _http_library(http)
+        copiers: Copiers = {dict: _fresh_dict}
+        if library is not None:
+            copiers[library.Headers] = library.Headers.copy
+            copiers[library.Cookies] = library.Cookies  # a new jar holding the same cookies
+        # _state: opened or closed, as the pool under it is (a closed one is rebuilt)
+        self.http = _Attributes(http.__dict__, copiers, keep=("_state",))
+
+    def put_back(self, client: Any) -> None:
+        """Put ``client`` back as built: what a test set, added or changed in place."""
+        self.client.put_back(client.__dict__)
+        self.http.put_back(client._client.__dict__)  # the client's own, put back above
+
+
+class _Attributes:
+    """An object's attributes as built, the mutable ones among them copied afresh."""
+
+    __slots__ = ("copied", "keep", "state")
+
+    def __init__(self, state: dict[str, Any], copiers: Copiers, keep: tuple[str, ...] = ()) -> None:
+        #: (name, copier) of the attributes a test can change in place, copied on each restore
+        self.copied = tuple(
+            (name, copiers[type(value)]) for name, value in state.items() if type(value) in copiers
+        )
+        self.keep = keep
+        fresh = dict(state)
+        for name, copy in self.copied:
+            fresh[name] = copy(fresh[name])  # never the object a test changed
+        self.state = fresh
+
+    def put_back(self, state: dict[str, Any]) -> None:
+        """One C-level copy of the attributes, then a fresh copy of each mutable one."""
+        kept = [(name, state[name]) for name in self.keep if name in state]
+        state.clear()
+        state.update(self.state)
+        state.update(kept)
+        built = self.state
+        for name, copy in self.copied:
+            state[name] = copy(built[name])
+
+
+def _fresh_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    # the lists among the values too: httpx's event hooks ({"request": [...], ...})
+    return {key: list(item) if type(item) is list else item for key, item in value.items()}
+
+
+def _http_library(http: Any) -> Any:
+    """The httpx-like module ``http`` is a client of (httpx2, or httpx for an older SDK)."""
+    for cls in type(http).__mro__:  # the SDK's subclass first, then the library's own
+        module = sys.modules.get(cls.__module__.partition(".")[0])
+        if cls in (getattr(module, "Client", None), getattr(module, "AsyncClient", None)):
+            return module
+    return None
 
 
 def _sdk(package: str, fixture: str) -> Any:
