@@ -172,3 +172,88 @@ def test_a_plan_switched_on_twice_stays_on_until_its_outer_block_ends(helpers):
             helpers.lookup("k")
     assert current_plan() is before
     assert helpers.lookup("k") == "value of k"
+
+
+# ---------------------------------------------------------------------------- fluent misuse
+# Each of these once let a test pass (or fail far from the mistake) while the fault it
+# declared did something else than it said.
+
+
+def test_a_tool_fault_takes_the_tool_itself():
+    import pytest_agentfaults as af
+
+    @af.tool
+    def fetch(url: str) -> str:
+        """Fetch."""
+        return url
+
+    assert FaultPlan().tool(fetch).raises(ConnectionError).fault.tool == "fetch"
+
+
+@pytest.mark.parametrize("value", [ConnectionError("reset"), ConnectionError, TimeoutError])
+def test_returns_an_exception_is_refused_and_points_at_raises(value):
+    with pytest.raises(UsageError) as caught:
+        FaultPlan().tool("fetch").returns(value)
+    assert f"use raises={value!r}" in str(caught.value)
+    assert str(caught.value).startswith("faults.tool('fetch'): returns=")
+
+
+def test_returns_the_tool_failure_class_asks_for_an_instance():
+    import pytest_agentfaults as af
+
+    with pytest.raises(UsageError, match=r"returns=af\.ToolFailure\(error="):
+        FaultPlan().tool("fetch").returns(af.ToolFailure)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("raises", "returns"), ("returns", "delay"), ("delay", "raises")],
+)
+def test_a_second_action_on_one_fault_is_refused(first, second):
+    arguments = {"raises": ConnectionError, "returns": "page", "delay": 1.0}
+    builder = getattr(FaultPlan().tool("fetch"), first)(arguments[first])
+    with pytest.raises(UsageError, match=rf"\.{second}\(\) after \.{first}\(\)"):
+        getattr(builder, second)(arguments[second])
+
+
+def test_strict_takes_a_bool_only():
+    with pytest.raises(UsageError, match=r"strict\(\) takes True or False, got 'false'"):
+        FaultPlan().tool("fetch").raises(ConnectionError).strict("false")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("options", [{"foo": 1}, {"args": 123}])
+def test_an_llm_fault_is_checked_when_declared(options):
+    with pytest.raises(UsageError, match=r"^faults\.llm\.malformed_tool_args\(\.\.\.\): "):
+        FaultPlan().llm.malformed("tool_args", **options)
+
+
+@pytest.mark.parametrize(("key", "value"), [("method", 5), ("url", b"/v1")])
+def test_an_http_fault_needs_str_url_and_method(key, value):
+    with pytest.raises(UsageError, match=rf"faults\.http\({key}="):
+        FaultPlan().http(**{key: value})
+
+
+def test_an_unfinished_fault_says_so_at_the_check_not_never_fired():
+    plan = FaultPlan()
+    plan.tool("fetch")
+    with pytest.raises(AssertionError) as caught:
+        plan.check()
+    assert "says nothing to inject" in str(caught.value)
+    assert "never fired" not in str(caught.value)
+
+
+def test_an_unfinished_fault_met_by_a_run_raises_its_usage_error_unwrapped():
+    import pytest_agentfaults as af
+    from pytest_agentfaults import ScriptedModel, call_tool, say
+
+    @af.tool
+    def fetch(url: str) -> str:
+        """Fetch."""
+        return url
+
+    plan = FaultPlan()
+    with plan.active():
+        plan.tool("fetch")
+        model = ScriptedModel([call_tool("fetch", url="u"), say("ok")])
+        with pytest.raises(UsageError, match="says nothing to inject"):
+            af.Agent("bot", model=model, tools=[fetch]).run("go")

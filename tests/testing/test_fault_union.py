@@ -41,15 +41,25 @@ def test_an_http_marker_says_its_status_or_its_kind_never_both() -> None:
     assert (kind.status, kind.kind, kind.label) == (None, "timeout", "timeout")
 
 
-def test_the_last_fluent_action_wins() -> None:
+def test_a_second_fluent_action_is_refused_not_silently_taken() -> None:
+    # A fault does one thing, as the marker's "exactly one of raises=, returns=, delay="
+    # says: a second action would replace the first without a word.
     plan = FaultPlan()
-    plan.tool("fetch").raises(ValueError).returns("cached")
-    plan.http().status(503).timeout()
-    tool, http = plan.faults
-    assert isinstance(tool, ToolFault)
-    assert (tool.action, tool.raises, tool.returns) == ("returns", None, "cached")
-    assert isinstance(http, HTTPFault)
-    assert (http.status, http.kind) == (None, "timeout")
+    tool = plan.tool("fetch").raises(ValueError)
+    with pytest.raises(UsageError, match=r"\.returns\(\) after \.raises\(\)"):
+        tool.returns("cached")
+    http = plan.http().status(503)
+    with pytest.raises(UsageError, match=r"\.timeout\(\) after \.status\(503\)"):
+        http.timeout()
+    with pytest.raises(UsageError, match=r"\.status\(\) after \.timeout\(\)"):
+        plan.http().timeout().status(503)
+    first, second, third = plan.faults
+    assert isinstance(first, ToolFault)
+    assert (first.action, first.raises) == ("raises", ValueError)
+    assert isinstance(second, HTTPFault)
+    assert (second.status, second.kind) == (503, None)
+    assert isinstance(third, HTTPFault)
+    assert (third.status, third.kind) == (None, "timeout")
 
 
 def test_an_llm_marker_keeps_its_kind_and_its_step_options() -> None:
@@ -82,3 +92,19 @@ def test_fresh_is_an_unused_copy_of_the_same_fault() -> None:
 def test_llm_malformed_takes_only_the_malformed_kinds() -> None:
     with pytest.raises(UsageError, match=r"unknown kind; use one of tool_args, empty, blocked"):
         FaultPlan().llm.malformed("rate_limit")
+
+
+def test_a_tool_marker_takes_the_tool_itself_and_refuses_an_exception_to_return() -> None:
+    @af.tool
+    def fetch(url: str) -> str:
+        """Fetch."""
+        return url
+
+    fault = parse_marker((), {"tool": fetch, "raises": ConnectionError("reset")})
+    assert isinstance(fault, ToolFault)
+    assert fault.tool == "fetch"
+    with pytest.raises(UsageError) as caught:
+        parse_marker((), {"tool": "fetch", "returns": ConnectionError("x")}, label="inject_fault")
+    message = str(caught.value)
+    assert message.startswith("@pytest.mark.inject_fault(tool='fetch', returns=")
+    assert "use raises=ConnectionError('x')" in message

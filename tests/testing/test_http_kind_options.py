@@ -117,8 +117,9 @@ def test_a_bad_fluent_call_names_the_call():
         builder.status(503, retry_after_format="ms")
 
 
-def test_a_later_call_replaces_the_options_of_an_earlier_one():
+def test_a_later_kind_does_not_replace_an_earlier_one_silently():
     builder = FaultPlan().http().status(429, retry_after=2, should_retry=True)
-    builder.stall(after=1)
-    assert builder.fault.options == {"after": 1}
-    assert (builder.fault.status, builder.fault.kind) == (None, "stall")
+    with pytest.raises(UsageError, match=r"\.stall\(\) after \.status\(429\)"):
+        builder.stall(after=1)
+    assert (builder.fault.status, builder.fault.kind) == (429, None)
+    assert (builder.fault.retry_after, builder.fault.should_retry) == (2.0, True)

@@ -54,7 +54,7 @@ def test_the_fault_event_describes_what_the_fault_injects_at_each_hit():
 
     def change_it(event: af.Event) -> None:
         if event.type == "tool.fault" and event.detail.endswith("ConnectionError"):
-            builder.raises(TimeoutError)
+            builder.fault.raises = TimeoutError  # the fault changed between two hits
 
     agent.observers = (*agent.observers, change_it)
     with plan.active():

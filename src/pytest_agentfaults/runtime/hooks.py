@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded
 
@@ -197,6 +198,8 @@ def _call_interceptor(hook: Callable[[Any], Any], effect: Any) -> Any:
         outcome = hook(effect)
     except AttemptDeadlineExceeded:
         raise  # injected latency crossed the attempt's deadline: a timeout, as intended
+    except UsageError:
+        raise  # the test's mistake (a fault left unfinished): its own message, unwrapped
     except Exception as exc:
         raise InterceptorError(f"fault injection failed in {hook!r}: {exc!r}") from exc
     if isinstance(outcome, Inject):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.testing._fault import (
     LLM_FAULT_KINDS,
@@ -62,7 +63,9 @@ class _Builder:
 
     def strict(self, value: bool = True) -> _Builder:
         """Fail the test at teardown if this fault never fired (default on)."""
-        self.fault.strict = bool(value)
+        if not isinstance(value, bool):  # strict("false") would read as True
+            raise UsageError(f"{self.fault.source}: strict() takes True or False, got {value!r}")
+        self.fault.strict = value
         return self
 
 
@@ -74,17 +77,44 @@ class ToolFaultBuilder(_Builder):
 
     def raises(self, exc: BaseException | type[BaseException]) -> ToolFaultBuilder:
         """Raise ``exc`` instead of running the tool."""
+        __tracebackhide__ = True
         if not (isinstance(exc, BaseException) or is_exception_class(exc)):
             raise UsageError(f"{self.fault.source}: raises= needs an exception, got {exc!r}")
+        self._one_action("raises")
         fault = self.fault
         fault.raises, fault.returns, fault.delay = exc, NOTHING, None
         return self
 
     def returns(self, value: Any) -> ToolFaultBuilder:
         """Return ``value`` (an `af.ToolFailure` or any result) instead of running the tool."""
+        __tracebackhide__ = True
+        where = self.fault.source
+        if isinstance(value, BaseException) or is_exception_class(value):
+            # fed back to the model as a successful result, the test would pass untouched
+            raise UsageError(
+                f"{where}: returns={value!r} is an exception, which the tool would return as "
+                f"its result; to make the tool fail, use raises={value!r}, or "
+                "returns=af.ToolFailure(error=...) for an expected failure"
+            )
+        if value is ToolFailure:
+            raise UsageError(
+                f"{where}: returns=af.ToolFailure is the class; give an instance, "
+                "returns=af.ToolFailure(error='what went wrong')"
+            )
+        self._one_action("returns")
         fault = self.fault
         fault.raises, fault.returns, fault.delay = None, value, None
         return self
+
+    def _one_action(self, action: str) -> None:
+        """A second action on one fault would silently replace the first: refused."""
+        __tracebackhide__ = True
+        done = self.fault.action
+        if done is not None:
+            raise UsageError(
+                f"{self.fault.source}: .{action}() after .{done}(): a fault does one thing; "
+                f"declare another fault ({self.fault.source}) for the next occurrences"
+            )
 
     def delay(self, seconds: float) -> ToolFaultBuilder:
         """Add ``seconds`` of (virtual) latency before the tool runs; may trip its timeout."""
@@ -93,6 +123,7 @@ class ToolFaultBuilder(_Builder):
             raise UsageError(
                 f"{self.fault.source}: delay= must be a finite number of seconds >= 0, got None"
             )
+        self._one_action("delay")
         fault = self.fault
         fault.raises, fault.returns, fault.delay = None, NOTHING, value
         return self
@@ -140,7 +171,15 @@ class HttpFaultBuilder(_Builder):
         return self._retry_options(retry_after, retry_after_format, should_retry)
 
     def _reset(self, kind: str | None) -> HttpFaultBuilder:
+        __tracebackhide__ = True
         fault = self.fault
+        if fault.status is not None or fault.kind is not None:  # would silently replace it
+            done = f"status({fault.status})" if fault.status is not None else f"{fault.kind}()"
+            raise UsageError(
+                f"{fault.source}: .{'status' if kind is None else kind}() after .{done}: a "
+                f"fault does one thing; declare another fault ({fault.source}) for the next "
+                "requests"
+            )
         fault.status, fault.kind, fault.kind_status = None, kind, None
         fault.retry_after = fault.retry_after_format = fault.should_retry = None
         fault.after = fault.delay = None
@@ -288,7 +327,13 @@ class LlmFaults:
         self._plan = plan
 
     def _add(self, kind: str, **options: Any) -> LlmFaultBuilder:
-        fault = LLMFault(kind=kind, options=options, source=f"faults.llm.{kind}")
+        __tracebackhide__ = True
+        source = f"faults.llm.{kind}"
+        fault = LLMFault(kind=kind, options=options, source=source)
+        try:  # checked here, as the marker's are, not at the first model call
+            fault.step()
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{source}(...): {exc}") from None
         self._plan.add(fault)
         return LlmFaultBuilder(fault)
 

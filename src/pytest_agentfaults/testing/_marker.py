@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.testing._builders import (
     HttpFaultBuilder,
     ToolFaultBuilder,
@@ -108,6 +109,8 @@ def _parse_tool(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -
         name = check_path(kwargs["function"], shown)
     else:
         name = kwargs["tool"]
+        if isinstance(name, BaseTool):  # tool=fetch, the @af.tool itself: its name
+            name = name.name
         if not isinstance(name, str) or not name:
             raise UsageError(f"{shown}: tool= must be a tool name (str), got {name!r}")
     actions = [k for k in ("raises", "returns", "delay") if k in kwargs]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._event import redact
+from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.hooks import Interceptor, install_interceptor, remove_interceptor
 from pytest_agentfaults.testing import _current
 from pytest_agentfaults.testing._builders import (
@@ -129,8 +130,11 @@ class FaultPlan:
         """
         return LlmFaults(self)
 
-    def tool(self, name: str) -> ToolFaultBuilder:
-        """A fault on the tool called ``name``, in every agent."""
+    def tool(self, name: str | BaseTool[Any, Any]) -> ToolFaultBuilder:
+        """A fault on the tool called ``name`` (or on an ``@af.tool`` itself), in every agent."""
+        __tracebackhide__ = True
+        if isinstance(name, BaseTool):
+            name = name.name
         if not isinstance(name, str) or not name:
             raise UsageError(f"faults.tool(name): give a tool name, got {name!r}")
         fault = ToolFault(tool=name, source=f"faults.tool({name!r})")
@@ -153,6 +157,13 @@ class FaultPlan:
 
     def http(self, url: str | None = None, method: str | None = None) -> HttpFaultBuilder:
         """A fault on HTTP requests (all of them, or those matching ``url`` / ``method``)."""
+        __tracebackhide__ = True
+        for key, value in (("url", url), ("method", method)):
+            if value is not None and not isinstance(value, str):
+                raise UsageError(
+                    f"faults.http({key}={value!r}): {key}= must be a str "
+                    + ("(a URL, or a part of one)" if key == "url" else "such as 'POST'")
+                )
         fault = HTTPFault(
             url=url,
             method=method.upper() if method else None,
@@ -195,10 +206,7 @@ class FaultPlan:
         __tracebackhide__ = True
         if not (self.faults or self.unused_routes or self._checks):
             return  # nothing declared, nothing to check (the usual unmarked test)
-        lines = [
-            explain_unfired(f, self._occurrences, self.tools_called) + self._watched(f)
-            for f in self.unfired()
-        ]
+        lines = [self._explain(f) for f in self.unfired()]
         if self.unused_routes:
             lines.append(self.unused_routes)
         for check in list(self._checks):
@@ -208,6 +216,14 @@ class FaultPlan:
                 lines.append(str(exc))
         if lines:
             raise AssertionError(redact_text("\n".join(lines)))
+
+    def _explain(self, fault: Fault) -> str:
+        """Why ``fault`` never fired: unfinished (nothing to inject), or never reached."""
+        try:
+            fault.check()
+        except UsageError as unfinished:  # a fluent chain left without an action
+            return str(unfinished)
+        return explain_unfired(fault, self._occurrences, self.tools_called) + self._watched(fault)
 
     def _watched(self, fault: Fault) -> str:
         """For a tool fault's message: whose tools were watched for that name."""
