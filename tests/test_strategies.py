@@ -428,3 +428,44 @@ def test_each_module_loads_only_its_own_heavy_dependency() -> None:
     assert not fakes & {"hypothesis", *never}
     assert "hypothesis" in strategies
     assert not strategies & never
+
+
+# A single name where a list is taken is one name, not its letters: a plan on the tools
+# "f", "e", "t" ... never meets "fetch", and a property test would pass without a word.
+
+
+@settings(max_examples=25)
+@given(afst.fault_plans(tools="fetch", llm=False, min_faults=1))
+def test_fault_plans_take_one_tool_name_as_one_tool(plan: FaultPlan) -> None:
+    assert {fault.tool for fault in plan.faults} == {"fetch"}  # type: ignore[union-attr]
+
+
+@settings(max_examples=25)
+@given(afst.fault_plans(tools=(), llm="rate_limit", min_faults=1))
+def test_fault_plans_take_one_llm_kind_as_one_kind(plan: FaultPlan) -> None:
+    assert {fault.kind for fault in plan.faults} == {"rate_limit"}  # type: ignore[union-attr]
+
+
+@settings(max_examples=25)
+@given(afst.scripts(tools="fetch", min_steps=1, bad_calls=False, failures=False))
+def test_scripts_take_one_tool_name_as_one_tool(steps: list[Any]) -> None:
+    called = {
+        name
+        for step in steps
+        if isinstance(step, CallTool | CallTools)
+        for name in ([step.name] if isinstance(step, CallTool) else [c.name for c in step.calls])
+    }
+    assert called <= {"fetch"}
+
+
+@settings(max_examples=10)
+@given(afst.http_faults(statuses=503, kinds="timeout"))
+def test_http_faults_take_one_status_and_one_kind(spec: dict[str, Any]) -> None:
+    assert spec["http"] in (503, "timeout")
+
+
+@settings(max_examples=10)
+@given(afst.malformed_json(kinds="prose"))
+def test_malformed_json_takes_one_kind(raw: str) -> None:
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(raw)

@@ -11,7 +11,7 @@ from hypothesis.strategies import SearchStrategy
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.tools import Tool
 
-__all__ = ["ToolLike", "given_or", "tool_names"]
+__all__ = ["ToolLike", "given_or", "one_or_many", "tool_names"]
 
 T = TypeVar("T")
 
@@ -27,9 +27,20 @@ def given_or(value: T | SearchStrategy[T] | None, default: SearchStrategy[T]) ->
     return st.just(value)
 
 
-def tool_names(tools: Iterable[ToolLike], where: str) -> list[str]:
+def one_or_many(value: Any) -> list[Any]:
+    """A list of ``value``'s items; a single str (or `Tool`) is one item, not its letters.
+
+    ``tools="fetch"`` iterated as is would give the tools ``f``, ``e``, ``t`` ...: a plan
+    whose faults never meet the tool, which a property test passes without a word.
+    """
+    if isinstance(value, str | Tool):
+        return [value]
+    return list(value)
+
+
+def tool_names(tools: ToolLike | Iterable[ToolLike], where: str) -> list[str]:
     names: list[str] = []
-    for item in tools:
+    for item in one_or_many(tools):
         if isinstance(item, Tool):
             names.append(item.name)
         elif isinstance(item, str) and item:

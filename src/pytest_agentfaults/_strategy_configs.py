@@ -34,7 +34,7 @@ def resilience_configs(
     jitter_factor: float | SearchStrategy[float] | None = None,
     on_exhaustion: str | SearchStrategy[str] | None = None,
     timeout_seconds: float | SearchStrategy[float | None] | None = None,
-    tools: Iterable[ToolLike] = (),
+    tools: ToolLike | Iterable[ToolLike] = (),
 ) -> SearchStrategy[ResilienceConfig]:
     """Valid `af.ResilienceConfig` objects.
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from pytest_agentfaults._failure import ToolFailure
-from pytest_agentfaults._strategy_common import ToolLike, tool_names
+from pytest_agentfaults._strategy_common import ToolLike, one_or_many, tool_names
 from pytest_agentfaults.errors import ToolExecutionError, UsageError, classify
 from pytest_agentfaults.testing.faults import (
     HTTP_KINDS,
@@ -83,8 +83,8 @@ _RETRY_AFTER: Final = st.one_of(st.none(), st.sampled_from((1.0, 0.5, 2.0, 30.0,
 
 def http_faults(
     *,
-    statuses: Iterable[int] | None = None,
-    kinds: Iterable[str] | None = None,
+    statuses: int | Iterable[int] | None = None,
+    kinds: str | Iterable[str] | None = None,
     url: str | None = None,
     method: str | None = None,
     max_times: int = 3,
@@ -102,8 +102,10 @@ def http_faults(
     401, 403, 404) codes; ``kinds`` to the six above; pass an empty list to leave either
     out, or name the newer kinds (``stall``, ``quota`` ...) to draw them too.
     """
+    if isinstance(statuses, int):  # statuses=503: one status
+        statuses = [statuses]
     codes = tuple(_HTTP_STATUSES if statuses is None else statuses)
-    failures = tuple(_DEFAULT_HTTP_KINDS if kinds is None else kinds)
+    failures = tuple(_DEFAULT_HTTP_KINDS if kinds is None else one_or_many(kinds))
     for code in codes:
         if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
             raise UsageError(f"http_faults(statuses=...): {code!r} is not an HTTP status")
@@ -168,9 +170,9 @@ _LLM_FAULTS: Final[dict[str, SearchStrategy[Callable[[FaultPlan], Any]]]] = {
 
 
 def fault_plans(
-    tools: Iterable[ToolLike] = (),
+    tools: ToolLike | Iterable[ToolLike] = (),
     *,
-    llm: bool | Iterable[str] = True,
+    llm: bool | str | Iterable[str] = True,
     http: bool = False,
     min_faults: int = 0,
     max_faults: int = 3,
@@ -204,7 +206,7 @@ def fault_plans(
     elif llm is False:
         kinds = []
     else:
-        kinds = list(llm)
+        kinds = one_or_many(llm)
         unknown = [k for k in kinds if k not in LLM_KINDS]
         if unknown:
             raise UsageError(

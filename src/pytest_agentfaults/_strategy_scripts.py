@@ -11,7 +11,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from pytest_agentfaults._strategy_common import ToolLike, given_or, tool_names
+from pytest_agentfaults._strategy_common import ToolLike, given_or, one_or_many, tool_names
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.tools import Tool
 from pytest_agentfaults.testing._fail_steps import fail
@@ -50,7 +50,9 @@ _JSON_VALUES: Final = st.one_of(
 _JSON_OBJECTS: Final = st.dictionaries(_KEYS, _JSON_VALUES, max_size=4)
 
 
-def malformed_json(from_: Any = None, *, kinds: Iterable[str] | None = None) -> SearchStrategy[str]:
+def malformed_json(
+    from_: Any = None, *, kinds: str | Iterable[str] | None = None
+) -> SearchStrategy[str]:
     """Almost-JSON strings, each of which really fails `json.loads`.
 
     ``from_`` is the document to break: a JSON-able value, or a strategy of them (default:
@@ -71,7 +73,7 @@ def malformed_json(from_: Any = None, *, kinds: Iterable[str] | None = None) -> 
             fetch.validate(raw)
     ```
     """
-    chosen = tuple(MALFORMED_JSON_KINDS if kinds is None else kinds)
+    chosen = tuple(MALFORMED_JSON_KINDS if kinds is None else one_or_many(kinds))
     unknown = [k for k in chosen if k not in MALFORMED_JSON_KINDS]
     if unknown or not chosen:
         raise UsageError(
@@ -175,7 +177,7 @@ def _failing_calls() -> list[Step]:
 
 
 def scripts(
-    tools: Iterable[ToolLike] = (),
+    tools: ToolLike | Iterable[ToolLike] = (),
     *,
     min_steps: int = 0,
     max_steps: int = 4,
@@ -196,7 +198,7 @@ def scripts(
     A fault plan's ``llm`` faults use up the scripted step they replace, so build the model
     with ``on_exhausted="repeat_last"`` when you combine the two.
     """
-    items = list(tools)
+    items = one_or_many(tools)
     names = tool_names(items, "scripts")
     for label, value in (("min_steps", min_steps), ("max_steps", max_steps)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
