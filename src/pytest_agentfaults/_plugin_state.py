@@ -281,7 +281,10 @@ def start_state(
     )
     state.declared = declares_kit(item, marks) if declared is None else declared
     if "inject_fault" in marks:
-        state.add_faults([parsed(m, kit) for m in fault_marks(item)])
+        faults = []
+        for mark in fault_marks(item):  # a loop, not a comprehension: its frame hides
+            faults.append(parsed(mark, kit))
+        state.add_faults(faults)
     item.stash[STATE] = state
     state.start()
     if uses_the_kit(item, marks):
@@ -322,6 +325,7 @@ def load_kit(config: pytest.Config, session: Session) -> Kit:
 
 
 def parsed(mark: pytest.Mark, kit: Kit) -> Any:
+    __tracebackhide__ = True  # a bad marker's UsageError shows the test, not the parser
     # A parametrized test shares one Mark object across its items: parse it once a session.
     cached = kit.parsed.get(id(mark))
     if cached is None or cached[0] is not mark:

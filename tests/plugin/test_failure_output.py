@@ -143,3 +143,36 @@ def test_model_fails():
     assert "ScriptExhaustedError: ScriptedModel 'scripted' has no step for call 2" in out
     for source in ("def _next_step(", "def request(", "def respond(", "testing/scripted.py:"):
         assert source not in out, source
+
+
+@pytest.mark.parametrize("tb", ["auto", "short"])
+def test_a_bad_marker_fails_setup_with_its_message_and_no_parser_source(suite, tb):
+    result = suite("""
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"), tims=2)
+def test_typo_kwarg():
+    make().run("go")
+
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"), times=0)
+def test_bad_value():
+    make().run("go")
+
+@pytest.mark.inject_fault(function="os.path.join", raises=OSError("x"))
+def test_bad_path():
+    pass
+""").runpytest(f"--tb={tb}")
+    result.assert_outcomes(errors=3)
+    out = result.stdout.str()
+    assert "tims" in out
+    assert "times= must be an int >= 1, got 0" in out
+    assert "os.path.join" in out
+    for source in (
+        "def parse_marker(",
+        "def parsed(",
+        "def _parse_tool(",
+        "def positive_int(",
+        "def check_path(",
+        "_plugin_state.py:",
+        "testing/_marker.py:",
+        "testing/_builders.py:",
+    ):
+        assert source not in out, source

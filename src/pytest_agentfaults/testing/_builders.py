@@ -388,6 +388,7 @@ class LlmFaults:
 
 def positive_int(value: Any, name: str, where: str) -> int:
     """``value`` as ``times=`` / ``at=``: an int >= 1, else a `UsageError` naming ``where``."""
+    __tracebackhide__ = True
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise UsageError(f"{where}: {name}= must be an int >= 1, got {value!r}")
     return value
@@ -395,6 +396,7 @@ def positive_int(value: Any, name: str, where: str) -> int:
 
 def probability_value(value: Any, where: str) -> float:
     """``value`` as ``probability=``: a number in (0, 1]."""
+    __tracebackhide__ = True
     # `not 0 < value <= 1` is also true of NaN and of the infinities
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
         raise UsageError(f"{where}: probability= must be a number in (0, 1], got {value!r}")
@@ -403,6 +405,7 @@ def probability_value(value: Any, where: str) -> float:
 
 def seconds_or_none(value: Any, name: str, where: str) -> float | None:
     """``value`` as seconds; NaN, the infinities and negatives are a `UsageError`."""
+    __tracebackhide__ = True
     if value is None:
         return None
     if (
@@ -417,6 +420,7 @@ def seconds_or_none(value: Any, name: str, where: str) -> float | None:
 
 def error_status(value: Any, where: str) -> int:
     """``value`` as an HTTP error status (400 to 599)."""
+    __tracebackhide__ = True
     if isinstance(value, bool) or not isinstance(value, int) or not 400 <= value <= 599:
         raise UsageError(
             f"{where}: status= must be an HTTP error status (an int from 400 to 599), got {value!r}"

@@ -57,6 +57,7 @@ def parse_marker(
 
     Bad arguments raise `UsageError` naming the marker, the bad key and the valid ones.
     """
+    __tracebackhide__ = True
     shown = _marker_repr(label, args, kwargs)
     if args:
         raise UsageError(
@@ -89,6 +90,7 @@ def parse_marker(
 
 def _common(kwargs: Mapping[str, Any], shown: str) -> dict[str, Any]:
     """The options every fault takes, validated: times, at, probability, strict, source."""
+    __tracebackhide__ = True
     common: dict[str, Any] = {
         "source": shown,
         "times": positive_int(kwargs.get("times", 1), "times", shown),
@@ -104,6 +106,7 @@ def _common(kwargs: Mapping[str, Any], shown: str) -> dict[str, Any]:
 
 
 def _parse_tool(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -> ToolFault:
+    __tracebackhide__ = True
     by_path = "function" in kwargs
     if by_path:
         name = check_path(kwargs["function"], shown)
@@ -128,6 +131,7 @@ def _parse_tool(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -
 
 
 def _parse_http(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -> HTTPFault:
+    __tracebackhide__ = True
     spec = kwargs["http"]
     url, method = kwargs.get("url"), kwargs.get("method")
     if url is not None and not isinstance(url, str):
@@ -162,6 +166,7 @@ def _parse_http(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -
 
 
 def _parse_llm(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -> LLMFault:
+    __tracebackhide__ = True
     kind = kwargs["llm"]
     if kind not in LLM_FAULT_KINDS:
         raise UsageError(f"{shown}: llm= must be one of {', '.join(LLM_KINDS)}; got {kind!r}")
