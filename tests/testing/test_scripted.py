@@ -45,10 +45,13 @@ from pytest_agentfaults.testing import (
 SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "scripts"
 
 
-def make_request(*texts: str, tools: tuple[str, ...] = ("fetch", "parse")) -> ModelRequest:
+def make_request(
+    *texts: str, tools: tuple[str, ...] = ("fetch", "parse"), stream: bool = False
+) -> ModelRequest:
     return ModelRequest(
         messages=[Message.user(text) for text in texts] or [Message.user("go")],
         tools=[ToolSpec(name=name) for name in tools],
+        stream=stream,
     )
 
 
@@ -423,10 +426,20 @@ def test_malformed_not_json_has_an_html_default() -> None:
     assert error.body.startswith("<html>")
 
 
-def test_malformed_truncated_raises_a_stream_error() -> None:
-    error = raised(malformed.truncated())
+def test_malformed_truncated_cuts_the_stream_of_a_streamed_call() -> None:
+    error = raised(malformed.truncated(), make_request(stream=True))
     assert isinstance(error, ModelStreamError)
     assert "stream ended before the response was complete" in str(error)
+
+
+def test_malformed_truncated_cuts_the_body_of_a_call_that_does_not_stream() -> None:
+    # no stream to cut: what a client meets is half a JSON body, a malformed answer
+    error = raised(malformed.truncated(), make_request())
+    assert isinstance(error, MalformedResponseError)
+    assert not isinstance(error, ModelStreamError)
+    assert "the call does not stream: its body was cut" in str(error)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(error.body)
 
 
 @pytest.mark.parametrize(
@@ -828,7 +841,7 @@ def test_from_file_every_step_script_runs_end_to_end() -> None:
         "stop",
         "safety",
         "MalformedResponseError",
-        "ModelStreamError",
+        "MalformedResponseError",  # truncated, on a call that does not stream: a cut body
     ]
     assert model.remaining == 0
 

@@ -139,7 +139,12 @@ class NotJSONBody(ScriptStep):
 
 @dataclass(frozen=True, slots=True, repr=False)
 class TruncatedStream(ScriptStep):
-    """The answer stream breaks off: raises `ModelStreamError`."""
+    """The answer breaks off: a cut stream, or a cut body on a call that does not stream.
+
+    A call that does not stream has no stream to cut: what breaks off there is the body,
+    half a JSON document, which a client reports as a malformed answer. Raising the
+    stream's error there would let a test pass a scenario its client cannot meet.
+    """
 
     def respond(
         self,
@@ -148,7 +153,14 @@ class TruncatedStream(ScriptStep):
         model: str = "scripted",
         next_call_id: Callable[[], str] | None = None,
     ) -> ModelResponse:
-        """Raise a new `ModelStreamError`."""
+        """Raise a new `ModelStreamError` (streamed) or `MalformedResponseError` (not)."""
+        if not request.stream:
+            raise MalformedResponseError(
+                f"scripted model {model!r}: the response body ended before it was complete "
+                "(the call does not stream: its body was cut)",
+                body=_CUT_BODY,
+                model=model,
+            )
         raise ModelStreamError(
             f"scripted model {model!r}: stream ended before the response was complete",
             model=model,
@@ -156,6 +168,10 @@ class TruncatedStream(ScriptStep):
 
     def __repr__(self) -> str:
         return "malformed.truncated()"
+
+
+#: what a cut answer body looks like: a JSON document broken off mid-way
+_CUT_BODY = '{"id": "resp_1", "choices": [{"message": {"role": "assistant", "content": "Th'
 
 
 class MalformedSteps:
