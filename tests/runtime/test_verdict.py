@@ -35,13 +35,15 @@ def judge(*events: Event, **options: object) -> Verdict:
 # ---------------------------------------------------------------------------- passing
 
 
-def test_an_empty_trace_passes():
+def test_an_empty_trace_has_no_findings_and_nothing_judged():
+    # It used to render as "passed": a vacuous pass (assert_resilient now fails on it).
     result = judge()
     assert result.passed
     assert result.findings == ()
-    assert (
-        result.render()
-        == "resilience verdict: passed (0 HTTP requests (0 attempts), 0 retry events)"
+    assert not result.judged
+    assert result.render().startswith(
+        "resilience verdict: nothing to judge (0 HTTP requests (0 attempts), 0 retry events, "
+        "no failure in 0 events)"
     )
 
 

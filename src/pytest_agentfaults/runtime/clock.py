@@ -11,9 +11,10 @@ assert clock.sleeps == [1.0, 2.0]      # backoff recorded, never slept
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, Self, runtime_checkable
 
 from pytest_agentfaults.errors import UsageError
 
@@ -122,6 +123,12 @@ class VirtualClock:
     __slots__ = ("_autojump", "_now", "_patches", "sleeps")
 
     def __init__(self, start: float = 0.0) -> None:
+        __tracebackhide__ = True
+        if not _finite_number(start):
+            raise UsageError(
+                f"VirtualClock(start={start!r}): start must be a finite number of seconds, "
+                "e.g. VirtualClock(start=0.0)"
+            )
         if start < 0:
             raise UsageError(f"VirtualClock(start={start!r}): start must be >= 0")
         self._now = float(start)
@@ -185,14 +192,21 @@ class VirtualClock:
         Inside a tool attempt, moving past the attempt's deadline stops at the deadline and
         the attempt times out.
         """
-        if seconds < 0:
-            raise UsageError(f"cannot move a VirtualClock backwards ({seconds!r} s)")
+        __tracebackhide__ = True
+        kind = seconds.__class__
+        # The usual wait, checked in one comparison (a nan fails it too); others go to `_wait`.
+        if not ((kind is float or kind is int) and 0 <= seconds < _INF):
+            seconds = _wait("advance", seconds)
         self._move(seconds)
 
     def sleep(self, seconds: float) -> None:
         """Record the wait and advance time by it; returns immediately."""
-        if seconds < 0:
-            raise UsageError(f"cannot sleep a negative time ({seconds!r} s)")
+        __tracebackhide__ = True
+        kind = seconds.__class__
+        # On the path of every retry: one class test and one chained comparison for an int
+        # or a float in [0, inf); a nan fails it as well, so `_wait` names every bad value.
+        if not ((kind is float or kind is int) and 0 <= seconds < _INF):
+            seconds = _wait("sleep", seconds)
         self.sleeps.append(seconds)
         self._move(seconds)
 
@@ -210,6 +224,10 @@ class VirtualClock:
 
     async def asleep(self, seconds: float) -> None:
         """Like `sleep`, but yields to the event loop once so other tasks may run."""
+        __tracebackhide__ = True
+        kind = seconds.__class__
+        if not ((kind is float or kind is int) and 0 <= seconds < _INF):
+            seconds = _wait("asleep", seconds)  # named as the user called it
         self.sleep(seconds)
         await asyncio.sleep(0)
 
@@ -220,6 +238,57 @@ class VirtualClock:
 
     def __repr__(self) -> str:
         return f"VirtualClock(now={self.now():g}, sleeps={len(self.sleeps)})"
+
+
+_INF: Final = math.inf
+
+
+def _finite_number(value: object) -> bool:
+    """A real number (a bool, a `Decimal`, a `Fraction` too) that is neither nan nor inf."""
+    if isinstance(value, str | bytes):  # math.isfinite refuses them, but say it plainly
+        return False
+    try:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    except TypeError:  # not a number at all: None, a list
+        return False
+
+
+def _wait(method: str, seconds: object) -> float:
+    """``seconds`` as a wait for `VirtualClock.<method>`, or a `UsageError` saying why not.
+
+    Off the hot path: ``sleep`` and ``advance`` come here only for a value that is not an
+    int or a float in [0, inf).
+    """
+    __tracebackhide__ = True
+    where = f"VirtualClock.{method}({seconds!r})"
+    if not _finite_number(seconds):
+        if isinstance(seconds, str | bytes) or not _is_number(seconds):
+            raise UsageError(
+                f"{where}: the wait is not a number ({type(seconds).__name__}); give seconds "
+                f"as an int or a float, e.g. {method}(1.5)"
+            )
+        if math.isnan(seconds):  # type: ignore[arg-type]
+            raise UsageError(
+                f"{where}: nan is not a number of seconds, and every time after it would be "
+                "nan; check how the wait was computed"
+            )
+        raise UsageError(
+            f"{where}: an infinite wait never ends, so time cannot move past it; give a "
+            "finite number of seconds"
+        )
+    if seconds < 0:  # type: ignore[operator]
+        if method == "advance":
+            raise UsageError(f"cannot move a VirtualClock backwards ({seconds!r} s)")
+        raise UsageError(f"cannot sleep a negative time ({seconds!r} s)")
+    return float(seconds)  # type: ignore[arg-type]  # a real number: a bool, a Decimal
+
+
+def _is_number(value: object) -> bool:
+    try:
+        math.isnan(value)  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return True
 
 
 def set_attempt_deadline(clock: Clock, deadline: float | None) -> object:

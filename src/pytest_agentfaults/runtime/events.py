@@ -10,17 +10,24 @@ print(result.trace.render())
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import json
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pytest_agentfaults.errors import UsageError
-from pytest_agentfaults.runtime._event import ErrorRecord, Event
+from pytest_agentfaults.runtime._event import KEPT, ErrorRecord, Event
 from pytest_agentfaults.runtime.snapshot import assert_matches_snapshot
 from pytest_agentfaults.runtime.timeline import render_svg
-from pytest_agentfaults.runtime.verdict import NotResilientError, Verdict, verdict
+from pytest_agentfaults.runtime.verdict import NotResilientError, Verdict, check_options, verdict
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.runtime._tool import BaseTool
+
+    #: a tool as a question names it: its name, or the ``@af.tool`` itself
+    ToolName = str | BaseTool[Any, Any]
 
 __all__ = [
     "EVENT_TYPES",
@@ -59,6 +66,27 @@ EventType = Literal[
 ]
 EVENT_TYPES: Final[tuple[str, ...]] = EventType.__args__  # type: ignore[attr-defined]
 _RETRY_TYPES: Final = ("tool.retry", "llm.retry", "transport.retry")
+# The kit records only these types, so a question about another one is a typo that would
+# answer 0 or [] forever; one set lookup keeps the usual question as cheap as before.
+_KNOWN_TYPES: Final = frozenset(EVENT_TYPES)
+# The declared fields, and the extra fields the kit's own recorders write (HTTP attempts,
+# retries, faults): a filter on any other name matches nothing, so it is refused, unless
+# an event of the trace has it (the fields of an app's own events).
+_DECLARED_FIELDS: Final = tuple(KEPT)
+_EXTRA_FIELDS: Final = (
+    "ambiguous",
+    "body_sha",
+    "client",
+    "fault",
+    "idempotent",
+    "method",
+    "model",
+    "retry_after",
+    "retry_after_date",
+    "should_retry",
+    "url",
+)
+_KNOWN_FIELDS: Final = frozenset(_DECLARED_FIELDS + _EXTRA_FIELDS)
 
 
 Observer = Callable[[Event], object]
@@ -93,56 +121,125 @@ class Trace:
         """Events of ``type`` (a glob such as ``"tool.*"`` works) whose fields equal ``fields``.
 
         ```python
-        trace.of("tool.retry", tool="fetch")
+        trace.of("tool.retry", tool="fetch")     # or tool=fetch, the @af.tool itself
         ```
+        An event type or a field name the trace cannot have raises `UsageError`.
         """
-        if type is None:
-            chosen: list[Event] = list(self.events)
-        elif any(c in type for c in "*?["):
-            chosen = [e for e in self.events if fnmatch.fnmatchcase(e.type, type)]
-        else:
-            chosen = [e for e in self.events if e.type == type]
-        for name, value in fields.items():
-            chosen = [e for e in chosen if e.field(name) == value]
-        return chosen
+        __tracebackhide__ = True
+        return self._select("of", type, fields)
 
     def count(self, type: str | None = None, /, **fields: Any) -> int:
         """How many events `of` would return."""
-        return len(self.of(type, **fields))
+        __tracebackhide__ = True
+        return len(self._select("count", type, fields))
 
-    def retries(self, tool: str | None = None) -> int:
-        """The number of ``tool.retry`` events (of ``tool`` when given)."""
+    def _select(self, where: str, type: str | None, fields: dict[str, Any]) -> list[Event]:
+        __tracebackhide__ = True
+        if type is None:
+            chosen: list[Event] = list(self.events)
+        elif isinstance(type, str) and type in _KNOWN_TYPES:
+            chosen = [e for e in self.events if e.type == type]
+        else:
+            chosen = self._of_other_type(where, type)
+        for name, given in fields.items():
+            value = given
+            if name not in _KNOWN_FIELDS:
+                self._check_field(where, name, value)
+            elif name == "tool" and value is not None and not isinstance(value, str):
+                value = _tool_name(value, f"{where}(tool=...)")
+            chosen = [e for e in chosen if e.field(name) == value]
+        return chosen
+
+    def _of_other_type(self, where: str, type: object) -> list[Event]:
+        """Events of a type outside the kit's: a glob, or an app's own type in this trace."""
+        __tracebackhide__ = True
+        if not isinstance(type, str):
+            raise UsageError(
+                f"trace.{where}({type!r}): give an event type such as 'tool.retry' (a str), "
+                f"got {_kind(type)}"
+            )
+        if _is_glob(type):
+            chosen = [e for e in self.events if fnmatch.fnmatchcase(e.type, type)]
+        else:
+            chosen = [e for e in self.events if e.type == type]
+        if not chosen:  # only an empty answer can come from a typo: check it then
+            problem = self._unknown_type(type)
+            if problem:
+                raise UsageError(f"trace.{where}({type!r}): {problem}")
+        return chosen
+
+    def _unknown_type(self, kind: str) -> str:
+        """Why ``kind`` names no event a trace can hold ("" when it names some)."""
+        if kind in _KNOWN_TYPES:
+            return ""
+        if _is_glob(kind):
+            if any(fnmatch.fnmatchcase(t, kind) for t in EVENT_TYPES) or any(
+                fnmatch.fnmatchcase(e.type, kind) for e in self.events
+            ):
+                return ""
+            return f"{kind!r} matches no event type; the event types are {', '.join(EVENT_TYPES)}"
+        if any(e.type == kind for e in self.events):
+            return ""  # an app's own event type, recorded in this trace
+        close = difflib.get_close_matches(kind, EVENT_TYPES, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"no event type {kind!r}{hint} (the event types are {', '.join(EVENT_TYPES)})"
+
+    def _check_field(self, where: str, name: str, value: Any) -> None:
+        """Refuse a filter on a field no event has (it would match nothing, silently)."""
+        __tracebackhide__ = True
+        if any(name in e.__dict__ for e in self.events):
+            return  # an extra field of this trace's own events
+        close = difflib.get_close_matches(name, _KNOWN_FIELDS, n=1)
+        hint = f"; did you mean {close[0]}=?" if close else ""
+        raise UsageError(
+            f"trace.{where}(..., {name}={value!r}): events have no field {name!r}{hint} "
+            f"(the fields are {', '.join(_DECLARED_FIELDS)}; extra fields the kit records: "
+            f"{', '.join(_EXTRA_FIELDS)})"
+        )
+
+    def retries(self, tool: ToolName | None = None) -> int:
+        """The number of ``tool.retry`` events (of ``tool``, a name or an ``@af.tool``)."""
+        __tracebackhide__ = True
         if tool is None:
             return self.count("tool.retry")
-        return self.count("tool.retry", tool=tool)
+        return self.count("tool.retry", tool=_tool_name(tool, "retries"))
 
-    def tool_attempts(self, tool: str) -> int:
+    def tool_attempts(self, tool: ToolName) -> int:
         """How many times ``tool`` was attempted (its ``tool.call`` events), in any framework.
 
         Retries included: a tool that failed twice and then worked was attempted 3 times.
         """
-        return self.count("tool.call", tool=tool)
+        __tracebackhide__ = True
+        return self.count("tool.call", tool=_tool_name(tool, "tool_attempts"))
 
-    def fixer_calls(self, tool: str | None = None) -> list[Event]:
+    def fixer_calls(self, tool: ToolName | None = None) -> list[Event]:
         """The ``fixer.call`` events (for ``tool`` when given)."""
-        return self.of("fixer.call") if tool is None else self.of("fixer.call", tool=tool)
+        __tracebackhide__ = True
+        if tool is None:
+            return self.of("fixer.call")
+        return self.of("fixer.call", tool=_tool_name(tool, "fixer_calls"))
 
-    def escalations(self, tool: str | None = None) -> list[Event]:
+    def escalations(self, tool: ToolName | None = None) -> list[Event]:
         """The ``escalation`` events (for ``tool`` when given)."""
-        return self.of("escalation") if tool is None else self.of("escalation", tool=tool)
+        __tracebackhide__ = True
+        if tool is None:
+            return self.of("escalation")
+        return self.of("escalation", tool=_tool_name(tool, "escalations"))
 
-    def delays(self, tool: str | None = None) -> list[float]:
+    def delays(self, tool: ToolName | None = None) -> list[float]:
         """The waits before retries, in order: of ``tool``'s retries, or of every retry."""
+        __tracebackhide__ = True
         if tool is not None:
-            events = self.of("tool.retry", tool=tool)
+            events = self.of("tool.retry", tool=_tool_name(tool, "delays"))
         else:
             events = [e for e in self.events if e.type in _RETRY_TYPES]
         return [e.delay for e in events if e.delay is not None]
 
-    def errors(self, tool: str | None = None) -> list[Event]:
+    def errors(self, tool: ToolName | None = None) -> list[Event]:
         """The ``tool.error`` and ``llm.error`` events (only ``tool``'s when given)."""
+        __tracebackhide__ = True
         if tool is not None:
-            return self.of("tool.error", tool=tool)
+            return self.of("tool.error", tool=_tool_name(tool, "errors"))
         return [e for e in self.events if e.type in ("tool.error", "llm.error")]
 
     def assert_sequence(self, *labels: str | Sequence[str]) -> None:
@@ -160,6 +257,16 @@ class Trace:
                 "trace.assert_sequence(...): give labels such as 'tool.retry:fetch', "
                 "as arguments or as one list"
             )
+        if not expected:  # an empty sequence is in every trace: the assertion would be void
+            raise UsageError(
+                "trace.assert_sequence(): no labels to look for; give the events in the "
+                "order they must occur, e.g. "
+                "trace.assert_sequence('tool.error:fetch', 'tool.retry:fetch')"
+            )
+        for label in expected:
+            problem = self._unknown_type(label.partition(":")[0])
+            if problem:
+                raise UsageError(f"trace.assert_sequence(..., {label!r}, ...): {problem}")
         position = 0
         matched: list[int] = []
         for index, event in enumerate(self.events):
@@ -174,7 +281,15 @@ class Trace:
         for i, label in enumerate(expected):
             mark = "ok " if i < position else ("-> " if i == position else "   ")
             lines.append(f"  {mark}{label}")
-        lines.append(f"first missing: {expected[position]!r} (after {position} matched)")
+        missing = expected[position]
+        lines.append(f"first missing: {missing!r} (after {position} matched)")
+        tool = missing.partition(":")[2]
+        tools = sorted({e.tool for e in self.events if e.tool})
+        if tool and tool not in tools:  # a misspelt tool name, most likely: say so
+            lines.append(
+                f"no event of tool {tool!r} at all; the tools in the trace: "
+                + (", ".join(tools) or "none")
+            )
         lines.append("actual timeline:")
         if not self.events:
             lines.append("  (no events)")
@@ -205,16 +320,21 @@ class Trace:
         ``ignore=("gave_up_early",)`` drops codes; ``max_attempts``, ``min_backoff``,
         ``storm_rate`` and ``storm_window`` tune the thresholds.
         """
+        __tracebackhide__ = True
+        check_options("trace.verdict", options)
         return verdict(self, **options)
 
     def assert_resilient(self, **options: Any) -> None:
         """Raise `AssertionError` (a ``NotResilientError``) with the verdict's report.
 
         Takes the options of `verdict`, e.g. ``trace.assert_resilient(ignore=("no_backoff",))``.
+        A trace in which nothing failed (no fault fired, no error, no retry, no failed HTTP
+        attempt) fails too: no rule can judge it, and a pass would say nothing.
         """
         __tracebackhide__ = True
+        check_options("trace.assert_resilient", options)
         judged = verdict(self, **options)
-        if not judged.passed:
+        if not judged.passed or not judged.judged:
             raise NotResilientError(judged)
 
     # ------------------------------------------------------------------ output
@@ -263,6 +383,30 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"<Trace {len(self.events)} events>"
+
+
+def _is_glob(kind: str) -> bool:
+    return "*" in kind or "?" in kind or "[" in kind
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__
+
+
+def _tool_name(tool: object, where: str) -> str:
+    """``tool``'s name: a str as is, an ``@af.tool`` by its ``name``; anything else refused."""
+    __tracebackhide__ = True
+    if isinstance(tool, str):
+        return tool
+    # Lazy: only a question given a tool object pays for the import (and no cycle forms).
+    from pytest_agentfaults.runtime._tool import BaseTool  # noqa: PLC0415
+
+    if isinstance(tool, BaseTool) and isinstance(tool.name, str):
+        return tool.name
+    raise UsageError(
+        f"trace.{where}: give a tool name (a str such as 'fetch') or an @af.tool, "
+        f"got {tool!r} ({_kind(tool)})"
+    )
 
 
 def _label_matches(label: str, event: Event) -> bool:

@@ -71,6 +71,11 @@ whether it retries timeouts, the longest ``Retry-After`` it waits out, and its a
     ``ambiguous`` field, else its error type, see `pytest_agentfaults.errors.is_ambiguous`)
     and the same call was attempted again.
 
+A trace in which nothing failed (no fault fired, no error, no retry, no failed HTTP
+attempt) gives no rule anything to judge: its verdict has no findings but is not
+``judged``, and `Trace.assert_resilient` fails on it, saying why, rather than pass
+vacuously. ``assert verdict.passed`` alone does not check that; ``verdict.judged`` does.
+
 Every `Finding` has a ``code``, a ``message`` saying what happened (and which client did
 it), ``advice`` saying what to change, named for that client (``max_retries`` on
 ``openai.OpenAI``, ``transport_retry=af.TransportRetry(...)`` on our models), and the
@@ -79,21 +84,40 @@ it), ``advice`` saying what to change, named for that client (``max_retries`` on
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import difflib
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.errors import AMBIGUOUS_ERROR_NAMES, UNSENT_ERROR_NAMES, UsageError
 from pytest_agentfaults.runtime._verdict_codes import ADVICE, CODES, advice_for
-from pytest_agentfaults.runtime._verdict_http import group, judge_requests
+from pytest_agentfaults.runtime._verdict_http import failed, group, judge_requests
 
 if TYPE_CHECKING:
     # Only for annotations: events.py imports this module (Trace.verdict), not the reverse.
     from pytest_agentfaults.runtime.events import Event, Trace
 
-__all__ = ["Finding", "NotResilientError", "Verdict", "verdict"]
+__all__ = ["Finding", "NotResilientError", "Verdict", "check_options", "verdict"]
 
 _DEFAULT_CAP: Final = 5  # attempts of a retried tool call or model turn
+_RETRY_TYPES: Final = frozenset({"tool.retry", "llm.retry", "transport.retry"})
+# Events that say something failed (or a fault was injected): what every rule starts from.
+# A trace without one, and without a retry or a failed HTTP attempt, has nothing to judge.
+_FAILURE_TYPES: Final = frozenset(
+    {
+        "tool.error",
+        "tool.exhausted",
+        "tool.fault",
+        "llm.error",
+        "llm.exhausted",
+        "llm.fault",
+        "http.fault",
+        "fallback",
+    }
+)
+# The options of `verdict` after the trace, for the message of a misspelt one.
+OPTIONS: Final = ("ignore", "max_attempts", "min_backoff", "storm_rate", "storm_window")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,11 +148,21 @@ class Verdict:
     attempts: int = 0  # HTTP attempts judged
     retries: int = 0  # retry events judged (tool, llm, transport)
     ignored: tuple[str, ...] = field(default=())
+    failures: int = 0  # failures judged: error and fault events, failed HTTP attempts
+    events: int = 0  # events in the trace judged
 
     @property
     def passed(self) -> bool:
-        """True when nothing was found."""
+        """True when nothing was found (see `judged`: a trace without failures passes too)."""
         return not self.findings
+
+    @property
+    def judged(self) -> bool:
+        """True when the trace held something to judge: a failure or a retry.
+
+        Every rule starts from one; without any, ``passed`` says nothing about resilience.
+        """
+        return bool(self.failures or self.retries or self.findings)
 
     @property
     def codes(self) -> list[str]:
@@ -144,6 +178,8 @@ class Verdict:
         judged = (
             f"{self.requests} HTTP requests ({self.attempts} attempts), {self.retries} retry events"
         )
+        if not self.judged:
+            return _nothing_to_judge(self, judged)
         if self.passed:
             head = f"resilience verdict: passed ({judged})"
             return head if not self.ignored else f"{head}; ignored: {', '.join(self.ignored)}"
@@ -156,8 +192,48 @@ class Verdict:
         return self.render()
 
 
+def _nothing_to_judge(verdict: Verdict, judged: str) -> str:
+    """The report of a verdict with nothing to judge: why, and what to change."""
+    lines = [
+        f"resilience verdict: nothing to judge ({judged}, no failure in "
+        f"{verdict.events} event{'' if verdict.events == 1 else 's'})"
+    ]
+    if not verdict.events:
+        lines.append(
+            "  the trace is empty: is it the trace of the code under test? Use the test's "
+            "`trace` fixture (every run of the test) or the run's `result.trace`, and judge "
+            "it after the code ran"
+        )
+    else:
+        lines.append(
+            "  nothing failed: no fault fired, no call raised, no HTTP attempt failed, so no "
+            "retry behaviour was exercised"
+        )
+    lines.append(
+        "  fix: inject a fault the code must ride out, e.g. "
+        "@pytest.mark.inject_fault(tool='fetch', raises=ConnectionError()) or "
+        "@pytest.mark.inject_fault(http=503), and run the code while it is active"
+    )
+    return "\n".join(lines)
+
+
+def check_options(where: str, options: Mapping[str, Any]) -> None:
+    """Refuse an option `verdict` does not take, naming the options (and the closest)."""
+    __tracebackhide__ = True
+    for name in options:
+        if name not in OPTIONS:
+            close = difflib.get_close_matches(name, OPTIONS, n=1)
+            hint = f"; did you mean {close[0]}=?" if close else ""
+            raise UsageError(
+                f"{where}({name}=...): no such option{hint} (the options are {', '.join(OPTIONS)})"
+            )
+
+
 class NotResilientError(AssertionError):
-    """Raised by `Trace.assert_resilient`; ``verdict`` holds the findings."""
+    """Raised by `Trace.assert_resilient`; ``verdict`` holds the findings.
+
+    Also for a trace with nothing to judge (``verdict.judged`` is False).
+    """
 
     def __init__(self, verdict: Verdict) -> None:
         super().__init__(verdict.render())
@@ -170,26 +246,23 @@ class NotResilientError(AssertionError):
 def verdict(
     trace: Trace | Iterable[Event],
     *,
-    ignore: Iterable[str] = (),
+    ignore: str | Iterable[str] = (),
     max_attempts: int | None = None,
     min_backoff: float = 0.05,
     storm_rate: int = 10,
     storm_window: float = 1.0,
 ) -> Verdict:
-    """Judge ``trace`` (see the module docs for the rules); ``ignore`` drops codes.
+    """Judge ``trace`` (see the module docs for the rules); ``ignore`` drops codes (a str: one).
 
     ``max_attempts`` caps the attempts of every request and retried call; None (the
     default) holds each client to its own declared cap (see the module docs).
     """
-    ignored = tuple(ignore)
-    unknown = [code for code in ignored if code not in CODES]
-    if unknown:
-        raise UsageError(
-            f"verdict(ignore=...): unknown code {unknown[0]!r}; the codes are {', '.join(CODES)}"
-        )
+    __tracebackhide__ = True
+    ignored = _ignored(ignore)
+    _check_thresholds(max_attempts, min_backoff, storm_rate, storm_window)
     events = list(trace)  # a Trace iterates over its events
     requests = group(events)
-    retry_events = [e for e in events if e.type in ("tool.retry", "llm.retry", "transport.retry")]
+    retry_events = [e for e in events if e.type in _RETRY_TYPES]
     found = judge_requests(
         requests,
         events,
@@ -209,7 +282,75 @@ def verdict(
         attempts=sum(len(r.attempts) for r in requests),
         retries=len(retry_events),
         ignored=ignored,
+        failures=_failures(events),
+        events=len(events),
     )
+
+
+def _failures(events: Sequence[Event]) -> int:
+    """The failures in ``events``: error and fault events, and failed HTTP attempts."""
+    return sum(
+        1
+        for e in events
+        if e.type in _FAILURE_TYPES
+        or (e.type == "http.request" and (failed(e) or e.field("fault") is not None))
+    )
+
+
+def _ignored(ignore: object) -> tuple[str, ...]:
+    """``ignore=`` as a tuple of codes: one str is one code (not its letters)."""
+    __tracebackhide__ = True
+    if isinstance(ignore, str):
+        codes: tuple[object, ...] = (ignore,)
+    elif isinstance(ignore, Iterable) and not isinstance(ignore, bytes | Mapping):
+        codes = tuple(ignore)
+    else:
+        raise UsageError(
+            f"verdict(ignore={ignore!r}): give a code or a tuple of codes, e.g. "
+            f"ignore=('gave_up_early',); the codes are {', '.join(CODES)}"
+        )
+    for code in codes:
+        if code not in CODES:
+            close = difflib.get_close_matches(code, CODES, n=1) if isinstance(code, str) else []
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(
+                f"verdict(ignore=...): unknown code {code!r}{hint}; the codes are "
+                f"{', '.join(CODES)}"
+            )
+    return codes  # type: ignore[return-value]  # each checked to be one of CODES
+
+
+def _check_thresholds(
+    max_attempts: object, min_backoff: object, storm_rate: object, storm_window: object
+) -> None:
+    """Refuse a threshold that cannot be one: it would judge every trace, or none."""
+    __tracebackhide__ = True
+    if max_attempts is not None and not _whole(max_attempts, 1):
+        raise UsageError(
+            f"verdict(max_attempts={max_attempts!r}): give a whole number >= 1 (the most "
+            "attempts a request or call may make), or None for each client's own cap"
+        )
+    if not _whole(storm_rate, 1):
+        raise UsageError(
+            f"verdict(storm_rate={storm_rate!r}): give a whole number >= 1 (retries of one "
+            "endpoint within storm_window)"
+        )
+    if not _seconds(min_backoff) or min_backoff < 0:  # type: ignore[operator]
+        raise UsageError(
+            f"verdict(min_backoff={min_backoff!r}): give a finite number of seconds >= 0"
+        )
+    if not _seconds(storm_window) or storm_window <= 0:  # type: ignore[operator]
+        raise UsageError(
+            f"verdict(storm_window={storm_window!r}): give a finite number of seconds > 0"
+        )
+
+
+def _whole(value: object, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _seconds(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _judge_retries(events: list[Event], max_attempts: int, min_backoff: float) -> list[Finding]:

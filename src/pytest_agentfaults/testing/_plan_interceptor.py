@@ -144,6 +144,7 @@ class PlanInterceptor(Interceptor):
         llm = self._llm
         if not llm:
             return None
+        self.plan.agents_called.add(agent)  # for the message of an agent= fault never fired
         aimed = llm.get(agent)
         hit = self.plan.next_fault(("llm", agent), aimed) if aimed else None
         if hit is not None:

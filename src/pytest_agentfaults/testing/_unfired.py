@@ -6,6 +6,7 @@ meant to be enough on its own (the plugin prints it without a traceback).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentfaults.testing._fault import HTTPFault, LLMFault, ToolFault
@@ -17,17 +18,22 @@ __all__ = ["explain_unfired"]
 
 
 def explain_unfired(
-    fault: Fault, occurrences: dict[tuple[Any, ...], int], tools_called: set[str]
+    fault: Fault,
+    occurrences: dict[tuple[Any, ...], int],
+    tools_called: set[str],
+    *,
+    agents_called: Collection[str] | None = None,
 ) -> str:
     """Three lines: the fault as the test wrote it, what happened instead, and the fix.
 
     ``occurrences`` is the plan's count of attempts per target (`FaultPlan.next_fault`),
-    ``tools_called`` the tools the agents tried while the plan was active.
+    ``tools_called`` the tools the agents tried while the plan was active, and
+    ``agents_called`` (when the plan records them) the agents whose model was called.
     """
     written = fault.source or fault.describe()
     lenient = "strict=False" if written.startswith("@pytest.mark") else ".strict(False)"
     seen = occurrences.get(fault.key, 0)
-    happened, fix = _what_and_fix(fault, seen, tools_called)
+    happened, fix = _what_and_fix(fault, seen, tools_called, agents_called)
     if seen and fault.probability is not None:
         happened += (
             f"; the fault was drawn with probability={fault.probability:g} and missed "
@@ -38,8 +44,7 @@ def explain_unfired(
         happened += f"; the faults declared before it on {fault.subject} took all of them"
         fix = "lower the earlier faults' times=, or make the code try more often"
     elif seen and fault.seen < fault.at:
-        fix = f"lower at= (at=1 is the first {_attempt_word(fault)})"
-        happened += f", and the fault waits for {_attempt_word(fault)} {fault.at} (at={fault.at})"
+        happened, fix = _waits(fault, seen, happened)
     return (
         f"fault on {fault.subject} never fired: {written}\n"
         f"  what happened: {happened}\n"
@@ -47,11 +52,45 @@ def explain_unfired(
     )
 
 
-def _what_and_fix(fault: Fault, seen: int, tools_called: set[str]) -> tuple[str, str]:
+def _waits(fault: Fault, seen: int, happened: str) -> tuple[str, str]:
+    """A fault whose ``at=`` lies past the last occurrence: which one it waited for.
+
+    ``at=`` counts the occurrences the fault saw, and a fault sees none until the faults
+    declared before it on its target are done: with those taking ``earlier`` occurrences,
+    ``at=N`` waits for occurrence ``earlier + N``, which is what the user can count.
+    """
+    word = _attempt_word(fault)
+    earlier = seen - fault.seen  # the occurrences before this fault became the current one
+    if not earlier:
+        return (
+            f"{happened}, and the fault waits for {word} {fault.at} (at={fault.at})",
+            f"lower at= (at=1 is the first {word})",
+        )
+    took = f"{word} 1" if earlier == 1 else f"{word}s 1-{earlier}"
+    return (
+        f"{happened}, and the fault waits for {word} {earlier + fault.at}: {took} went to "
+        f"the faults declared before it on {fault.subject}, and at={fault.at} counts from "
+        f"{word} {earlier + 1}",
+        f"lower at= (at=1 is {word} {earlier + 1} here, the first after the earlier faults)",
+    )
+
+
+def _what_and_fix(
+    fault: Fault, seen: int, tools_called: set[str], agents_called: Collection[str] | None
+) -> tuple[str, str]:
     if isinstance(fault, ToolFault):
         happened = f"{fault.tool} was called {_times(seen)}"
         if seen:
             return happened, "check the test"
+        if fault.tool in tools_called:
+            # The plan counts a tool's calls only while a fault on it is declared: the tool
+            # ran, yet this fault counted nothing, so it was declared after the calls.
+            return (
+                f"{fault.tool} was called before this fault was declared (a fault counts "
+                "only the calls after it; or the calls ran in a fault_scope() that "
+                "suspended this plan)",
+                "declare faults before running the code under test",
+            )
         called = sorted(tools_called)
         if not called:
             return f"{happened}: the agent never called a tool", "make the agent call it"
@@ -61,6 +100,8 @@ def _what_and_fix(fault: Fault, seen: int, tools_called: set[str]) -> tuple[str,
             "name a tool the agent calls (tool='...' is the tool's name)",
         )
     if isinstance(fault, LLMFault):
+        if fault.agent is not None and not seen:
+            return _no_agent_calls(fault.agent, agents_called)
         return (
             f"the model was called {_times(seen)}",
             "run an agent in the test (its model calls are what llm= faults hit)",
@@ -76,6 +117,21 @@ def _what_and_fix(fault: Fault, seen: int, tools_called: set[str]) -> tuple[str,
                 else "send the requests through httpx or httpx2 while the test runs",
             )
         return f"{_times(seen)} an HTTP request matched {where or 'it'}", "check the test"
+
+
+def _no_agent_calls(agent: str, agents_called: Collection[str] | None) -> tuple[str, str]:
+    """An ``agent=`` llm fault that saw no call: most often a misspelt agent name."""
+    happened = f"no model call of agent {agent!r} was seen"
+    fix = "name an agent that runs (agent= is the name given to af.Agent)"
+    if agents_called is None:  # the plan did not record them: the trace's [agent] shows
+        return (
+            f"{happened}; the agents that ran are the [names] in the trace's run.start events",
+            fix,
+        )
+    others = sorted(set(agents_called) - {agent})
+    if not others:
+        return f"{happened}; no agent called a model", "run the agent in the test"
+    return f"{happened}; the agents that called a model were {', '.join(others)}", fix
 
 
 def _times(count: int) -> str:

@@ -111,6 +111,8 @@ class FaultPlan:
         self._call_ids = 0
         #: every tool an attempt was made at while the plan was active (with a fault or not)
         self.tools_called: set[str] = set()
+        #: the agents whose model calls an llm fault of this plan saw (for its messages)
+        self.agents_called: set[str] = set()
         #: origins that reports show under a stable name (``http://127.0.0.1:<port>`` of a
         #: bound `LLMServer` -> ``http://llm_server``): a port differs from run to run
         self.shown_origins: dict[str, str] = {}
@@ -223,7 +225,9 @@ class FaultPlan:
             fault.check()
         except UsageError as unfinished:  # a fluent chain left without an action
             return str(unfinished)
-        return explain_unfired(fault, self._occurrences, self.tools_called) + self._watched(fault)
+        return explain_unfired(
+            fault, self._occurrences, self.tools_called, agents_called=self.agents_called
+        ) + self._watched(fault)
 
     def _watched(self, fault: Fault) -> str:
         """For a tool fault's message: whose tools were watched for that name."""
