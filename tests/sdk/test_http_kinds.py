@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -173,7 +175,10 @@ def test_quota_carries_the_providers_rate_limit_headers(sdk, faults):
     else:
         assert raised.value.body["error"]["type"] == "rate_limit_error"
         assert headers["anthropic-ratelimit-input-tokens-remaining"] == "0"
-    assert "retry-after" not in headers  # only when retry_after= is given
+        reset = datetime.fromisoformat(headers["anthropic-ratelimit-input-tokens-reset"])
+        assert 0 < reset.timestamp() - time.time() <= 2
+    # with no retry_after=, the 1 s the body asks for ("try again in 1s"), in the headers too
+    assert (headers["retry-after"], headers["retry-after-ms"]) == ("1", "1000")
 
 
 # ----------------------------------------------------------------------------- headers

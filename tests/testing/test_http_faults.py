@@ -81,7 +81,9 @@ def test_the_error_body_has_the_provider_shape(http_faults):
             "type": "overloaded_error",
             "message": "agentfaults: injected HTTP 529 Overloaded",
         },
+        "request_id": "req_agentfaults000001",  # Anthropic's, as in its request-id header
     }
+    assert response.headers["request-id"] == "req_agentfaults000001"
 
 
 # ---------------------------------------------------------------------------- failures

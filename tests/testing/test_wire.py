@@ -105,8 +105,10 @@ def test_the_in_process_fault_and_the_server_send_the_same_error_body() -> None:
         server.script([say("never")], strict=False)
         served = httpx.post(f"{server.base_url('anthropic')}/v1/messages", json={"model": "m"})
     assert injected.status_code == served.status_code == 529
-    assert injected.content == served.content == _wire.error_body("anthropic", 529)
-    for name in ("retry-after", "retry-after-ms"):
+    # the first request id of each test: the server counts them per bound plan too
+    expected = _wire.error_body("anthropic", 529, request_id="req_agentfaults000001")
+    assert injected.content == served.content == expected
+    for name in ("retry-after", "retry-after-ms", "request-id"):
         assert injected.headers[name] == served.headers[name]
 
 

@@ -25,13 +25,17 @@ import httpx
 from pytest_agentfaults.errors import MalformedResponseError, ModelHTTPError, UsageError
 from pytest_agentfaults.testing import _current
 from pytest_agentfaults.testing._wire import (
+    RequestIds,
     content_type,
+    draw_id,
     error_body,
+    id_headers,
     malformed_body,
     model_name,
     model_request,
     parse_body,
     render_response,
+    request_ids,
     retry_headers,
     wants_stream,
 )
@@ -82,11 +86,14 @@ def script_route(
     model.strict = strict
     wire: Provider = provider  # type: ignore[assignment]  # checked above
     ids = itertools.count(1)
+    # the request ids of this test (shared with its in-process faults), looked up once
+    request_id_source = request_ids(_current.current_plan())
     exhausted: list[str] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         __tracebackhide__ = True
-        return _answer(wire, model, request, f"agentfaults{next(ids):06d}", exhausted)
+        response_id = f"agentfaults{next(ids):06d}"
+        return _answer(wire, model, request, response_id, request_id_source, exhausted)
 
     def check() -> None:  # at teardown, like llm_server: the 400 may have been swallowed
         __tracebackhide__ = True
@@ -114,6 +121,7 @@ def _answer(
     model: ScriptedModel,
     request: httpx.Request,
     response_id: str,
+    ids: RequestIds,
     exhausted: list[str],
 ) -> httpx.Response:
     __tracebackhide__ = True
@@ -121,17 +129,16 @@ def _answer(
     stream = wants_stream(provider, body, path)
     data, problem = parse_body(body)
     if problem:
-        return _json(400, error_body(provider, 400, problem))
+        return _error(provider, 400, problem, ids)
     try:
         response = model.request(model_request(provider, data, stream=stream))
     except ScriptExhaustedError as exc:  # answered, never retried; fails the test at teardown
         exhausted.append(str(exc))
-        return _json(400, error_body(provider, 400, f"agentfaults: {exc}"))
+        return _error(provider, 400, f"agentfaults: {exc}", ids)
     except ModelHTTPError as exc:
         retry_after = getattr(exc, "retry_after", None)
-        headers = retry_headers(retry_after)
-        return _json(exc.status, error_body(provider, exc.status, exc.body or ""), headers)
-    except MalformedResponseError as exc:
+        return _error(provider, exc.status, exc.body or "", ids, retry_headers(retry_after))
+    except MalformedResponseError as exc:  # what a proxy might send: no request id
         kind, text = malformed_body(provider, stream=stream, text=exc.body or None)
         return httpx.Response(200, headers={"content-type": kind}, content=text)
     except Exception as exc:
@@ -153,15 +160,22 @@ def _answer(
         stream=stream,
         response_id=response_id,
         include_usage=include_usage,
+        request=data,
     )
-    return httpx.Response(
-        200,
-        headers={"content-type": content_type(provider, stream)},
-        content=b"".join(events),
-    )
+    headers = [("content-type", content_type(provider, stream))]
+    headers += id_headers(provider, draw_id(provider, ids))
+    return httpx.Response(200, headers=headers, content=b"".join(events))
 
 
-def _json(status: int, body: bytes, headers: list[tuple[str, str]] | None = None) -> httpx.Response:
-    return httpx.Response(
-        status, headers=[("content-type", "application/json"), *(headers or [])], content=body
-    )
+def _error(
+    provider: Provider,
+    status: int,
+    message: str,
+    ids: RequestIds,
+    extra: list[tuple[str, str]] | None = None,
+) -> httpx.Response:
+    """The provider's error answer: its body, its request id (Anthropic's in the body too)."""
+    request_id = draw_id(provider, ids)
+    body = error_body(provider, status, message, request_id=request_id)
+    headers = [("content-type", "application/json"), *id_headers(provider, request_id)]
+    return httpx.Response(status, headers=[*headers, *(extra or [])], content=body)

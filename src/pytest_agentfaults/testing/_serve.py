@@ -35,9 +35,12 @@ from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
 from pytest_agentfaults.testing._wire import (
     JSON_TYPE,
     Provider,
+    RequestIds,
     Served,
     content_type,
+    draw_id,
     error_body,
+    id_headers,
     kind_served,
     malformed_body,
     model_name,
@@ -113,6 +116,11 @@ class Binding:
     recorder: Recorder | None = None
     requests: list[ReceivedRequest] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: the answers' request ids: the bound plan's (the test's own, shared with its
+    #: in-process faults), else the binding's own; so the same on every run
+    ids: RequestIds = field(default_factory=RequestIds)
+    #: the numbers of the answers' ids (``chatcmpl-agentfaults000001``), per test too
+    answers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
 
 def unbound() -> Binding:
@@ -138,7 +146,6 @@ class Service:
 
     def __init__(self, lock: threading.Lock) -> None:
         self._lock = lock
-        self._ids = itertools.count(1)
 
     def serve(
         self,
@@ -164,7 +171,7 @@ class Service:
                 reply = self._script_reply(binding, provider, stream, body, path)
                 reply.first_delay, reply.fault = fault.delay, reply.fault or fault.label
             else:
-                reply = self._fault_reply(fault, provider, stream, body, path)
+                reply = self._fault_reply(binding, fault, provider, stream, body, path)
             plan.record(fault, f"{method} {shown}", reply.fault or "", occurrence)
             self._emit(
                 binding,
@@ -180,7 +187,7 @@ class Service:
             message = f"agentfaults llm_server: no endpoint {method} {path}"
             reply = _answer(404, error_body(None, 404, message))
         elif method != "POST":
-            reply = _answer(405, error_body(provider, 405, f"use POST for {path}"))
+            reply = _error(provider, 405, f"use POST for {path}", binding.ids)
         else:
             reply = self._script_reply(binding, provider, stream, body, path)
         received = ReceivedRequest(
@@ -243,7 +250,7 @@ class Service:
     ) -> Reply:
         data, problem = parse_body(body)
         if problem:
-            return _answer(400, error_body(provider, 400, problem))
+            return _error(provider, 400, problem, binding.ids)
         model = str(data.get("model") or "agentfaults") if isinstance(data, dict) else "x"
         if provider == "gemini":
             model = model_name(b"", path)
@@ -253,9 +260,9 @@ class Service:
                 response = binding.model.request(request)
             except ScriptExhaustedError as exc:
                 binding.problems.append(str(exc))
-                return _answer(400, error_body(provider, 400, f"agentfaults: {exc}"))
+                return _error(provider, 400, f"agentfaults: {exc}", binding.ids)
             except Exception as exc:  # a failure step: serve it over the wire
-                return _failure_reply(exc, provider, stream, model)
+                return _failure_reply(exc, provider, stream, model, binding.ids)
         include_usage = False
         if isinstance(data, dict) and isinstance(data.get("stream_options"), dict):
             include_usage = bool(data["stream_options"].get("include_usage"))
@@ -264,32 +271,40 @@ class Service:
             response,
             model=model,
             stream=stream,
-            response_id=f"agentfaults{next(self._ids):06d}",
+            response_id=f"agentfaults{next(binding.answers):06d}",
             include_usage=include_usage,
+            request=data,
         )
         headers = [("content-type", content_type(provider, stream))]
+        headers += id_headers(provider, draw_id(provider, binding.ids))
         return Reply("answer", 200, headers, events, stream=stream)
 
     def _fault_reply(
-        self, fault: HTTPFault, provider: Provider | None, stream: bool, body: bytes, path: str
+        self,
+        binding: Binding,
+        fault: HTTPFault,
+        provider: Provider | None,
+        stream: bool,
+        body: bytes,
+        path: str,
     ) -> Reply:
         fault.check()
         options = fault.options
+        ids = binding.ids  # handed in: this thread has no test context to find them in
         if fault.status is not None:
-            return _served_reply(
-                status_served(provider, fault.status, **options), str(fault.status)
-            )
+            served = status_served(provider, fault.status, **options, ids=ids)
+            return _served_reply(served, str(fault.status))
         kind = str(fault.kind)
         if kind == "slow_first_token":  # a request no script answers: its error, held
             message = f"agentfaults llm_server: no endpoint {path}"
-            reply = _answer(404, error_body(provider, 404, message))
+            reply = _error(provider, 404, message, ids)
             reply.first_delay, reply.fault = fault.delay, kind
             return reply
         if kind not in _SERVED_KINDS:
             return _kind_reply(kind, provider, stream, model_name(body, path))
         model = model_name(body, path)
         return _served_reply(
-            kind_served(kind, provider, stream=stream, model=model, **options), kind
+            kind_served(kind, provider, stream=stream, model=model, **options, ids=ids), kind
         )
 
 
@@ -337,6 +352,20 @@ def _answer(status: int, body: bytes, headers: list[tuple[str, str]] | None = No
     return Reply("answer", status, headers or [("content-type", JSON_TYPE)], [body])
 
 
+def _error(
+    provider: Provider | None,
+    status: int,
+    message: str,
+    ids: RequestIds,
+    extra: list[tuple[str, str]] | None = None,
+) -> Reply:
+    """The provider's error answer: its body, its request id (Anthropic's in the body too)."""
+    request_id = draw_id(provider, ids)
+    body = error_body(provider, status, message, request_id=request_id)
+    headers = [("content-type", JSON_TYPE), *id_headers(provider, request_id), *(extra or [])]
+    return _answer(status, body, headers)
+
+
 def _kind_reply(
     kind: str, provider: Provider | None, stream: bool, model: str, text: str | None = None
 ) -> Reply:
@@ -355,12 +384,14 @@ def _kind_reply(
     return Reply("cut", 200, [("content-type", content_type)], [data], cut_stream, fault=kind)
 
 
-def _failure_reply(exc: Exception, provider: Provider, stream: bool, model: str) -> Reply:
+def _failure_reply(
+    exc: Exception, provider: Provider, stream: bool, model: str, ids: RequestIds
+) -> Reply:
     """A failure step's error, as the wire shows it."""
     if isinstance(exc, ModelHTTPError):
         retry_after = getattr(exc, "retry_after", None)
-        headers = [("content-type", JSON_TYPE), *retry_after_headers(retry_after)]
-        reply = _answer(exc.status, error_body(provider, exc.status, exc.body or ""), headers)
+        extra = retry_after_headers(retry_after)
+        reply = _error(provider, exc.status, exc.body or "", ids, extra)
         reply.retry_after = retry_after
         reply.fault = str(exc.status)
         return reply
@@ -373,7 +404,7 @@ def _failure_reply(exc: Exception, provider: Provider, stream: bool, model: str)
     if isinstance(exc, MalformedResponseError):
         return _kind_reply("malformed_body", provider, stream, model, text=exc.body or None)
     message = f"agentfaults: scripted failure {type(exc).__name__}: {exc}"
-    reply = _answer(500, error_body(provider, 500, redact_text(message)))
+    reply = _error(provider, 500, redact_text(message), ids)
     reply.fault = "500"
     return reply
 

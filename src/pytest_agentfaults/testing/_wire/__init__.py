@@ -12,6 +12,7 @@ the model clients' tests all use it, so a format is fixed in one place.
 _base       provider names, content types, JSON and SSE framing
 _answers    bodies and streams of an answer; cut and malformed answers
 _errors     error bodies, error types, Retry-After headers
+_ids        request ids (x-request-id, request-id), counted per test
 _requests   requests in: provider, stream, ModelRequest
 _responses  the OpenAI Responses API: its answers, events and requests
 _gemini     Gemini generateContent: its answers, stream and requests
@@ -44,7 +45,9 @@ from pytest_agentfaults.testing._wire._errors import (
     retry_after_headers,
     status_phrase,
 )
+from pytest_agentfaults.testing._wire._ids import RequestIds, draw_id, id_headers, request_ids
 from pytest_agentfaults.testing._wire._kinds import (
+    QUOTA_WAIT,
     RETRY_AFTER_FORMATS,
     STATUS_KINDS,
     Served,
@@ -64,16 +67,20 @@ __all__ = [
     "JSON_TYPE",
     "NDJSON_TYPE",
     "PROVIDERS",
+    "QUOTA_WAIT",
     "RETRY_AFTER_FORMATS",
     "SSE_TYPE",
     "STATUS_KINDS",
     "Provider",
+    "RequestIds",
     "Served",
     "content_type",
+    "draw_id",
     "encode",
     "error_body",
     "error_payload",
     "error_type",
+    "id_headers",
     "kind_served",
     "malformed_body",
     "model_name",
@@ -81,6 +88,7 @@ __all__ = [
     "parse_body",
     "provider_for",
     "render_response",
+    "request_ids",
     "retry_after_headers",
     "retry_headers",
     "sse",

@@ -20,15 +20,27 @@ from pytest_agentfaults.testing._wire._base import (
     content_type,
     encode,
     sse,
+    tool_use_id,
 )
 from pytest_agentfaults.testing._wire._gemini import gemini_body, gemini_stream
-from pytest_agentfaults.testing._wire._responses import responses_body, responses_stream
+from pytest_agentfaults.testing._wire._responses import echoed, responses_body, responses_stream
 
 __all__ = ["malformed_body", "render_response", "truncated_body", "truncated_events"]
 
 _CREATED: Final = 1734460799  # a fixed timestamp: the same bytes on every run
 _CREATED_AT: Final = "2024-12-17T18:39:58.001234Z"
 _FINGERPRINT: Final = "fp_agentfaults"
+# What OpenAI always sends with chat completions usage (zeros: the kit caches nothing,
+# reasons about nothing). Shared by every answer: they are only encoded, never changed.
+_PROMPT_DETAILS: Final = {"cached_tokens": 0, "audio_tokens": 0}
+_COMPLETION_DETAILS: Final = {
+    "reasoning_tokens": 0,
+    "audio_tokens": 0,
+    "accepted_prediction_tokens": 0,
+    "rejected_prediction_tokens": 0,
+}
+# and Anthropic with messages usage
+_CACHE_CREATION: Final = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}
 _PARTIAL_TEXT: Final = "The answer was cut off in the middle of a sent"
 _HTML: Final = (
     "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
@@ -69,11 +81,13 @@ def render_response(
     stream: bool,
     response_id: str = "agentfaults",
     include_usage: bool = False,
+    request: Any = None,
 ) -> list[bytes]:
     """``response`` as ``provider`` sends it: one JSON body, or the stream's events in order.
 
     A streamed answer comes back as one item per event (SSE) or line (NDJSON), so a
-    caller can cut it mid-way.
+    caller can cut it mid-way. ``request``: the request's parsed body, for what the
+    answer echoes of it (the Responses API's ``instructions``, ``tools`` ...).
     """
     if provider == "openai":
         return (
@@ -82,10 +96,11 @@ def render_response(
             else [encode(_openai_body(response, model, response_id)).encode()]
         )
     if provider == "openai-responses":
+        echo = echoed(request)
         return (
-            responses_stream(response, model, response_id)
+            responses_stream(response, model, response_id, echo)
             if stream
-            else [encode(responses_body(response, model, response_id)).encode()]
+            else [encode(responses_body(response, model, response_id, echo)).encode()]
         )
     if provider == "gemini":
         return (
@@ -110,12 +125,35 @@ def _usage(response: ModelResponse) -> tuple[int, int]:
     return response.usage.input_tokens, response.usage.output_tokens
 
 
+def _openai_usage(response: ModelResponse) -> dict[str, Any]:
+    prompt, completion = _usage(response)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": _PROMPT_DETAILS,
+        "completion_tokens_details": _COMPLETION_DETAILS,
+    }
+
+
+def _anthropic_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    return {
+        "input_tokens": input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "cache_creation": _CACHE_CREATION,
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
+
+
 def _openai_body(response: ModelResponse, model: str, response_id: str) -> dict[str, Any]:
     calls = response.tool_calls
     message: dict[str, Any] = {
         "role": "assistant",
         "content": response.text if response.text or not calls else None,
         "refusal": None,
+        "annotations": [],
     }
     if calls:
         message["tool_calls"] = [
@@ -126,7 +164,6 @@ def _openai_body(response: ModelResponse, model: str, response_id: str) -> dict[
             }
             for call in calls
         ]
-    prompt, completion = _usage(response)
     return {
         "id": f"chatcmpl-{response_id}",
         "object": "chat.completion",
@@ -140,11 +177,8 @@ def _openai_body(response: ModelResponse, model: str, response_id: str) -> dict[
                 "finish_reason": response.finish_reason or "stop",
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
+        "usage": _openai_usage(response),
+        "service_tier": "default",
         "system_fingerprint": _FINGERPRINT,
     }
 
@@ -157,6 +191,7 @@ def _openai_stream(
         "object": "chat.completion.chunk",
         "created": _CREATED,
         "model": model,
+        "service_tier": "default",
         "system_fingerprint": _FINGERPRINT,
     }
 
@@ -164,7 +199,10 @@ def _openai_stream(
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         return sse({**head, "choices": [choice]})
 
-    events = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    # null content when the answer has none (tool calls only), as OpenAI sends it: the
+    # SDK's accumulated message then has content None, like the answer not streamed
+    content = "" if response.text or not response.tool_calls else None
+    events = [chunk({"role": "assistant", "content": content, "refusal": None})]
     events.extend(chunk({"content": piece}) for piece in _halves(response.text))
     for index, call in enumerate(response.tool_calls):
         start = {"index": index, "id": call.id, "type": "function"}
@@ -175,13 +213,7 @@ def _openai_stream(
             events.append(chunk({"tool_calls": [fragment]}))
     events.append(chunk({}, response.finish_reason or "stop"))
     if include_usage:
-        prompt, completion = _usage(response)
-        usage = {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        }
-        events.append(sse({**head, "choices": [], "usage": usage}))
+        events.append(sse({**head, "choices": [], "usage": _openai_usage(response)}))
     events.append(sse("[DONE]"))
     return events
 
@@ -193,7 +225,7 @@ def _anthropic_body(response: ModelResponse, model: str, response_id: str) -> di
     content.extend(
         {
             "type": "tool_use",
-            "id": call.id,
+            "id": tool_use_id(call.id),
             "name": call.name,
             "input": _arguments_object(call.arguments),
         }
@@ -209,7 +241,7 @@ def _anthropic_body(response: ModelResponse, model: str, response_id: str) -> di
         "content": content,
         "stop_reason": _ANTHROPIC_STOP.get(finish, finish),
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": completion},
+        "usage": _anthropic_usage(prompt, completion),
     }
 
 
@@ -223,7 +255,7 @@ def _anthropic_stream(response: ModelResponse, model: str, response_id: str) -> 
         "model": model,
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": 1},
+        "usage": _anthropic_usage(prompt, 1),
     }
     events = [sse({"type": "message_start", "message": start}, "message_start")]
     index = 0
@@ -249,7 +281,7 @@ def _anthropic_stream(response: ModelResponse, model: str, response_id: str) -> 
         block({"type": "text", "text": ""}, ({"type": "text_delta", "text": p} for p in pieces))
         index += 1
     for call in response.tool_calls:
-        use = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        use = {"type": "tool_use", "id": tool_use_id(call.id), "name": call.name, "input": {}}
         pieces = _halves(call.arguments)
         block(use, ({"type": "input_json_delta", "partial_json": p} for p in pieces))
         index += 1

@@ -13,7 +13,9 @@ __all__ = [
     "Provider",
     "content_type",
     "encode",
+    "from_tool_use_id",
     "sse",
+    "tool_use_id",
 ]
 
 Provider = Literal["openai", "openai-responses", "anthropic", "ollama", "gemini"]
@@ -39,3 +41,25 @@ def content_type(provider: Provider | None, stream: bool) -> str:
     if not stream:
         return JSON_TYPE
     return NDJSON_TYPE if provider == "ollama" else SSE_TYPE
+
+
+# Anthropic's tool_use ids start ``toolu_``; the kit's are ``call_1``, ``call_2`` ... (the
+# same for every provider, so traces compare). The Anthropic wire shows ``call_1`` as
+# ``toolu_call_1`` and reads it back as ``call_1`` (the app sends it back in its
+# tool_result), so a script sees its own ids; any other id goes through as it is.
+_KIT_ID: Final = "call_"
+_SHOWN_ID: Final = "toolu_call_"
+
+
+def tool_use_id(call_id: str) -> str:
+    """``call_id`` as Anthropic's wire shows it (``call_1`` -> ``toolu_call_1``)."""
+    if call_id.startswith(_KIT_ID) and call_id[5:].isdigit():
+        return f"toolu_{call_id}"
+    return call_id
+
+
+def from_tool_use_id(shown: str) -> str:
+    """The kit's id for a ``tool_use`` id read back (``toolu_call_1`` -> ``call_1``)."""
+    if shown.startswith(_SHOWN_ID) and shown[11:].isdigit():
+        return shown[6:]
+    return shown

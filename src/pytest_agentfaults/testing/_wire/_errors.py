@@ -26,11 +26,15 @@ __all__ = [
 _ANTHROPIC_TYPES: Final = {
     400: "invalid_request_error",
     401: "authentication_error",
+    402: "billing_error",
     403: "permission_error",
     404: "not_found_error",
+    # the documented type (docs.claude.com/en/api/errors: Cloudflare sends it, in front of
+    # the API), though the SDK's typed ErrorObject union does not list it
     413: "request_too_large",
     429: "rate_limit_error",
     500: "api_error",
+    504: "timeout_error",
     529: "overloaded_error",
 }
 # OpenAI: status -> (error type, the default code)
@@ -100,7 +104,12 @@ def error_payload(
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-def error_body(provider: Provider | None, status: int, message: str = "") -> bytes:
-    """A provider-shaped JSON error body for ``status``, as compact bytes."""
+def error_body(
+    provider: Provider | None, status: int, message: str = "", *, request_id: str | None = None
+) -> bytes:
+    """A provider-shaped JSON error body for ``status``, as compact bytes.
+
+    ``request_id`` goes in Anthropic's body (the others send it in a header only).
+    """
     message = message or f"agentfaults: injected HTTP {status} {status_phrase(status)}"
-    return encode(error_payload(provider, status, message)).encode()
+    return encode(error_payload(provider, status, message, request_id=request_id)).encode()

@@ -22,8 +22,10 @@ from typing import Any, Final, Literal
 from pytest_agentfaults.testing._wire._answers import truncated_events
 from pytest_agentfaults.testing._wire._base import JSON_TYPE, Provider, encode
 from pytest_agentfaults.testing._wire._errors import error_payload, status_phrase
+from pytest_agentfaults.testing._wire._ids import RequestIds, draw_id, id_headers
 
 __all__ = [
+    "QUOTA_WAIT",
     "RETRY_AFTER_FORMATS",
     "STATUS_KINDS",
     "Served",
@@ -36,6 +38,8 @@ RetryAfterFormat = Literal["seconds", "ms", "date", "both"]
 RETRY_AFTER_FORMATS: Final = ("seconds", "ms", "date", "both")
 #: the kinds that answer with an HTTP status (so take ``should_retry=``)
 STATUS_KINDS: Final = frozenset({"proxy_html", "context_length", "quota"})
+#: the wait a quota 429 asks for when the fault gives no ``retry_after=`` (body and headers)
+QUOTA_WAIT: Final = 1.0
 
 _NOT_JSON: Final = (
     b"upstream connect error or disconnect/reset before headers. "
@@ -101,8 +105,14 @@ def retry_headers(
     return [("retry-after", whole), ("retry-after-ms", millis)]
 
 
-def _json(status: int, payload: Any, extra: list[tuple[str, str]] | None = None) -> Served:
-    headers = [("content-type", JSON_TYPE), *(extra or [])]
+def _json(
+    status: int,
+    payload: Any,
+    extra: list[tuple[str, str]] | None = None,
+    request_id: str | None = None,
+    provider: Provider | None = None,
+) -> Served:
+    headers = [("content-type", JSON_TYPE), *id_headers(provider, request_id), *(extra or [])]
     return Served(status, headers, [encode(payload).encode()])
 
 
@@ -113,10 +123,16 @@ def status_served(
     retry_after: float | None = None,
     retry_after_format: str | None = None,
     should_retry: bool | None = None,
+    ids: RequestIds | None = None,
 ) -> Served:
-    """An injected status: the provider's error body and the retry headers asked for."""
+    """An injected status: the provider's error body and the retry headers asked for.
+
+    With the provider's request id, drawn from ``ids`` (by default the current test's).
+    """
     message = f"agentfaults: injected HTTP {status} {status_phrase(status)}"
-    served = _json(status, error_payload(provider, status, message))
+    request_id = draw_id(provider, ids)
+    payload = error_payload(provider, status, message, request_id=request_id)
+    served = _json(status, payload, None, request_id, provider)
     _finish_status(served, retry_after, retry_after_format, should_retry)
     return served
 
@@ -139,16 +155,17 @@ def _proxy_page(status: int) -> bytes:
     ).encode()
 
 
-def _context_length(provider: Provider | None) -> Served:
+def _context_length(provider: Provider | None, request_id: str | None) -> Served:
     message, param = _CONTEXT[provider or "openai"]
-    payload = error_payload(provider, 400, message, code="context_length_exceeded")
+    payload = error_payload(
+        provider, 400, message, code="context_length_exceeded", request_id=request_id
+    )
     if provider in (None, "openai", "openai-responses"):
         payload["error"]["param"] = param
-    return _json(400, payload)
+    return _json(400, payload, None, request_id, provider)
 
 
-def _quota(provider: Provider | None, model: str, retry_after: float | None) -> Served:
-    wait = 1.0 if retry_after is None else retry_after
+def _quota(provider: Provider | None, model: str, wait: float, request_id: str | None) -> Served:
     if provider == "anthropic":
         message = (
             "This request would exceed the rate limit for your organization of 50,000 "
@@ -157,11 +174,16 @@ def _quota(provider: Provider | None, model: str, retry_after: float | None) -> 
             "for current usage. Please reduce the prompt length or the maximum tokens "
             "requested, or try again later."
         )
+        # when the limit refills, as Anthropic says it: an RFC 3339 time (the SDK waits by
+        # the retry-after headers; an app may read this one)
+        reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(math.ceil(time.time() + wait)))
         extra = [
             ("anthropic-ratelimit-input-tokens-limit", "50000"),
             ("anthropic-ratelimit-input-tokens-remaining", "0"),
+            ("anthropic-ratelimit-input-tokens-reset", reset),
         ]
-        return _json(429, error_payload(provider, 429, message), extra)
+        payload = error_payload(provider, 429, message, request_id=request_id)
+        return _json(429, payload, extra, request_id, provider)
     if provider == "gemini":
         payload = error_payload(
             provider,
@@ -199,7 +221,7 @@ def _quota(provider: Provider | None, model: str, retry_after: float | None) -> 
         ("x-ratelimit-remaining-tokens", "0"),
         ("x-ratelimit-reset-tokens", f"{wait:g}s"),
     ]
-    return _json(429, payload, extra)
+    return _json(429, payload, extra, request_id, provider)
 
 
 def kind_served(
@@ -214,12 +236,18 @@ def kind_served(
     retry_after_format: str | None = None,
     should_retry: bool | None = None,
     delay: float | None = None,
+    ids: RequestIds | None = None,
 ) -> Served:
     """What the kind ``kind`` answers a request to ``provider`` with.
 
     For ``not_json``, ``proxy_html``, ``context_length``, ``quota``, ``stall`` and
     ``truncated_stream``. ``slow_first_token`` delays the real answer, so it has no body
-    of its own here (`Served.first_delay` only).
+    of its own here (`Served.first_delay` only). What the provider itself answers
+    carries its request id, from ``ids`` (by default the current test's); what a proxy
+    answers (``not_json``, ``proxy_html``) has none.
+
+    A quota 429 with no ``retry_after`` asks for `QUOTA_WAIT` seconds, in its body and
+    its headers alike, so a client waits what the body says.
     """
     if kind == "not_json":
         return Served(200, [("content-type", JSON_TYPE)], [_NOT_JSON])
@@ -234,14 +262,16 @@ def kind_served(
         else:  # never the terminal event
             sent = events[: min(after, len(events) - 1)]
         then: Literal["cut", "stall"] = "stall" if kind == "stall" else "cut"
-        return Served(200, [("content-type", content_type)], sent, stream, then)
+        headers = [("content-type", content_type), *id_headers(provider, draw_id(provider, ids))]
+        return Served(200, headers, sent, stream, then)
     if kind == "proxy_html":
         code = 502 if status is None else status
         served = Served(code, [("content-type", "text/html")], [_proxy_page(code)])
     elif kind == "context_length":
-        served = _context_length(provider)
+        served = _context_length(provider, draw_id(provider, ids))
     elif kind == "quota":
-        served = _quota(provider, model, retry_after)
+        retry_after = QUOTA_WAIT if retry_after is None else retry_after
+        served = _quota(provider, model, retry_after, draw_id(provider, ids))
     else:
         raise ValueError(f"no wire answer for the http kind {kind!r}")
     _finish_status(served, retry_after, retry_after_format, should_retry)

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from pytest_agentfaults.runtime.models.base import Message, ModelRequest, ToolCall, ToolSpec
-from pytest_agentfaults.testing._wire._base import Provider
+from pytest_agentfaults.testing._wire._base import Provider, from_tool_use_id
 from pytest_agentfaults.testing._wire._gemini import gemini_request
 from pytest_agentfaults.testing._wire._responses import responses_request
 
@@ -173,7 +173,7 @@ def _anthropic_messages(item: dict[str, Any]) -> list[Message]:
         elif kind == "tool_use":
             calls.append(
                 ToolCall(
-                    id=str(block.get("id") or ""),
+                    id=from_tool_use_id(str(block.get("id") or "")),
                     name=str(block.get("name") or ""),
                     arguments=_arguments_text(block.get("input", {})),
                 )
@@ -183,7 +183,7 @@ def _anthropic_messages(item: dict[str, Any]) -> list[Message]:
                 Message(
                     role="tool",
                     content=_text(block.get("content")),
-                    tool_call_id=str(block.get("tool_use_id") or ""),
+                    tool_call_id=from_tool_use_id(str(block.get("tool_use_id") or "")),
                 )
             )
     messages = list(results)

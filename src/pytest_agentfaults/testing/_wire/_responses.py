@@ -24,11 +24,40 @@ from pytest_agentfaults.runtime.models.base import (
 )
 from pytest_agentfaults.testing._wire._base import encode, sse
 
-__all__ = ["responses_body", "responses_request", "responses_stream"]
+__all__ = ["echoed", "responses_body", "responses_request", "responses_stream"]
 
 _CREATED: Final = 1734460799
 #: finish reason -> (status, incomplete_details.reason)
 _INCOMPLETE: Final = {"length": "max_output_tokens", "content_filter": "content_filter"}
+#: what a ``response`` object echoes of its request, as sent (else the API's defaults)
+_ECHOED: Final = (
+    "instructions",
+    "max_output_tokens",
+    "metadata",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "reasoning",
+    "store",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_p",
+    "truncation",
+    "user",
+)
+# usage details the API always sends (zeros: the kit caches nothing); shared by every
+# answer, which only encodes them
+_INPUT_DETAILS: Final = {"cached_tokens": 0, "cache_write_tokens": 0}
+_OUTPUT_DETAILS: Final = {"reasoning_tokens": 0}
+
+
+def echoed(request: Any) -> dict[str, Any] | None:
+    """The fields of a Responses ``request`` body its answer echoes (None: none)."""
+    if not isinstance(request, dict):
+        return None
+    found = {key: request[key] for key in _ECHOED if key in request}
+    return found or None
 
 
 def _halves(text: str) -> list[str]:
@@ -77,6 +106,7 @@ def _envelope(
     response_id: str,
     output: list[dict[str, Any]],
     status: str,
+    echo: dict[str, Any] | None,
 ) -> dict[str, Any]:
     finish = response.finish_reason or "stop"
     incomplete = _INCOMPLETE.get(finish) if status != "in_progress" else None
@@ -87,12 +117,12 @@ def _envelope(
     if status != "in_progress":
         usage = {
             "input_tokens": prompt,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": _INPUT_DETAILS,
             "output_tokens": completion,
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": _OUTPUT_DETAILS,
             "total_tokens": prompt + completion,
         }
-    return {
+    envelope = {
         "id": f"resp_{response_id}",
         "object": "response",
         "created_at": _CREATED,
@@ -118,21 +148,32 @@ def _envelope(
         "user": None,
         "metadata": {},
     }
+    if echo is not None:
+        envelope.update(echo)
+    return envelope
 
 
-def responses_body(response: ModelResponse, model: str, response_id: str) -> dict[str, Any]:
-    """The ``response`` object ``POST /v1/responses`` answers with (not streamed)."""
-    return _envelope(response, model, response_id, _output(response, response_id), "completed")
+def responses_body(
+    response: ModelResponse, model: str, response_id: str, echo: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``response`` object ``POST /v1/responses`` answers with (not streamed).
+
+    ``echo``: the request's fields it repeats (`echoed`).
+    """
+    output = _output(response, response_id)
+    return _envelope(response, model, response_id, output, "completed", echo)
 
 
-def responses_stream(response: ModelResponse, model: str, response_id: str) -> list[bytes]:
+def responses_stream(
+    response: ModelResponse, model: str, response_id: str, echo: dict[str, Any] | None = None
+) -> list[bytes]:
     """The SSE events of a streamed Responses answer, one item per event."""
     events: list[bytes] = []
 
     def emit(kind: str, **fields: Any) -> None:
         events.append(sse({"type": kind, "sequence_number": len(events), **fields}, kind))
 
-    start = _envelope(response, model, response_id, [], "in_progress")
+    start = _envelope(response, model, response_id, [], "in_progress", echo)
     emit("response.created", response=start)
     emit("response.in_progress", response=start)
     index = 0
@@ -163,7 +204,7 @@ def responses_stream(response: ModelResponse, model: str, response_id: str) -> l
         done = _call_item(call, number, response_id, done=True)
         emit("response.output_item.done", output_index=index, item=done)
         index += 1
-    final = responses_body(response, model, response_id)
+    final = responses_body(response, model, response_id, echo)
     last = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
     emit(last, response=final)
     return events
