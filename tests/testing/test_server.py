@@ -415,3 +415,11 @@ def test_a_crash_of_the_server_fails_the_check(server, monkeypatch):
     assert response.status_code == 500
     with pytest.raises(AssertionError, match="(?s)crashed.*bug in the server"):
         server.check()
+
+
+@pytest.mark.parametrize("steps", ["hello", say("hi")])
+def test_a_script_that_is_not_a_list_of_steps_is_refused(server, steps):
+    # "hello" would be five steps of one letter; a lone step, a TypeError from deep inside
+    with pytest.raises(UsageError, match=r"give a list of steps, such as \[say\('done'\)\]"):
+        server.script(steps)
+    assert server.script([say("hi"), "there"]).remaining == 2

@@ -84,7 +84,7 @@ from pytest_agentfaults.testing._httpd import (
     unregister_running,
 )
 from pytest_agentfaults.testing._serve import ReceivedRequest, Service, unbound
-from pytest_agentfaults.testing._wire import PROVIDERS
+from pytest_agentfaults.testing._wire import PROVIDERS, request_ids
 from pytest_agentfaults.testing.scripted import ScriptedModel
 from pytest_agentfaults.testing.steps import OnExhausted, Step
 
@@ -242,6 +242,12 @@ class LLMServer:
         ``strict=True`` (the default): steps never requested fail `check` too, naming the
         first; ``strict=False`` allows them.
         """
+        __tracebackhide__ = True
+        if isinstance(steps, str) or not isinstance(steps, Sequence):
+            # a str would be one step per letter; a lone step, a TypeError from list()
+            raise UsageError(
+                f"llm_server.script({steps!r}): give a list of steps, such as [say('done')]"
+            )
         # built unchecked, then marked: the server checks its own script in `check`, so the
         # model must not also register with the plan active now
         model = ScriptedModel(
@@ -286,6 +292,8 @@ class LLMServer:
             if plan.http_recorder is None:
                 plan.http_recorder = Recorder(agent="http", clock=default_clock())
             binding.plan, binding.recorder = plan, plan.http_recorder
+            # the test's request ids: shared with its in-process faults, never repeated
+            binding.ids = request_ids(plan)
             if self._server is not None:
                 plan.shown_origins[self.url] = RECORDED_ORIGIN
         with self._lock:
