@@ -19,13 +19,18 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._event import KEPT, ErrorRecord, Event
+from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.snapshot import assert_matches_snapshot
 from pytest_agentfaults.runtime.timeline import render_svg
-from pytest_agentfaults.runtime.verdict import NotResilientError, Verdict, check_options, verdict
+from pytest_agentfaults.runtime.verdict import (
+    RETRY_TYPES,
+    NotResilientError,
+    Verdict,
+    check_options,
+    verdict,
+)
 
 if TYPE_CHECKING:
-    from pytest_agentfaults.runtime._tool import BaseTool
-
     #: a tool as a question names it: its name, or the ``@af.tool`` itself
     ToolName = str | BaseTool[Any, Any]
 
@@ -65,7 +70,6 @@ EventType = Literal[
     "llm.fault",
 ]
 EVENT_TYPES: Final[tuple[str, ...]] = EventType.__args__  # type: ignore[attr-defined]
-_RETRY_TYPES: Final = ("tool.retry", "llm.retry", "transport.retry")
 # The kit records only these types, so a question about another one is a typo that would
 # answer 0 or [] forever; one set lookup keeps the usual question as cheap as before.
 _KNOWN_TYPES: Final = frozenset(EVENT_TYPES)
@@ -232,7 +236,7 @@ class Trace:
         if tool is not None:
             events = self.of("tool.retry", tool=_tool_name(tool, "delays"))
         else:
-            events = [e for e in self.events if e.type in _RETRY_TYPES]
+            events = [e for e in self.events if e.type in RETRY_TYPES]
         return [e.delay for e in events if e.delay is not None]
 
     def errors(self, tool: ToolName | None = None) -> list[Event]:
@@ -398,9 +402,6 @@ def _tool_name(tool: object, where: str) -> str:
     __tracebackhide__ = True
     if isinstance(tool, str):
         return tool
-    # Lazy: only a question given a tool object pays for the import (and no cycle forms).
-    from pytest_agentfaults.runtime._tool import BaseTool  # noqa: PLC0415
-
     if isinstance(tool, BaseTool) and isinstance(tool.name, str):
         return tool.name
     raise UsageError(

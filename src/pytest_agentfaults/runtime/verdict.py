@@ -98,10 +98,11 @@ if TYPE_CHECKING:
     # Only for annotations: events.py imports this module (Trace.verdict), not the reverse.
     from pytest_agentfaults.runtime.events import Event, Trace
 
-__all__ = ["Finding", "NotResilientError", "Verdict", "check_options", "verdict"]
+__all__ = ["RETRY_TYPES", "Finding", "NotResilientError", "Verdict", "check_options", "verdict"]
 
 _DEFAULT_CAP: Final = 5  # attempts of a retried tool call or model turn
-_RETRY_TYPES: Final = frozenset({"tool.retry", "llm.retry", "transport.retry"})
+#: the retry events of every layer (a tool, a model turn, an HTTP transport)
+RETRY_TYPES: Final = frozenset({"tool.retry", "llm.retry", "transport.retry"})
 # Events that say something failed (or a fault was injected): what every rule starts from.
 # A trace without one, and without a retry or a failed HTTP attempt, has nothing to judge.
 _FAILURE_TYPES: Final = frozenset(
@@ -262,7 +263,7 @@ def verdict(
     _check_thresholds(max_attempts, min_backoff, storm_rate, storm_window)
     events = list(trace)  # a Trace iterates over its events
     requests = group(events)
-    retry_events = [e for e in events if e.type in _RETRY_TYPES]
+    retry_events = [e for e in events if e.type in RETRY_TYPES]
     found = judge_requests(
         requests,
         events,

@@ -53,13 +53,13 @@ _SHOWN_ID: Final = "toolu_call_"
 
 def tool_use_id(call_id: str) -> str:
     """``call_id`` as Anthropic's wire shows it (``call_1`` -> ``toolu_call_1``)."""
-    if call_id.startswith(_KIT_ID) and call_id[5:].isdigit():
+    if call_id.startswith(_KIT_ID) and call_id[len(_KIT_ID) :].isdigit():
         return f"toolu_{call_id}"
     return call_id
 
 
 def from_tool_use_id(shown: str) -> str:
     """The kit's id for a ``tool_use`` id read back (``toolu_call_1`` -> ``call_1``)."""
-    if shown.startswith(_SHOWN_ID) and shown[11:].isdigit():
-        return shown[6:]
+    if shown.startswith(_SHOWN_ID) and shown[len(_SHOWN_ID) :].isdigit():
+        return shown[len("toolu_") :]
     return shown
