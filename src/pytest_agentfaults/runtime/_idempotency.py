@@ -30,7 +30,12 @@ def non_idempotent(tool: BaseTool[Any, Any]) -> bool:
 
 def must_not_rerun(tool: BaseTool[Any, Any], error: BaseException, action: Retry) -> bool:
     """Whether ``action`` must not re-run ``tool`` after ``error``."""
-    return not action.allow_non_idempotent and non_idempotent(tool) and is_ambiguous(error)
+    # `non_idempotent`, inlined: asked after every failed attempt
+    return (
+        not action.allow_non_idempotent
+        and (not tool.idempotent or declared_non_idempotent(tool.name))
+        and is_ambiguous(error)
+    )
 
 
 def recheck_advice(tool: str) -> str:

@@ -45,6 +45,9 @@ _DONE: Final[dict[str, frozenset[object]]] = {
     **{name: kept if name in _NAME_FIELDS else kept - {str} for name, kept in KEPT.items()},
 }
 
+#: the ``framework`` field of this runtime's tool events (other frameworks' tools have theirs)
+_OURS: Final = "agentfaults"
+
 # `Event.trusted`, inlined: an event is made here for every step of every run.
 _new_event: Final = object.__new__
 
@@ -232,6 +235,111 @@ class Recorder:
             buffer[1].append((event, self))  # a parallel call: merged in order later
             return event
         events.append(event)
+        if self._collectors or self._observers:
+            self._publish(event)
+        return event
+
+    # ------------------------------------------------------------------ tool events
+    # The events of every tool attempt (a failed one records three), each made as one dict
+    # in its final field order: no fields dict to build, merge into a copy of the stamp
+    # and drop. Their values are of their fields' types, as for `emit_known`, and
+    # ``detail`` comes redacted.
+
+    def tool_step(
+        self,
+        type: str,
+        tool: str,
+        call_id: str | None,
+        attempt: int,
+        detail: str,
+        marks: dict[str, Any],
+    ) -> Event:
+        """A ``tool.call`` or ``tool.result`` event of this runtime's tool ``tool``."""
+        at = self.clock.now() - self.start
+        data = {
+            "run_id": self.run_id,
+            "agent": self.agent,
+            "parent_run_id": self.parent_run_id,
+            "type": type,
+            "seq": len(self.trace.events),
+            "at": at,
+            "tool": tool,
+            "call_id": call_id,
+            "attempt": attempt,
+            "framework": _OURS,
+            "detail": detail,
+        }
+        if marks:
+            data.update(marks)
+        return self._keep(data, at)
+
+    def tool_error(
+        self,
+        tool: str,
+        call_id: str | None,
+        attempt: int | None,
+        error: ErrorRecord,
+        marks: dict[str, Any],
+    ) -> Event:
+        """A ``tool.error`` event of this runtime's tool ``tool``."""
+        at = self.clock.now() - self.start
+        data = {
+            "run_id": self.run_id,
+            "agent": self.agent,
+            "parent_run_id": self.parent_run_id,
+            "type": "tool.error",
+            "seq": len(self.trace.events),
+            "at": at,
+            "tool": tool,
+            "call_id": call_id,
+            "framework": _OURS,
+            "attempt": attempt,
+            "error": error,
+        }
+        if marks:
+            data.update(marks)
+        return self._keep(data, at)
+
+    def tool_retry(
+        self,
+        tool: str,
+        call_id: str | None,
+        attempt: int,
+        max_attempts: int,
+        delay: float,
+        error: ErrorRecord,
+    ) -> Event:
+        """A ``tool.retry`` event of this runtime's tool ``tool``."""
+        at = self.clock.now() - self.start
+        return self._keep(
+            {
+                "run_id": self.run_id,
+                "agent": self.agent,
+                "parent_run_id": self.parent_run_id,
+                "type": "tool.retry",
+                "seq": len(self.trace.events),
+                "at": at,
+                "tool": tool,
+                "call_id": call_id,
+                "framework": _OURS,
+                "attempt": attempt,
+                "max_attempts": max_attempts,
+                "delay": delay,
+                "error": error,
+            },
+            at,
+        )
+
+    def _keep(self, data: dict[str, Any], at: float) -> Event:
+        """`_record`'s end: ``data`` (validated when ``at`` is not a float) as the event."""
+        event = _new_event(Event)
+        event.__dict__ = data if at.__class__ is float else validated(data)
+        trace = self.trace
+        buffer = _buffer.get()
+        if buffer is not None and buffer[0] is trace:
+            buffer[1].append((event, self))  # a parallel call: merged in order later
+            return event
+        trace.events.append(event)
         if self._collectors or self._observers:
             self._publish(event)
         return event

@@ -25,6 +25,7 @@ from pytest_agentfaults.errors import (
     is_ambiguous,
 )
 from pytest_agentfaults.runtime._drivers import Sleep, Steps
+from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime._fixers import run_fixer, run_function_fixer
 from pytest_agentfaults.runtime._idempotency import must_not_rerun, non_idempotent, with_recheck
 from pytest_agentfaults.runtime._recorder import Recorder
@@ -65,10 +66,6 @@ class Cancelled(Exception):
     """The run's CancelToken was cancelled during a wait."""
 
 
-def _no_known_event(type: str, fields: dict[str, Any], /) -> None:
-    """`Recorder.emit_known` for a pipeline that records nothing (`Tool.invoke` alone)."""
-
-
 def _no_event(type: str, /, **fields: Any) -> None:
     return None
 
@@ -98,7 +95,6 @@ class ToolCalls:
         "cancel",
         "clock",
         "emit",
-        "emit_known",
         "on_tool_error",
         "rec",
         "resilience",
@@ -130,9 +126,6 @@ class ToolCalls:
         self.clock = clock
         self.rec = rec
         self.emit: Callable[..., object] = rec.emit if rec is not None else _no_event
-        self.emit_known: Callable[[str, dict[str, Any]], object] = (
-            rec.emit_known if rec is not None else _no_known_event
-        )
         self.uniform = uniform
         self.usage = usage if usage is not None else Usage()
         self.cancel = cancel
@@ -161,8 +154,7 @@ class ToolCalls:
 
     def tool_call(self, call: ToolCall) -> Steps[Outcome]:
         """Run one tool call the model asked for, through its recovery policy."""
-        emit, known = self.emit, self.emit_known
-        name = call.name
+        rec, name = self.rec, call.name
         tool = self.tools.get(name)
         builtin = False
         if tool is None and name in self.builtins:
@@ -181,10 +173,13 @@ class ToolCalls:
         # A tool that must not run twice says so on its events, for the verdict.
         marks: dict[str, Any] = _NON_IDEMPOTENT if non_idempotent(tool) else {}
         sources: PolicySources | None = None  # built on the first failure only
+        resolved: tuple[FailureKind, Action] | None = None  # the last kind and its action
         raw = call.arguments
+        call_id, clock, emit, timeout = call.id, self.clock, self.emit, config.timeout_seconds
         attempts = 0
         used: dict[int, int] = {}
         last: tuple[str, dict[str, Any]] | None = None  # arguments checked, when reusable
+        shown: tuple[str, str] | None = None  # arguments and their event detail, redacted
         cut = "timeout_seconds" in config.model_fields_set  # a timeout the user set cuts
         while True:
             checked: dict[str, Any] | InvalidArgsError
@@ -205,43 +200,35 @@ class ToolCalls:
                 failure: Exception = checked
             else:
                 attempts += 1
-                known(
-                    "tool.call",
-                    {
-                        "tool": name,
-                        "call_id": call.id,
-                        "attempt": attempts,
-                        "framework": _OURS,
-                        "detail": preview(raw),
-                        **marks,
-                    },
-                )
+                if rec is not None:
+                    if shown is None or shown[0] is not raw:
+                        shown = (raw, redact(preview(raw)))
+                    rec.tool_step("tool.call", name, call_id, attempts, shown[1], marks)
                 try:
                     result = yield Attempt(
-                        tool,
-                        checked,
-                        config.timeout_seconds,
-                        self.clock,
-                        emit,
-                        call.id,
-                        attempts,
-                        cut,
+                        tool, checked, timeout, clock, emit, call_id, attempts, cut
                     )
                 except NEVER_RECOVERED:
                     raise
                 except Exception as exc:
-                    if isinstance(exc, (ToolExecutionError, EscalationError)):
-                        exc.tool = exc.tool or name
-                    if marks:
-                        self.tool_error(call, attempts, exc, **marks, ambiguous=is_ambiguous(exc))
-                    else:
-                        self.tool_error(call, attempts, exc)
-                    if isinstance(exc, ToolExecutionError):
-                        raise  # a hard failure: no retry, no further model call
-                    if isinstance(exc, EscalationError):
+                    hard = isinstance(exc, (ToolExecutionError, EscalationError))
+                    if hard:
+                        exc.tool = exc.tool or name  # type: ignore[attr-defined]
+                    record = self.record(exc)
+                    if rec is not None:
+                        rec.tool_error(
+                            name,
+                            call_id,
+                            attempts,
+                            record,
+                            {**marks, "ambiguous": is_ambiguous(exc)} if marks else marks,
+                        )
+                    if hard:
+                        if isinstance(exc, ToolExecutionError):
+                            raise  # a hard failure: no retry, no further model call
                         if builtin:
                             raise  # this agent escalates to whoever runs it
-                        return self.escalated(name, call, exc, attempts)
+                        return self.escalated(name, call, exc, attempts)  # type: ignore[arg-type]
                     kind = "timeout" if isinstance(exc, ToolTimeoutError) else "execution"
                     failure = exc
                 else:
@@ -254,28 +241,33 @@ class ToolCalls:
                             attempts=attempts,
                         )
                     content = render_result(result)
-                    known(
-                        "tool.result",
-                        {
-                            "tool": name,
-                            "call_id": call.id,
-                            "attempt": attempts,
-                            "framework": _OURS,
-                            "detail": preview(content),
-                        },
-                    )
+                    if rec is not None:
+                        detail = redact(preview(content))
+                        rec.tool_step("tool.result", name, call_id, attempts, detail, {})
                     return Outcome(content, value=result, attempts=attempts)
 
-            if sources is None:
-                sources = PolicySources(
-                    levels=(tool.on_error, self.on_tool_error.get(name), self.tool_defaults),
-                    config=config,
-                )
-            action = sources.resolve(kind)
+            # The same kind resolves to the same action all through the call.
+            if resolved is None or resolved[0] != kind:
+                if sources is None:
+                    sources = PolicySources(
+                        levels=(tool.on_error, self.on_tool_error.get(name), self.tool_defaults),
+                        config=config,
+                    )
+                resolved = (kind, sources.resolve(kind))
+            action = resolved[1]
             try:
-                step = yield from self.recover(
-                    action, kind, failure, tool, call, raw, attempts, used, config
-                )
+                if isinstance(action, Retry):  # the usual action: no generator of its own
+                    step: Outcome | str | float = self.retried(
+                        action, failure, tool, call, attempts, used, config
+                    )
+                    if step.__class__ is not Outcome:
+                        yield Sleep(clock, step)  # type: ignore[arg-type]
+                        self.check_cancel()
+                        step = raw
+                else:
+                    step = yield from self.recover(
+                        action, kind, failure, tool, call, raw, attempts, used, config
+                    )
             finally:
                 # The failure's traceback holds this frame: drop the reference so no
                 # exception -> traceback -> frame -> exception cycle outlives the call.
@@ -290,6 +282,49 @@ class ToolCalls:
             retried.__traceback__ = None
             del retried
             raw = step
+
+    def retried(
+        self,
+        action: Retry,
+        error: Exception,
+        tool: BaseTool[Any, Any],
+        call: ToolCall,
+        attempts: int,
+        used: dict[int, int],
+        config: ResilienceConfig,
+    ) -> Outcome | float:
+        """Apply a `Retry` to a failure: the wait before the next attempt, or the `Outcome`."""
+        key = id(action)
+        runs = used.get(key, 0) + 1
+        used[key] = runs
+        # By default the error's trace record, built once, already says it: it is what
+        # `Retry.should_retry` would classify.
+        record = self.record(error)
+        retry = record.retryable if action.retry_on is None else action.should_retry(error)
+        name, max_attempts = tool.name, action.max_attempts
+        if runs < max_attempts and retry:
+            if must_not_rerun(tool, error, action):
+                # It may have taken effect: the model checks before calling it again.
+                if config.on_exhaustion == "raise":
+                    return self.exhausted(name, error, attempts, config)
+                return self.fed_back(tool, error, attempts)
+            delay = action.delay(runs, config, self.uniform())
+            rec = self.rec
+            if rec is not None:
+                rec.tool_retry(name, call.id, runs + 1, max_attempts, delay, record)
+            self.usage.retries += 1
+            return delay
+        if runs >= max_attempts > 1:  # every attempt the policy allows failed
+            self.emit(
+                "tool.exhausted",
+                tool=name,
+                call_id=call.id,
+                framework=_OURS,
+                attempt=runs,
+                max_attempts=max_attempts,
+                error=record,
+            )
+        return self.exhausted(name, error, attempts, config)
 
     def recover(
         self,
@@ -307,49 +342,12 @@ class ToolCalls:
         emit, name = self.emit, tool.name
         key = id(action)
         if isinstance(action, Retry):
-            runs = used.get(key, 0) + 1
-            used[key] = runs
-            # By default the error's trace record, built once, already says it: it is what
-            # `Retry.should_retry` would classify.
-            retry = (
-                self.record(error).retryable
-                if action.retry_on is None
-                else action.should_retry(error)
-            )
-            if runs < action.max_attempts and retry:
-                if must_not_rerun(tool, error, action):
-                    # It may have taken effect: the model checks before calling it again.
-                    if config.on_exhaustion == "raise":
-                        return self.exhausted(name, error, attempts, config)
-                    return self.fed_back(tool, error, attempts)
-                delay = action.delay(runs, config, self.uniform())
-                self.emit_known(
-                    "tool.retry",
-                    {
-                        "tool": name,
-                        "call_id": call.id,
-                        "framework": _OURS,
-                        "attempt": runs + 1,
-                        "max_attempts": action.max_attempts,
-                        "delay": delay,
-                        "error": self.record(error),
-                    },
-                )
-                self.usage.retries += 1
-                yield Sleep(self.clock, delay)
-                self.check_cancel()
-                return raw
-            if runs >= action.max_attempts > 1:  # every attempt the policy allows failed
-                emit(
-                    "tool.exhausted",
-                    tool=name,
-                    call_id=call.id,
-                    framework=_OURS,
-                    attempt=runs,
-                    max_attempts=action.max_attempts,
-                    error=self.record(error),
-                )
-            return self.exhausted(name, error, attempts, config)
+            waited = self.retried(action, error, tool, call, attempts, used, config)
+            if isinstance(waited, Outcome):
+                return waited
+            yield Sleep(self.clock, waited)
+            self.check_cancel()
+            return raw
         if isinstance(action, Fix):
             rounds = used.get(key, 0) + 1
             used[key] = rounds
@@ -418,17 +416,9 @@ class ToolCalls:
         error: BaseException | ToolFailure,
         **marks: Any,
     ) -> None:
-        self.emit_known(
-            "tool.error",
-            {
-                "tool": call.name,
-                "call_id": call.id,
-                "framework": _OURS,
-                "attempt": attempt,
-                "error": self.record(error),
-                **marks,
-            },
-        )
+        record = self.record(error)
+        if self.rec is not None:
+            self.rec.tool_error(call.name, call.id, attempt, record, marks)
 
     def escalated(self, name: str, call: ToolCall, exc: EscalationError, attempts: int) -> Outcome:
         self.emit(
