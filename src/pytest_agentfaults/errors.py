@@ -346,6 +346,19 @@ _AUTH_PATTERNS: Final = re.compile(
 )
 _RETRYABLE_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504, 529})
 _NEVER_RETRIED: Final = (ValueError, TypeError, KeyError, PermissionError, LookupError)
+# The usual transient failures of a tool, exactly these built-in classes (a subclass may say
+# otherwise): `kind_and_retryable` answers them first, in two checks.
+_PLAIN_TRANSIENT: Final = frozenset(
+    {
+        OSError,
+        ConnectionError,
+        ConnectionResetError,
+        ConnectionAbortedError,
+        ConnectionRefusedError,
+        BrokenPipeError,
+        TimeoutError,
+    }
+)
 
 
 def is_retryable_status(status: int) -> bool:
@@ -379,6 +392,13 @@ def kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
     """`classify` without the recommendations: the kind and retryability only."""
     # Tuples, not ``A | B`` unions, in these isinstance checks: a union is checked through
     # its __instancecheck__, a tuple in C; each failed tool attempt is classified here.
+    if exc.__class__ in _PLAIN_TRANSIENT:
+        # The checks below, as they end for these classes: an explicit ``retryable``, else
+        # retryable unless the message speaks of credentials.
+        explicit = getattr(exc, "retryable", None)
+        if isinstance(explicit, bool):
+            return "runtime", explicit
+        return "runtime", not _AUTH_PATTERNS.search(str(exc))
     if not isinstance(exc, BaseException):
         return "logical", False  # a ToolFailure: an expected business failure
     explicit = getattr(exc, "retryable", None)

@@ -128,16 +128,26 @@ def _close_attempt(deadline: object, emitting: object) -> None:
 
 
 def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
-    start, deadline, emitting = _open_attempt(effect)
+    # `_open_attempt`, `_in_worker`, `_close_attempt` and `_check_late`, inlined: every tool
+    # attempt of every sync run (each retry too) comes here.
+    clock, timeout, tool = effect.clock, effect.timeout, effect.tool
+    start = clock.now()
+    interceptors = active_interceptors()
+    deadline = (
+        set_attempt_deadline(clock, start + timeout)
+        if timeout is not None and type(clock) is VirtualClock
+        else None
+    )
+    emitting = set_current_emit(effect.emit) if interceptors else None
     try:
-        if _in_worker(effect):
+        if timeout is not None and type(clock) is RealClock and effect.cut and not tool.is_async:
             # Real time: wait at most the timeout, then abandon the call in its thread.
-            result = call_in_worker(lambda: _run_sync_tool(effect), effect.timeout)  # type: ignore[arg-type]
+            result = call_in_worker(lambda: _run_sync_tool(effect), timeout)
         else:
-            result = intercept_tool(effect) if active_interceptors() else PROCEED
+            result = intercept_tool(effect) if interceptors else PROCEED
             if result is PROCEED:
-                result = effect.tool.function(**effect.kwargs)
-                if effect.tool.is_async:
+                result = tool.function(**effect.kwargs)
+                if tool.is_async:
                     assert runner is not None
                     # This attempt's context (deadline, recorder), not the runner's first one.
                     bounded = _bounded(effect, result, start)
@@ -145,9 +155,13 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     except (AttemptDeadlineExceeded, DeadlineExpired):
         raise _timed_out(effect) from None
     finally:
-        if deadline is not None or emitting is not None:
-            _close_attempt(deadline, emitting)
-    _check_late(effect, start)
+        if deadline is not None:
+            reset_attempt_deadline(deadline)
+        if emitting is not None:
+            reset_current_emit(emitting)
+    # An attempt that returned past its timeout timed out all the same.
+    if timeout is not None and clock.now() - start > timeout:
+        raise _timed_out(effect)
     return result
 
 

@@ -93,7 +93,13 @@ class ErrorRecord:
             name, message = type(exc).__name__, str(exc)
         else:
             name, message = "ToolFailure", str(getattr(exc, "error", exc))
-        return cls.trusted(name, redact(message), kind, retryable)
+        # `trusted`, inlined: every failed tool attempt is recorded here
+        record = object.__new__(cls)
+        _set_type(record, name)
+        _set_message(record, redact(message))
+        _set_kind(record, kind)
+        _set_retryable(record, retryable)
+        return record
 
     # ------------------------------------------------------------------ pydantic's API
 

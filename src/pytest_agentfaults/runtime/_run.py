@@ -102,7 +102,7 @@ class Jitter:
         self._rng: Any = None
 
     def __call__(self) -> float:
-        stream = branch_jitter(self) or self.stream()
+        stream = branch_jitter(self) or self._rng or self.stream()
         return float(stream.random())
 
     def stream(self) -> Any:

@@ -211,12 +211,18 @@ class VirtualClock:
         self._move(seconds)
 
     def _move(self, seconds: float) -> None:
-        now = self.now()
+        # `now` and `_store`, inlined: every virtual wait (each retry's backoff) comes here.
+        branch = _branch.get()
+        cell = branch[1] if branch is not None and branch[0] is self else None
+        now = self._now if cell is None else cell[0]
         active = _deadline.get()
         if active is not None and active[0] is self and now + seconds > active[1]:
             self._store(max(now, active[1]))
             raise AttemptDeadlineExceeded(active[1])
-        self._store(now + seconds)
+        if cell is None:
+            self._now = now + seconds
+        else:
+            cell[0] = now + seconds
 
     def _jump_to(self, deadline: float) -> None:
         """Move to ``deadline`` (never back): an idle loop has nothing to do before it."""
