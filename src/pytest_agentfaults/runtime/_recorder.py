@@ -205,19 +205,6 @@ class Recorder:
                 odd = True
         return self._record(type, fields, odd)
 
-    def emit_known(self, type: str, fields: dict[str, Any], /) -> Event:
-        """Record one event of the runtime's own: `emit` without the per-field checks.
-
-        For the events every run records (a tool call, a model turn ...), made where each
-        value's type is known: a name, an id, a number, an `ErrorRecord`, each of its
-        field's type (`KEPT`). The only free text is ``detail``, redacted here. ``fields``
-        is the caller's to give up: its ``detail`` is replaced by the redacted text.
-        """
-        detail = fields.get("detail")
-        if detail is not None:
-            fields["detail"] = redact(detail)
-        return self._record(type, fields, False)
-
     def _record(self, type: str, fields: dict[str, Any], odd: bool) -> Event:
         """Stamp ``fields`` (validated when ``odd``) as the next event, and store it."""
         trace = self.trace
@@ -239,11 +226,54 @@ class Recorder:
             self._publish(event)
         return event
 
-    # ------------------------------------------------------------------ tool events
-    # The events of every tool attempt (a failed one records three), each made as one dict
-    # in its final field order: no fields dict to build, merge into a copy of the stamp
-    # and drop. Their values are of their fields' types, as for `emit_known`, and
-    # ``detail`` comes redacted.
+    # ------------------------------------------------------------------ the run's own events
+    # The events every run records (a model turn, a tool attempt: a failed one records
+    # three), each made field by field in its final order. An event's fields are then kept
+    # in the instance itself, not in a dict: half the cost of building a dict and dropping
+    # it (`__dict__` makes one the first time something asks for it). Their values are of
+    # their fields' types (`KEPT`), and ``detail`` comes redacted.
+
+    def _stamped(self, type: str, at: float) -> Event:
+        event = _new_event(Event)
+        event.run_id = self.run_id
+        event.agent = self.agent
+        event.parent_run_id = self.parent_run_id
+        event.type = type
+        event.seq = len(self.trace.events)
+        event.at = at
+        return event
+
+    def run_start(self, detail: str) -> Event:
+        """The ``run.start`` event."""
+        at = self.clock.now() - self.start
+        event = self._stamped("run.start", at)
+        event.detail = detail
+        return self._keep(event, at)
+
+    def run_end(self, status: str, detail: str | None) -> Event:
+        """The ``run.end`` event."""
+        at = self.clock.now() - self.start
+        event = self._stamped("run.end", at)
+        event.status = status
+        event.detail = detail
+        return self._keep(event, at)
+
+    def llm_request(self, attempt: int, detail: str) -> Event:
+        """An ``llm.request`` event."""
+        at = self.clock.now() - self.start
+        event = self._stamped("llm.request", at)
+        event.attempt = attempt
+        event.detail = detail
+        return self._keep(event, at)
+
+    def llm_response(self, attempt: int, status: str | None, detail: str) -> Event:
+        """An ``llm.response`` event."""
+        at = self.clock.now() - self.start
+        event = self._stamped("llm.response", at)
+        event.attempt = attempt
+        event.status = status
+        event.detail = detail
+        return self._keep(event, at)
 
     def tool_step(
         self,
@@ -256,22 +286,15 @@ class Recorder:
     ) -> Event:
         """A ``tool.call`` or ``tool.result`` event of this runtime's tool ``tool``."""
         at = self.clock.now() - self.start
-        data = {
-            "run_id": self.run_id,
-            "agent": self.agent,
-            "parent_run_id": self.parent_run_id,
-            "type": type,
-            "seq": len(self.trace.events),
-            "at": at,
-            "tool": tool,
-            "call_id": call_id,
-            "attempt": attempt,
-            "framework": _OURS,
-            "detail": detail,
-        }
+        event = self._stamped(type, at)
+        event.tool = tool
+        event.call_id = call_id
+        event.attempt = attempt
+        event.framework = _OURS
+        event.detail = detail
         if marks:
-            data.update(marks)
-        return self._keep(data, at)
+            event.__dict__.update(marks)
+        return self._keep(event, at)
 
     def tool_error(
         self,
@@ -283,22 +306,15 @@ class Recorder:
     ) -> Event:
         """A ``tool.error`` event of this runtime's tool ``tool``."""
         at = self.clock.now() - self.start
-        data = {
-            "run_id": self.run_id,
-            "agent": self.agent,
-            "parent_run_id": self.parent_run_id,
-            "type": "tool.error",
-            "seq": len(self.trace.events),
-            "at": at,
-            "tool": tool,
-            "call_id": call_id,
-            "framework": _OURS,
-            "attempt": attempt,
-            "error": error,
-        }
+        event = self._stamped("tool.error", at)
+        event.tool = tool
+        event.call_id = call_id
+        event.framework = _OURS
+        event.attempt = attempt
+        event.error = error
         if marks:
-            data.update(marks)
-        return self._keep(data, at)
+            event.__dict__.update(marks)
+        return self._keep(event, at)
 
     def tool_retry(
         self,
@@ -311,29 +327,20 @@ class Recorder:
     ) -> Event:
         """A ``tool.retry`` event of this runtime's tool ``tool``."""
         at = self.clock.now() - self.start
-        return self._keep(
-            {
-                "run_id": self.run_id,
-                "agent": self.agent,
-                "parent_run_id": self.parent_run_id,
-                "type": "tool.retry",
-                "seq": len(self.trace.events),
-                "at": at,
-                "tool": tool,
-                "call_id": call_id,
-                "framework": _OURS,
-                "attempt": attempt,
-                "max_attempts": max_attempts,
-                "delay": delay,
-                "error": error,
-            },
-            at,
-        )
+        event = self._stamped("tool.retry", at)
+        event.tool = tool
+        event.call_id = call_id
+        event.framework = _OURS
+        event.attempt = attempt
+        event.max_attempts = max_attempts
+        event.delay = delay
+        event.error = error
+        return self._keep(event, at)
 
-    def _keep(self, data: dict[str, Any], at: float) -> Event:
-        """`_record`'s end: ``data`` (validated when ``at`` is not a float) as the event."""
-        event = _new_event(Event)
-        event.__dict__ = data if at.__class__ is float else validated(data)
+    def _keep(self, event: Event, at: float) -> Event:
+        """Store ``event`` (its fields validated when ``at`` is not a float), as `_record`."""
+        if at.__class__ is not float:
+            event.__dict__ = validated(event.__dict__)
         trace = self.trace
         buffer = _buffer.get()
         if buffer is not None and buffer[0] is trace:

@@ -20,6 +20,7 @@ from pytest_agentfaults.errors import (
 from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
 from pytest_agentfaults.runtime._components import BUILTIN_TOOLS, as_model
 from pytest_agentfaults.runtime._drivers import Sleep, Steps, model_name
+from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime._log import logger
 from pytest_agentfaults.runtime._override import effective
 from pytest_agentfaults.runtime._parallel import JitterTurn, Parallel, branch_jitter, with_jitter
@@ -161,7 +162,7 @@ class Run:
         agent, rec = self.agent, self.rec
         # `initial_messages` refuses an empty history: the last message is the prompt.
         prompt = self.messages[-1].content
-        rec.emit_known("run.start", {"detail": preview(prompt)})
+        rec.run_start(redact(preview(prompt)))
         try:
             if agent.fixer_function is not None:
                 output = agent.fixer_function(prompt)
@@ -236,7 +237,7 @@ class Run:
 
     def finish(self, status: RunStatus, output: Any) -> RunResult[Any]:
         shown = None if output is None else preview(render_result(output))
-        self.rec.emit_known("run.end", {"status": status, "detail": shown})
+        self.rec.run_end(status, None if shown is None else redact(shown))
         return RunResult(
             output=output,
             status=status,
@@ -381,7 +382,7 @@ class Run:
         name = model_name(model)
         if self.token_caps:
             check_tokens(agent.budget, self.usage, before_call=True)
-        rec.emit_known("llm.request", {"attempt": attempt, "detail": name})
+        rec.llm_request(attempt, redact(name))
         self.usage.llm_calls += 1
         try:
             response: ModelResponse = yield ModelCall(model, request)
@@ -392,13 +393,8 @@ class Run:
         usage = response.usage
         self.usage.input_tokens += usage.input_tokens
         self.usage.output_tokens += usage.output_tokens
-        rec.emit_known(
-            "llm.response",
-            {
-                "attempt": attempt,
-                "status": response.finish_reason,
-                "detail": _describe_response(response),
-            },
+        rec.llm_response(
+            attempt, response.finish_reason, redact(_describe_response(response))
         )
         if self.token_caps:
             check_tokens(agent.budget, self.usage, before_call=False)
