@@ -398,7 +398,7 @@ def kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
         explicit = getattr(exc, "retryable", None)
         if isinstance(explicit, bool):
             return "runtime", explicit
-        return "runtime", not _AUTH_PATTERNS.search(str(exc))
+        return "runtime", not _mentions_auth(str(exc))
     if not isinstance(exc, BaseException):
         return "logical", False  # a ToolFailure: an expected business failure
     explicit = getattr(exc, "retryable", None)
@@ -428,7 +428,7 @@ def _is_transient(exc: BaseException) -> bool:
         # A bad answer may come out right when asked again; the stream is re-asked whole.
         return True
     message = str(exc)
-    if isinstance(exc, PermissionError) or _AUTH_PATTERNS.search(message):
+    if isinstance(exc, PermissionError) or _mentions_auth(message):
         return False
     if isinstance(exc, (ConnectionError, TimeoutError, OSError, ModelTransportError)):
         return True
@@ -438,6 +438,25 @@ def _is_transient(exc: BaseException) -> bool:
     # Anything else a tool raises is an unexpected runtime failure: one more try may pass,
     # and the retry action bounds how many are made.
     return not isinstance(exc, _NEVER_RETRIED)
+
+
+def _mentions_auth(message: str) -> bool:
+    """Whether ``message`` speaks of credentials (`_AUTH_PATTERNS`).
+
+    ASCII text without one of the words every match holds is answered without the
+    pattern's scan (a tenth of its cost), which tries each alternative at each position.
+    """
+    if message.isascii():
+        lowered = message.lower()
+        if not (
+            "key" in lowered
+            or "unauthori" in lowered
+            or "forbidden" in lowered
+            or "40" in lowered
+            or "credential" in lowered
+        ):
+            return False
+    return _AUTH_PATTERNS.search(message) is not None
 
 
 def _recommend(exc: object, kind: ErrorKind, retryable: bool, tool: str | None) -> list[str]:

@@ -86,6 +86,35 @@ def test_never_retried_by_default(exc):
     assert af.classify(exc).retryable is False
 
 
+@pytest.mark.parametrize("kind", [ConnectionError, TimeoutError, OSError, RuntimeError])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "bad API key",
+        "apikey missing",
+        "API-KEY",
+        "Unauthorised",
+        "request UNAUTHORIZED",
+        "Forbidden",
+        "status 401",
+        "HTTP 403 from proxy",
+        "invalid client credentials",
+        "INVALID CREDENTIAL",
+        "api \u212aey rejected",  # a Kelvin sign: not ASCII, still a key under IGNORECASE
+        "forbidden \u2014 go away",  # not ASCII
+    ],
+)
+def test_a_failure_that_speaks_of_credentials_is_not_retried(kind, message):
+    assert af.classify(kind(message)).retryable is False
+
+
+@pytest.mark.parametrize(
+    "message", ["reset", "", "Connection reset by peer", "status 503", "took 40s", "keyboard"]
+)
+def test_a_transient_failure_that_does_not_speak_of_credentials_is_retried(message):
+    assert af.classify(ConnectionError(message)).retryable is True
+
+
 def test_unexpected_runtime_errors_are_retryable():
     assert af.classify(RuntimeError("boom")).retryable is True
 

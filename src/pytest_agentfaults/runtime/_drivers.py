@@ -27,6 +27,8 @@ from pytest_agentfaults.runtime.clock import (
     Clock,
     RealClock,
     VirtualClock,
+    pop_attempt_deadline,
+    push_attempt_deadline,
     reset_attempt_deadline,
     set_attempt_deadline,
 )
@@ -134,7 +136,7 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     start = clock.now()
     interceptors = active_interceptors()
     deadline = (
-        set_attempt_deadline(clock, start + timeout)
+        push_attempt_deadline((clock, start + timeout))
         if timeout is not None and type(clock) is VirtualClock
         else None
     )
@@ -156,7 +158,7 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
         raise _timed_out(effect) from None
     finally:
         if deadline is not None:
-            reset_attempt_deadline(deadline)
+            pop_attempt_deadline(deadline)
         if emitting is not None:
             reset_current_emit(emitting)
     # An attempt that returned past its timeout timed out all the same.

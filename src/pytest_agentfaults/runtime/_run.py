@@ -393,9 +393,7 @@ class Run:
         usage = response.usage
         self.usage.input_tokens += usage.input_tokens
         self.usage.output_tokens += usage.output_tokens
-        rec.llm_response(
-            attempt, response.finish_reason, redact(_describe_response(response))
-        )
+        rec.llm_response(attempt, response.finish_reason, redact(_describe_response(response)))
         if self.token_caps:
             check_tokens(agent.budget, self.usage, before_call=False)
         return response

@@ -315,6 +315,12 @@ def reset_attempt_deadline(token: object) -> None:
     _deadline.reset(token)  # type: ignore[arg-type]
 
 
+# `set_attempt_deadline` for a virtual clock, given ``(clock, deadline)``, and its undo: the
+# sync driver's hot path (every tool attempt) calls the variable's own methods.
+push_attempt_deadline: Final = _deadline.set
+pop_attempt_deadline: Final = _deadline.reset
+
+
 _default: ContextVar[Clock | None] = ContextVar("agentfaults_default_clock", default=None)
 _REAL = RealClock()
 

@@ -129,7 +129,9 @@ class Retry:
         action's own ``max_delay`` when it sets one. A ``base_delay`` above it waits the cap.
         """
         base = config.base_delay if self.base_delay is None else self.base_delay
-        cap = config.max_delay if self.max_delay is None else min(config.max_delay, self.max_delay)
+        cap = config.max_delay
+        if self.max_delay is not None and self.max_delay < cap:  # min(cap, self.max_delay)
+            cap = self.max_delay
         return backoff_delay(
             self.strategy or config.strategy,
             retry_number,
