@@ -347,8 +347,9 @@ _AUTH_PATTERNS: Final = re.compile(
 _RETRYABLE_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504, 529})
 _NEVER_RETRIED: Final = (ValueError, TypeError, KeyError, PermissionError, LookupError)
 # The usual transient failures of a tool, exactly these built-in classes (a subclass may say
-# otherwise): `kind_and_retryable` answers them first, in two checks.
-_PLAIN_TRANSIENT: Final = frozenset(
+# otherwise): `kind_and_retryable` answers them first, in two checks. Their kind and
+# retryability follow from their message and a ``retryable`` attribute alone.
+PLAIN_TRANSIENT: Final = frozenset(
     {
         OSError,
         ConnectionError,
@@ -392,7 +393,7 @@ def kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
     """`classify` without the recommendations: the kind and retryability only."""
     # Tuples, not ``A | B`` unions, in these isinstance checks: a union is checked through
     # its __instancecheck__, a tuple in C; each failed tool attempt is classified here.
-    if exc.__class__ in _PLAIN_TRANSIENT:
+    if exc.__class__ in PLAIN_TRANSIENT:
         # The checks below, as they end for these classes: an explicit ``retryable``, else
         # retryable unless the message speaks of credentials.
         explicit = getattr(exc, "retryable", None)

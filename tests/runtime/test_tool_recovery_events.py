@@ -67,3 +67,54 @@ def test_retries_are_exhausted_only_where_a_retry_was_allowed(max_attempts, exha
     for event in events:
         assert (event.attempt, event.max_attempts) == (max_attempts, max_attempts)
         assert event.framework == "agentfaults"
+
+
+def _failing_with(*errors: BaseException) -> af.RunResult:
+    left = list(errors)
+
+    @af.tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        if left:
+            raise left.pop(0)
+        return "page"
+
+    model = ScriptedModel([call_tool("fetch", url="https://a.test"), say("ok")])
+    agent = af.Agent(
+        "bot",
+        model=model,
+        tools=[fetch],
+        clock=af.VirtualClock(),
+        resilience=af.ResilienceConfig(max_retries=5),
+    )
+    return agent.run("go")
+
+
+def test_each_failure_of_a_retried_call_is_recorded_as_it_was():
+    revoked = ConnectionError("reset")
+    revoked.retryable = False  # type: ignore[attr-defined]
+    result = _failing_with(
+        ConnectionError("reset"),
+        ConnectionError("reset"),
+        ConnectionResetError("reset"),
+        TimeoutError("reset"),
+        ConnectionError("connection refused"),
+        revoked,
+    )
+    errors = [e.error for e in result.trace.of("tool.error", tool="fetch")]
+    assert [(e.type, e.message, e.retryable) for e in errors] == [
+        ("ConnectionError", "reset", True),
+        ("ConnectionError", "reset", True),
+        ("ConnectionResetError", "reset", True),
+        ("TimeoutError", "reset", True),
+        ("ConnectionError", "connection refused", True),
+        ("ConnectionError", "reset", False),
+    ]
+    assert result.trace.retries("fetch") == 5
+
+
+def test_a_retried_failure_that_then_speaks_of_credentials_is_not_retried_again():
+    result = _failing_with(ConnectionError("reset"), ConnectionError("bad API key"))
+    errors = [e.error for e in result.trace.of("tool.error", tool="fetch")]
+    assert [e.retryable for e in errors] == [True, False]
+    assert result.trace.retries("fetch") == 1

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.errors import (
     NEVER_RECOVERED,
+    PLAIN_TRANSIENT,
     EscalationError,
     InvalidArgsError,
     ToolExecutionError,
@@ -90,6 +91,7 @@ class ToolCalls:
     """
 
     __slots__ = (
+        "_plain",
         "_record",
         "builtins",
         "cancel",
@@ -130,6 +132,7 @@ class ToolCalls:
         self.usage = usage if usage is not None else Usage()
         self.cancel = cancel
         self._record: tuple[object, ErrorRecord] | None = None
+        self._plain: tuple[tuple[object, ...], ErrorRecord] | None = None
 
     def check_cancel(self) -> None:
         """Raise `Cancelled` when the run's token was cancelled."""
@@ -148,7 +151,19 @@ class ToolCalls:
         cached = self._record
         if cached is not None and cached[0] is error:
             return cached[1]
-        record = ErrorRecord.from_exception(error)
+        cls = error.__class__
+        if cls in PLAIN_TRANSIENT:
+            # Its record follows from its class, its message and its ``retryable`` alone:
+            # a failure like the last one (a retried call's, mostly) shares that record.
+            key = (cls, str(error), getattr(error, "retryable", None))
+            plain = self._plain
+            if plain is not None and plain[0] == key:
+                record = plain[1]
+            else:
+                record = ErrorRecord.from_exception(error)
+                self._plain = (key, record)
+        else:
+            record = ErrorRecord.from_exception(error)
         self._record = (error, record)
         return record
 
