@@ -166,7 +166,11 @@ class Recorder:
             self.start = clock.now()
             self.parent_run_id = None
             self._observers = tuple(observers)
-            self._collectors = _collectors.get()
+            # The traces that also get this run's events: not its own, which has them already.
+            collectors = _collectors.get()
+            if collectors:
+                collectors = tuple(c for c in collectors if c is not self.trace)
+            self._collectors = collectors
         # Every event of this run starts as a copy of this, its first six fields in order;
         # `emit` overwrites type, seq and at. Copying a dict of the final layout and
         # overwriting costs a third less than merging three dicts into a new one.
@@ -337,6 +341,28 @@ class Recorder:
         event.error = error
         return self._keep(event, at)
 
+    def tool_fault(
+        self,
+        tool: str,
+        call_id: str | None,
+        attempt: int,
+        status: str | None,
+        detail: str,
+        non_idempotent: bool,
+    ) -> Event:
+        """A ``tool.fault`` event: a fault the test kit injected into tool ``tool``."""
+        at = self.clock.now() - self.start
+        event = self._stamped("tool.fault", at)
+        event.tool = tool
+        event.call_id = call_id
+        event.attempt = attempt
+        event.framework = _OURS
+        event.status = status
+        event.detail = detail
+        if non_idempotent:
+            event.__dict__["idempotent"] = False
+        return self._keep(event, at)
+
     def _keep(self, event: Event, at: float) -> Event:
         """Store ``event`` (its fields validated when ``at`` is not a float), as `_record`."""
         if at.__class__ is not float:
@@ -347,8 +373,15 @@ class Recorder:
             buffer[1].append((event, self))  # a parallel call: merged in order later
             return event
         trace.events.append(event)
-        if self._collectors or self._observers:
-            self._publish(event)
+        if self._collectors:
+            for collector in self._collectors:
+                # `Trace.add`, inlined for a trace that numbers the event as its run did
+                if collector.__class__ is Trace and event.seq == len(collector.events):
+                    collector.events.append(event)
+                else:
+                    collector.add(event)
+        if self._observers:
+            self._observe(event)
         return event
 
     def deliver(self, event: Event) -> None:
@@ -361,10 +394,11 @@ class Recorder:
         self._publish(trace.add(event))
 
     def _publish(self, event: Event) -> None:
-        trace = self.trace
         for collector in self._collectors:
-            if collector is not trace:
-                collector.add(event)
+            collector.add(event)
+        self._observe(event)
+
+    def _observe(self, event: Event) -> None:
         for observer in self._observers:
             try:
                 observer(event)

@@ -221,7 +221,7 @@ class ToolCalls:
                     rec.tool_step("tool.call", name, call_id, attempts, shown[1], marks)
                 try:
                     result = yield Attempt(
-                        tool, checked, timeout, clock, emit, call_id, attempts, cut
+                        tool, checked, timeout, clock, emit, call_id, attempts, cut, rec
                     )
                 except NEVER_RECOVERED:
                     raise

@@ -17,6 +17,7 @@ from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded
 
 if TYPE_CHECKING:
+    from pytest_agentfaults.runtime._recorder import Recorder
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.models.base import Model, ModelRequest
 
@@ -44,10 +45,11 @@ class Attempt:
     """Run one attempt of ``tool`` with ``kwargs``, bounded by ``timeout`` on ``clock``.
 
     ``emit`` records events in the run's trace; ``call_id`` and ``number`` say which tool
-    call and which attempt of it this is.
+    call and which attempt of it this is. ``rec`` is the run's recorder, when the attempt
+    is a run's (None: ``emit`` alone records).
     """
 
-    __slots__ = ("call_id", "clock", "cut", "emit", "kwargs", "number", "timeout", "tool")
+    __slots__ = ("call_id", "clock", "cut", "emit", "kwargs", "number", "rec", "timeout", "tool")
 
     def __init__(
         self,
@@ -59,6 +61,7 @@ class Attempt:
         call_id: str | None = None,
         number: int = 1,
         cut: bool = True,
+        rec: Recorder | None = None,
     ) -> None:
         self.tool = tool
         self.kwargs = kwargs
@@ -70,6 +73,7 @@ class Attempt:
         # False for the default timeout: a sync tool then runs on the caller's thread, and
         # the timeout is checked when it returns (see ResilienceConfig.timeout_seconds)
         self.cut = cut
+        self.rec = rec
 
 
 class ModelCall:
@@ -213,7 +217,18 @@ def _call_interceptor(hook: Callable[[Any], Any], effect: Any) -> Any:
 def intercept_tool(effect: Attempt) -> Any:
     """What the interceptors in force make of a tool attempt: `PROCEED` or a result."""
     for interceptor in _interceptors.get():
-        outcome = _call_interceptor(interceptor.tool_attempt, effect)
+        # `_call_interceptor`, inlined: asked before every tool attempt of a test
+        try:
+            outcome = interceptor.tool_attempt(effect)
+        except AttemptDeadlineExceeded:
+            raise
+        except UsageError:
+            raise
+        except Exception as exc:
+            hook = interceptor.tool_attempt
+            raise InterceptorError(f"fault injection failed in {hook!r}: {exc!r}") from exc
+        if isinstance(outcome, Inject):
+            raise outcome.error.with_traceback(None)  # see `_call_interceptor`
         if outcome is not PROCEED:
             return outcome
     return PROCEED

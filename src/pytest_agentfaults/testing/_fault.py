@@ -39,6 +39,7 @@ __all__ = [
     "Target",
     "ToolAction",
     "ToolFault",
+    "fired_fault",
     "short",
     "without_addresses",
 ]
@@ -367,6 +368,27 @@ class FiredFault:
 
     def __str__(self) -> str:
         return f"{self.target}:{self.name} {self.kind} (occurrence {self.occurrence})"
+
+
+# The slots' own setters: a frozen dataclass's __init__ sets each field through
+# ``object.__setattr__``, twice the cost; a fault is recorded at every hit.
+_Setter: TypeAlias = Callable[[FiredFault, Any], None]
+_set_target: Final[_Setter] = FiredFault.__dict__["target"].__set__
+_set_name: Final[_Setter] = FiredFault.__dict__["name"].__set__
+_set_kind: Final[_Setter] = FiredFault.__dict__["kind"].__set__
+_set_occurrence: Final[_Setter] = FiredFault.__dict__["occurrence"].__set__
+_set_fault: Final[_Setter] = FiredFault.__dict__["fault"].__set__
+
+
+def fired_fault(target: Target, name: str, kind: str, occurrence: int, fault: Fault) -> FiredFault:
+    """``FiredFault(target, name, kind, occurrence, fault)``, made at half the cost."""
+    item = object.__new__(FiredFault)
+    _set_target(item, target)
+    _set_name(item, name)
+    _set_kind(item, kind)
+    _set_occurrence(item, occurrence)
+    _set_fault(item, fault)
+    return item
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime.clock import advance_virtually
 from pytest_agentfaults.runtime.hooks import (
     PROCEED,
@@ -38,8 +39,10 @@ class PlanInterceptor(Interceptor):
 
     def __init__(self, plan: FaultPlan) -> None:
         self.plan = plan
-        self._sorted_for: tuple[int, int] = (0, -1)  # (id, length) of the faults sorted
-        self._tools: dict[str, list[ToolFault]] = {}
+        # The plan's fault list and its length when they were sorted (see `_sort`).
+        self._sorted_for: tuple[list[Any] | None, int] = (None, -1)
+        # tool -> (its faults, those on the tool itself (not ``function=``), the target's key)
+        self._tools: dict[str, tuple[list[ToolFault], list[ToolFault], tuple[str, str]]] = {}
         self._llm: dict[str | None, list[LLMFault]] = {}
         # id(fault) -> (what it injects, its description): each hit of a fault says the same
         self._described: dict[int, tuple[Any, ...]] = {}
@@ -47,8 +50,8 @@ class PlanInterceptor(Interceptor):
     def _sort(self) -> None:
         """File the plan's tool faults by tool and llm faults by agent, in declared order."""
         faults = self.plan.faults
-        seen = (id(faults), len(faults))
-        if seen == self._sorted_for:
+        sorted_for = self._sorted_for
+        if sorted_for[0] is faults and sorted_for[1] == len(faults):
             return
         tools: dict[str, list[ToolFault]] = {}
         llm: dict[str | None, list[LLMFault]] = {}
@@ -57,42 +60,62 @@ class PlanInterceptor(Interceptor):
                 tools.setdefault(fault.tool, []).append(fault)
             elif isinstance(fault, LLMFault):
                 llm.setdefault(fault.agent, []).append(fault)
-        self._tools, self._llm, self._sorted_for = tools, llm, seen
+        self._tools = {
+            tool: (named, [f for f in named if not f.function], ("tool", tool))
+            for tool, named in tools.items()
+        }
+        self._llm, self._sorted_for = llm, (faults, len(faults))
 
     def tool_faults(self, tool: str) -> list[ToolFault]:
         """The plan's faults on ``tool`` (``function=`` ones included), in declared order."""
         self._sort()
-        return self._tools.get(tool, [])
+        filed = self._tools.get(tool)
+        return [] if filed is None else filed[0]
 
     def tool_attempt(self, attempt: Attempt) -> Any:
         name = attempt.tool.name
-        self.plan.tools_called.add(name)  # for the message of a tool fault that never fired
-        named = self.tool_faults(name)
-        if not named:
+        plan = self.plan
+        plan.tools_called.add(name)  # for the message of a tool fault that never fired
+        self._sort()
+        filed = self._tools.get(name)
+        if filed is None:
             return PROCEED
-        candidates = [f for f in named if not f.function]
+        named, candidates, key = filed
         if not candidates:
             return PROCEED
-        hit = self.plan.next_fault(("tool", name), candidates)
+        hit = plan.next_fault(key, candidates)
         if hit is None:
             return PROCEED
         fault, occurrence = hit
-        fault.check()
-        self.plan.record(fault, name, fault.action or "", occurrence)
-        fields: dict[str, Any] = {
-            "tool": name,
-            "call_id": attempt.call_id,
-            "attempt": attempt.number,
-            "framework": "agentfaults",
-            "status": fault.action,
-            "detail": self.described(fault),
-        }
-        if _any_non_idempotent(named):
-            fields["idempotent"] = False
-        attempt.emit("tool.fault", **fields)
-        if fault.raises is not None:
-            exc = fault.raises
-            return Inject(exc() if isinstance(exc, type) else exc)
+        action = fault.action
+        if action is None:
+            fault.check()  # raises: the fault says nothing to inject
+        plan.record(fault, name, action or "", occurrence)
+        rec = attempt.rec
+        if rec is not None:  # a run's attempt: its recorder makes the event at once
+            rec.tool_fault(
+                name,
+                attempt.call_id,
+                attempt.number,
+                action,
+                redact(self.described(fault)),
+                _any_non_idempotent(named),
+            )
+        else:
+            fields: dict[str, Any] = {
+                "tool": name,
+                "call_id": attempt.call_id,
+                "attempt": attempt.number,
+                "framework": "agentfaults",
+                "status": action,
+                "detail": self.described(fault),
+            }
+            if _any_non_idempotent(named):
+                fields["idempotent"] = False
+            attempt.emit("tool.fault", **fields)
+        raises = fault.raises
+        if raises is not None:
+            return Inject(raises() if isinstance(raises, type) else raises)
         if fault.delay is None:
             return fault.returns
         # delay: latency, then the tool runs, unless the latency trips the attempt deadline

@@ -52,6 +52,7 @@ from pytest_agentfaults.testing._fault import (
     LLMFault,
     Target,
     ToolFault,
+    fired_fault,
 )
 from pytest_agentfaults.testing._frameworks.function import check_path, patch_function
 from pytest_agentfaults.testing._marker import parse_marker
@@ -383,7 +384,7 @@ class FaultPlan:
 
     def record(self, fault: Fault, name: str, kind: str, occurrence: int) -> FiredFault:
         """Note that ``fault`` fired. ``name`` is redacted: it often holds a request's URL."""
-        item = FiredFault(fault.target, redact(name), kind, occurrence, fault)
+        item = fired_fault(fault.target, redact(name), kind, occurrence, fault)
         self.fired.append(item)
         return item
 
