@@ -173,11 +173,12 @@ class Run:
                 if self.stopping():
                     return self.cancelled()
                 response = yield from self.model_turn()
-                self.messages.append(response.message)
-                calls = response.message.tool_calls
+                message = response.message  # a pydantic model: each read costs a lookup
+                self.messages.append(message)
+                calls = message.tool_calls
                 if not calls:
                     if agent.output_spec is None:
-                        return self.finish("ok", response.message.content)
+                        return self.finish("ok", message.content)
                     checked = yield from self.check_output(response)
                     if isinstance(checked, RunResult):
                         return checked
@@ -437,10 +438,11 @@ def _check_soft_failure(response: ModelResponse, model: str) -> None:
 
 
 def _describe_response(response: ModelResponse) -> str:
-    calls = response.message.tool_calls
+    message = response.message
+    calls = message.tool_calls
     if calls:
         return "tool calls: " + ", ".join(call.name for call in calls)
-    return preview(response.message.content)
+    return preview(message.content)
 
 
 def initial_messages(

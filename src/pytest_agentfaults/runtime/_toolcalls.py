@@ -59,6 +59,8 @@ __all__ = ["Cancelled", "Outcome", "ToolCalls"]
 
 _NON_IDEMPOTENT: Final[dict[str, Any]] = {"idempotent": False}
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+#: the failures no recovery policy handles: a hard failure, an escalation
+_HARD: Final = (ToolExecutionError, EscalationError)
 #: the ``framework`` field of this runtime's tool events (other frameworks' tools have theirs)
 _OURS: Final = "agentfaults"
 
@@ -213,6 +215,7 @@ class ToolCalls:
                 self.tool_error(call, None, checked)
                 kind: FailureKind = "invalid_args"
                 failure: Exception = checked
+                record: ErrorRecord | None = None
             else:
                 attempts += 1
                 if rec is not None:
@@ -226,7 +229,7 @@ class ToolCalls:
                 except NEVER_RECOVERED:
                     raise
                 except Exception as exc:
-                    hard = isinstance(exc, (ToolExecutionError, EscalationError))
+                    hard = isinstance(exc, _HARD)
                     if hard:
                         exc.tool = exc.tool or name  # type: ignore[attr-defined]
                     record = self.record(exc)
@@ -273,7 +276,7 @@ class ToolCalls:
             try:
                 if isinstance(action, Retry):  # the usual action: no generator of its own
                     step: Outcome | str | float = self.retried(
-                        action, failure, tool, call, attempts, used, config
+                        action, failure, tool, call, attempts, used, config, record
                     )
                     if step.__class__ is not Outcome:
                         yield Sleep(clock, step)  # type: ignore[arg-type]
@@ -307,14 +310,19 @@ class ToolCalls:
         attempts: int,
         used: dict[int, int],
         config: ResilienceConfig,
+        record: ErrorRecord | None = None,
     ) -> Outcome | float:
-        """Apply a `Retry` to a failure: the wait before the next attempt, or the `Outcome`."""
+        """Apply a `Retry` to a failure: the wait before the next attempt, or the `Outcome`.
+
+        ``record`` is the failure's trace record, when the caller has it already.
+        """
         key = id(action)
         runs = used.get(key, 0) + 1
         used[key] = runs
         # By default the error's trace record, built once, already says it: it is what
         # `Retry.should_retry` would classify.
-        record = self.record(error)
+        if record is None:
+            record = self.record(error)
         retry = record.retryable if action.retry_on is None else action.should_retry(error)
         name, max_attempts = tool.name, action.max_attempts
         if runs < max_attempts and retry:

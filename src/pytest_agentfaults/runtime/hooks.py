@@ -179,7 +179,9 @@ def install_interceptor(interceptor: Interceptor) -> None:
 def remove_interceptor(interceptor: Interceptor) -> None:
     """Undo `install_interceptor` (in any order)."""
     current = _interceptors.get()
-    if interceptor in current:
+    if len(current) == 1 and current[0] is interceptor:  # the usual one, alone
+        _interceptors.set(())
+    elif interceptor in current:
         _interceptors.set(tuple(i for i in current if i is not interceptor))
 
 
@@ -197,38 +199,25 @@ def declared_non_idempotent(tool: str) -> bool:
     return False
 
 
-def _call_interceptor(hook: Callable[[Any], Any], effect: Any) -> Any:
-    try:
-        outcome = hook(effect)
-    except AttemptDeadlineExceeded:
-        raise  # injected latency crossed the attempt's deadline: a timeout, as intended
-    except UsageError:
-        raise  # the test's mistake (a fault left unfinished): its own message, unwrapped
-    except Exception as exc:
-        raise InterceptorError(f"fault injection failed in {hook!r}: {exc!r}") from exc
-    if isinstance(outcome, Inject):
-        # A fault's exception is one instance, raised again and again (a marker's, in every
-        # test): raised as is, its traceback would grow by each raise's frames and keep
-        # every earlier run alive. Each raise starts a traceback of its own.
-        raise outcome.error.with_traceback(None)
-    return outcome
-
-
 def intercept_tool(effect: Attempt) -> Any:
     """What the interceptors in force make of a tool attempt: `PROCEED` or a result."""
+    # The hook is called here, not through a helper: asked before every tool attempt of a
+    # test (`intercept_model` is the same loop, for model calls).
     for interceptor in _interceptors.get():
-        # `_call_interceptor`, inlined: asked before every tool attempt of a test
         try:
             outcome = interceptor.tool_attempt(effect)
         except AttemptDeadlineExceeded:
-            raise
+            raise  # injected latency crossed the attempt's deadline: a timeout, as intended
         except UsageError:
-            raise
+            raise  # the test's mistake (a fault left unfinished): its own message, unwrapped
         except Exception as exc:
             hook = interceptor.tool_attempt
             raise InterceptorError(f"fault injection failed in {hook!r}: {exc!r}") from exc
         if isinstance(outcome, Inject):
-            raise outcome.error.with_traceback(None)  # see `_call_interceptor`
+            # A fault's exception is one instance, raised again and again (a marker's, in
+            # every test): raised as is, its traceback would grow by each raise's frames
+            # and keep every earlier run alive. Each raise starts a traceback of its own.
+            raise outcome.error.with_traceback(None)
         if outcome is not PROCEED:
             return outcome
     return PROCEED
@@ -236,8 +225,18 @@ def intercept_tool(effect: Attempt) -> Any:
 
 def intercept_model(effect: ModelCall) -> Any:
     """What the interceptors in force make of a model call: `PROCEED` or a response."""
-    for interceptor in _interceptors.get():
-        outcome = _call_interceptor(interceptor.model_call, effect)
+    for interceptor in _interceptors.get():  # as `intercept_tool` does
+        try:
+            outcome = interceptor.model_call(effect)
+        except AttemptDeadlineExceeded:
+            raise
+        except UsageError:
+            raise
+        except Exception as exc:
+            hook = interceptor.model_call
+            raise InterceptorError(f"fault injection failed in {hook!r}: {exc!r}") from exc
+        if isinstance(outcome, Inject):
+            raise outcome.error.with_traceback(None)
         if outcome is not PROCEED:
             return outcome
     return PROCEED
