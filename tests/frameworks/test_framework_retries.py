@@ -1,0 +1,220 @@
+"""What a framework's trace calls a retry is what the framework retried, nothing more.
+
+An attempt at a tool after a failed one is the framework's retry only when the framework
+made it in answer to that failure: a later model turn of the same run (pydantic-ai asking
+the model again, the Agents SDK feeding the error back, a LangGraph agent's next step) or
+the same call attempted again (``with_retry``, a LangGraph ``RetryPolicy``). A parallel
+call of the same model turn is not a retry, nor is the first call of another run; and the
+``attempt`` numbers, which the verdict reads, count within one failure streak, so a new
+call is attempt 1 and a non-idempotent tool's new call is not "run again".
+
+The frameworks are real: pydantic-ai with its `FunctionModel`, the Agents SDK against the
+loopback `llm_server`, LangGraph's `ToolNode` in a real graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import agents
+import openai
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from pydantic_ai import Agent, ModelRetry
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+import pytest_agentfaults as af
+from pytest_agentfaults.testing import call_tool, call_tools, say
+
+NO_TRACING = agents.RunConfig(tracing_disabled=True)
+
+
+# ---------------------------------------------------------------- pydantic-ai
+
+
+def two_searches_then_done(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """One model turn asking for two searches at once, then an answer."""
+    if len(messages) == 1:
+        return ModelResponse(
+            parts=[
+                ToolCallPart("search", {"q": "a"}, tool_call_id="c1"),
+                ToolCallPart("search", {"q": "b"}, tool_call_id="c2"),
+            ]
+        )
+    return ModelResponse(parts=[TextPart("done")])
+
+
+def one_search_then_done(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Calls ``search`` once per run, then answers whatever the tool said."""
+    if len(messages[-1].parts) and messages[-1].parts[0].part_kind == "user-prompt":
+        return ModelResponse(parts=[ToolCallPart("search", {"q": "a"})])
+    return ModelResponse(parts=[TextPart("done")])
+
+
+def searching_agent(model: Any, ran: list[str]) -> Agent[None, str]:
+    agent = Agent(FunctionModel(model))
+
+    @agent.tool_plain(retries=3)
+    def search(q: str) -> str:
+        ran.append(q)
+        return "the docs"
+
+    return agent
+
+
+@pytest.mark.inject_fault(tool="search", raises=ModelRetry("busy"), times=1)
+def test_pydantic_ai_parallel_calls_of_one_turn_are_not_retries(trace: af.Trace) -> None:
+    ran: list[str] = []
+    assert searching_agent(two_searches_then_done, ran).run_sync("go").output == "done"
+    assert ran == ["b"]  # the first call was faulted, the second ran
+    assert trace.tool_attempts("search") == 2
+    assert trace.retries("search") == 0  # pydantic-ai retried nothing: the model answered
+    assert [e.attempt for e in trace.of("tool.call")] == [1, 1]
+
+
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"), times=1)
+def test_pydantic_ai_a_second_run_is_not_a_retry_of_the_first(trace: af.Trace) -> None:
+    ran: list[str] = []
+    agent = searching_agent(one_search_then_done, ran)
+    with pytest.raises(ConnectionError):
+        agent.run_sync("go")  # pydantic-ai does not retry a ConnectionError: the run ends
+    assert agent.run_sync("again").output == "done"
+    assert ran == ["a"]
+    assert trace.retries("search") == 0
+    assert [e.attempt for e in trace.of("tool.call")] == [1, 1]
+
+
+# ---------------------------------------------------------------- the Agents SDK
+
+CHARGED: list[str] = []
+
+
+@agents.function_tool
+def charge(customer: str) -> str:
+    """Charge a customer."""
+    CHARGED.append(customer)
+    return f"charged {customer}"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_charges() -> None:
+    CHARGED.clear()
+
+
+def run_charging(llm_server: af.LLMServer) -> Any:
+    async def main() -> Any:
+        async with openai.AsyncOpenAI(
+            base_url=llm_server.base_url("openai"), api_key="sk-test"
+        ) as client:
+            model = agents.OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+            agent = agents.Agent(name="biller", instructions="Bill.", tools=[charge], model=model)
+            return await agents.Runner.run(agent, "bill", run_config=NO_TRACING)
+
+    return asyncio.run(main())
+
+
+@pytest.mark.inject_fault(tool="charge", raises=TimeoutError(), times=1, idempotent=False)
+def test_agents_sdk_parallel_calls_are_not_a_non_idempotent_rerun(
+    llm_server: af.LLMServer, trace: af.Trace
+) -> None:
+    llm_server.script(
+        [call_tools([("charge", {"customer": "ann"}), ("charge", {"customer": "bob"})]), say("ok")]
+    )
+    assert run_charging(llm_server).final_output == "ok"
+    assert CHARGED == ["bob"]  # two customers, each charged at most once
+    assert trace.retries("charge") == 0
+    verdict = trace.verdict()
+    assert "retried_non_idempotent" not in verdict.codes, verdict.render()
+
+
+@pytest.mark.inject_fault(tool="charge", raises=TimeoutError(), times=1, idempotent=False)
+def test_agents_sdk_the_same_charge_asked_again_is_a_rerun(
+    llm_server: af.LLMServer, trace: af.Trace
+) -> None:
+    llm_server.script(
+        [call_tool("charge", customer="ann"), call_tool("charge", customer="ann"), say("ok")]
+    )
+    assert run_charging(llm_server).final_output == "ok"
+    assert CHARGED == ["ann"]
+    assert trace.retries("charge") == 1  # the model asked again after the error: a retry
+    assert trace.verdict().codes == ["retried_non_idempotent"]
+
+
+@pytest.mark.inject_fault(tool="charge", raises=ConnectionError("reset"), times=1)
+def test_agents_sdk_a_second_run_is_not_a_retry_of_the_first(
+    llm_server: af.LLMServer, trace: af.Trace
+) -> None:
+    llm_server.script(
+        [
+            call_tool("charge", customer="ann"),
+            say("sorry"),  # the first run gives up after the error
+            call_tool("charge", customer="bob"),
+            say("ok"),
+        ]
+    )
+    assert run_charging(llm_server).final_output == "sorry"
+    assert run_charging(llm_server).final_output == "ok"
+    assert trace.retries("charge") == 0
+    assert [e.attempt for e in trace.of("tool.call")] == [1, 1]
+
+
+# ---------------------------------------------------------------- LangGraph
+
+
+def make_search(ran: list[str]) -> Any:
+    @tool
+    def search(query: str) -> str:
+        """Search the web."""
+        ran.append(query)
+        return f"results for {query}"
+
+    return search
+
+
+def agent_graph(ran: list[str], first_calls: list[str]) -> Any:
+    """A LangGraph agent loop: ask for ``first_calls``; after an error, ask once more."""
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if not isinstance(last, AIMessage | ToolMessage):
+            calls = [
+                {"name": "search", "args": {"query": q}, "id": f"first-{q}"} for q in first_calls
+            ]
+            return {"messages": [AIMessage(content="", tool_calls=calls)]}
+        turn = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+        if any(m.status == "error" for m in turn[-len(first_calls) :]) and len(turn) == len(
+            first_calls
+        ):
+            again = {"name": "search", "args": {"query": "again"}, "id": "second"}
+            return {"messages": [AIMessage(content="", tool_calls=[again])]}
+        return {"messages": [AIMessage(content="done")]}
+
+    def route(state: MessagesState) -> str:
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", model)
+    graph.add_node("tools", ToolNode([make_search(ran)], handle_tool_errors=True))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", route, ["tools", END])
+    graph.add_edge("tools", "model")
+    return graph.compile()
+
+
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"), times=2)
+def test_langgraph_parallel_calls_of_one_step_are_not_retries(trace: af.Trace) -> None:
+    ran: list[str] = []
+    app = agent_graph(ran, first_calls=["a", "b", "c"])
+    state = app.invoke({"messages": [("user", "find")]})
+    assert state["messages"][-1].content == "done"
+    assert len(ran) == 2 and "again" in ran  # one first call ran, then the one asked again
+    assert trace.tool_attempts("search") == 4
+    # the three calls of the first step are new calls; the step after the errors retries
+    assert trace.retries("search") == 1
+    assert sorted(e.attempt for e in trace.of("tool.call")) == [1, 1, 1, 2]
