@@ -213,7 +213,8 @@ def test_langgraph_parallel_calls_of_one_step_are_not_retries(trace: af.Trace) -
     app = agent_graph(ran, first_calls=["a", "b", "c"])
     state = app.invoke({"messages": [("user", "find")]})
     assert state["messages"][-1].content == "done"
-    assert len(ran) == 2 and "again" in ran  # one first call ran, then the one asked again
+    assert len(ran) == 2  # one call of the first step ran, then the one asked again
+    assert "again" in ran
     assert trace.tool_attempts("search") == 4
     # the three calls of the first step are new calls; the step after the errors retries
     assert trace.retries("search") == 1

@@ -14,7 +14,9 @@ With no plan active in the context the call just runs. Otherwise the attempt is 
 as an occurrence of ``tool`` with the same counting our own runtime uses (``times``,
 ``at``, ``probability``), a fault of that name is applied, and ``tool.call`` /
 ``tool.fault`` / ``tool.error`` / ``tool.result`` events, each with a ``framework`` field,
-go to the test's trace.
+go to the test's trace. An attempt the framework makes in answer to a failed one (a later
+model turn of the same run, the same call again: see `Site`) is its retry, with a
+``tool.retry`` event; ``attempt`` counts within such a streak, as our runtime's do.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pytest_agentfaults._failure import ToolFailure
@@ -35,7 +38,7 @@ from pytest_agentfaults.testing._fault import NOTHING, ToolFault
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
 
-__all__ = ["FRAMEWORK_NAMES", "arun_attempt", "run_attempt"]
+__all__ = ["FRAMEWORK_NAMES", "Site", "arun_attempt", "run_attempt"]
 
 T = TypeVar("T")
 
@@ -50,17 +53,43 @@ FRAMEWORK_NAMES: Final = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Site:
+    """What the framework says of one attempt: which run, which model turn, which call.
+
+    The core calls an attempt after a failed one of the same tool a *retry* only when the
+    framework made it in answer to that failure. Each field the adapter knows narrows it:
+
+    - ``run``: the framework run's own object (or its id str); a failure of another run
+      is not retried by this one (a test that runs the agent twice);
+    - ``turn``: the model turn (or graph step) that asked for the call; a failure of the
+      same turn is not retried by it: they are parallel calls of one answer;
+    - ``call_id``: the call's id; the same id attempted again is a retry, whatever the turn.
+
+    None is unknown: with nothing known, any attempt after a failure is its retry.
+    """
+
+    run: object = None
+    turn: object = None
+    call_id: str | None = None
+
+
+_UNKNOWN: Final = Site()
+
+
 def run_attempt(
     framework: str,
     tool: str,
     args: Mapping[str, Any] | None,
     call: Callable[[], T],
     failure: Callable[[ToolFailure], T],
+    site: Site = _UNKNOWN,
 ) -> T:
     """Make one attempt at ``tool`` of ``framework``: ``call()``, or the fault in its place.
 
     ``failure`` turns a ``returns=af.ToolFailure(...)`` fault into the framework's own
     way of reporting a failed tool (it may raise, e.g. pydantic-ai's ``ModelRetry``).
+    ``site`` is what the framework says of the attempt, to tell its retries (`Site`).
     """
     __tracebackhide__ = True
     plan = current_plan()
@@ -69,7 +98,7 @@ def run_attempt(
         return call()
     token = _inside.set((*inside, tool))
     try:
-        return _run(plan, framework, tool, args, call, failure)
+        return _run(plan, framework, tool, args, call, failure, site)
     finally:
         _inside.reset(token)
 
@@ -81,9 +110,10 @@ def _run(
     args: Mapping[str, Any] | None,
     call: Callable[[], T],
     failure: Callable[[ToolFailure], T],
+    site: Site,
 ) -> T:
     __tracebackhide__ = True
-    attempt = _Attempt(plan, framework, tool, args)
+    attempt = _Attempt(plan, framework, tool, args, site)
     fault = attempt.fault()
     if fault is not None:
         if fault.delay is None:
@@ -106,6 +136,7 @@ async def arun_attempt(
     args: Mapping[str, Any] | None,
     call: Callable[[], Awaitable[T]],
     failure: Callable[[ToolFailure], T],
+    site: Site = _UNKNOWN,
 ) -> T:
     """`run_attempt` for an async tool path: ``await call()``, or the fault in its place."""
     __tracebackhide__ = True
@@ -115,7 +146,7 @@ async def arun_attempt(
         return await call()
     token = _inside.set((*inside, tool))
     try:
-        return await _arun(plan, framework, tool, args, call, failure)
+        return await _arun(plan, framework, tool, args, call, failure, site)
     finally:
         _inside.reset(token)
 
@@ -127,9 +158,10 @@ async def _arun(
     args: Mapping[str, Any] | None,
     call: Callable[[], Awaitable[T]],
     failure: Callable[[ToolFailure], T],
+    site: Site,
 ) -> T:
     __tracebackhide__ = True
-    attempt = _Attempt(plan, framework, tool, args)
+    attempt = _Attempt(plan, framework, tool, args, site)
     fault = attempt.fault()
     if fault is not None:
         if fault.delay is None:
@@ -153,19 +185,49 @@ async def _arun(
 _inside: ContextVar[tuple[str, ...]] = ContextVar("agentfaults_fw_inside", default=())
 
 
+@dataclass(slots=True)
+class _Failing:
+    """The failure streak of one tool: its length, its last error, where that failed."""
+
+    streak: int
+    error: ErrorRecord
+    site: Site
+
+
+def _answers(failed: Site, now: Site) -> bool:
+    """Whether an attempt at ``now`` is the framework's retry of the failure at ``failed``."""
+    if failed.run is not None and now.run is not None and not _same_run(failed.run, now.run):
+        return False  # another run of the agent: a new call, whatever its tool
+    if failed.call_id is not None and failed.call_id == now.call_id:
+        return True  # the same call, attempted again (with_retry, a RetryPolicy)
+    if failed.turn is not None and now.turn is not None:
+        return bool(failed.turn != now.turn)  # the same turn: a parallel call, not a retry
+    return True
+
+
+def _same_run(one: object, other: object) -> bool:
+    # A run's own object is compared by identity (dataclasses compare equal by value); an
+    # id string by value.
+    return one is other or (isinstance(one, str) and one == other)
+
+
 class _Attempt:
     """One attempt's bookkeeping: its number, its events, the fault that hits it."""
 
-    __slots__ = ("failing", "key", "marks", "name", "number", "plan", "recorder")
+    __slots__ = ("failing", "key", "marks", "name", "number", "plan", "recorder", "retry", "site")
 
     def __init__(
-        self, plan: FaultPlan, framework: str, tool: str, args: Mapping[str, Any] | None
+        self,
+        plan: FaultPlan,
+        framework: str,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        site: Site,
     ) -> None:
         self.plan = plan
         self.name = tool
+        self.site = site
         self.recorder = _recorder(plan, framework)
-        counts = _attempts(plan)
-        self.number = counts[(framework, tool)] = counts.get((framework, tool), 0) + 1
         # A tool declared non-idempotent for the test says so on its events (the verdict's
         # retried_non_idempotent reads them), as our own runtime's events do.
         self.marks: dict[str, Any] = {"framework": framework}
@@ -174,19 +236,22 @@ class _Attempt:
             for f in plan.faults
         ):
             self.marks["idempotent"] = False
-        # An attempt after failed ones of the same tool is the framework's retry (pydantic-ai
-        # asks the model again, LangChain feeds the error back ...): a ``tool.retry`` event,
-        # numbered within that run of failures, as our runtime records its own retries. The
-        # wait before it is the framework's and unknown here: no ``delay``.
+        # An attempt the framework makes in answer to a failed one of the same tool (see
+        # `Site`: pydantic-ai asks the model again, LangChain's with_retry ...) is its
+        # retry: a ``tool.retry`` event, numbered within that streak of failures, as our
+        # runtime numbers its own retries; any other attempt is attempt 1 of a new call.
+        # The wait before it is the framework's and unknown here: no ``delay``.
         self.key = (framework, tool)
-        self.failing: dict[tuple[str, str], tuple[int, ErrorRecord]] = _side(plan).setdefault(
-            "failing", {}
-        )
+        self.failing: dict[tuple[str, str], _Failing] = _side(plan).setdefault("failing", {})
         before = self.failing.get(self.key)
-        if before is not None:
+        self.retry = before is not None and _answers(before.site, site)
+        if before is not None and self.retry:
+            self.number = before.streak + 1
             self.recorder.emit(
-                "tool.retry", tool=tool, attempt=before[0] + 1, error=before[1], **self.marks
+                "tool.retry", tool=tool, attempt=self.number, error=before.error, **self.marks
             )
+        else:
+            self.number = 1
         self.emit("tool.call", detail=_shown_args(args))
 
     def emit(self, kind: str, **fields: Any) -> None:
@@ -231,11 +296,21 @@ class _Attempt:
         record = ErrorRecord.from_exception(error, tool=self.name)
         self.emit("tool.error", error=record)
         before = self.failing.get(self.key)
-        self.failing[self.key] = (1 if before is None else before[0] + 1, record)
+        if self.retry or before is None or not _same_run_of(before.site, self.site):
+            self.failing[self.key] = _Failing(self.number, record, self.site)
+        # else a parallel call of a failed one failed too: the streak is the same
 
     def succeeded(self, result: object) -> None:
-        self.failing.pop(self.key, None)
+        before = self.failing.get(self.key)
+        if self.retry or (before is not None and not _same_run_of(before.site, self.site)):
+            # the streak ended (or belonged to another run); a parallel call's success
+            # leaves the failed call to be retried
+            self.failing.pop(self.key, None)
         self.emit("tool.result", detail=_shown_result(result))
+
+
+def _same_run_of(one: Site, other: Site) -> bool:
+    return one.run is None or other.run is None or _same_run(one.run, other.run)
 
 
 def _recorder(plan: FaultPlan, framework: str) -> Recorder:
@@ -259,13 +334,8 @@ def _recorder(plan: FaultPlan, framework: str) -> Recorder:
     return recorder
 
 
-def _attempts(plan: FaultPlan) -> dict[tuple[str, str], int]:
-    counts: dict[tuple[str, str], int] = _side(plan).setdefault("attempts", {})
-    return counts
-
-
 def _side(plan: FaultPlan) -> dict[str, Any]:
-    """What this module keeps per plan (so per test): recorders and attempt counts."""
+    """What this module keeps per plan (so per test): recorders and failure streaks."""
     return plan.framework_state
 
 

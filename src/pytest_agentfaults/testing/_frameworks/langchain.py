@@ -36,16 +36,19 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
-from pytest_agentfaults.testing._frameworks._core import arun_attempt, run_attempt
+from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt, run_attempt
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
 __all__ = ["install"]
 
 FRAMEWORK = "langchain"
 
-# The tool whose `run` / `arun` is about to call its `_run` / `_arun`: that call is the
-# attempt. Cleared by the wrapped `_run` / `_arun`, so nested calls are not counted again.
-_starting: ContextVar[object | None] = ContextVar("agentfaults_langchain_tool", default=None)
+# The tool whose `run` / `arun` is about to call its `_run` / `_arun` (that call is the
+# attempt), and what LangChain said of the call. Cleared by the wrapped `_run` / `_arun`,
+# so nested calls are not counted again.
+_starting: ContextVar[tuple[object, Site] | None] = ContextVar(
+    "agentfaults_langchain_tool", default=None
+)
 
 # Set on every function this module puts in place. A second install in the same process
 # (pytester's in-process session inside a test that has one) finds ours and adds no layer:
@@ -73,7 +76,7 @@ def install() -> Callable[[], None]:
     def run(tool: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         patches.wrap_method(type(tool), "_run", lambda f: _sync_attempt(f, failure))
-        token = _starting.set(tool)
+        token = _starting.set((tool, _site(kwargs)))
         try:
             return original_run(tool, *args, **kwargs)
         finally:
@@ -83,7 +86,7 @@ def install() -> Callable[[], None]:
     async def arun(tool: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         patches.wrap_method(type(tool), "_arun", lambda f: _async_attempt(f, failure))
-        token = _starting.set(tool)
+        token = _starting.set((tool, _site(kwargs)))
         try:
             return await original_arun(tool, *args, **kwargs)
         finally:
@@ -146,7 +149,8 @@ def _sync_attempt(
     @functools.wraps(original)
     def _run(tool: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if _starting.get() is not tool:
+        starting = _starting.get()
+        if starting is None or starting[0] is not tool:
             return original(tool, *args, **kwargs)
         name = str(getattr(tool, "name", "?"))
         token = _starting.set(None)
@@ -157,6 +161,7 @@ def _sync_attempt(
                 _tool_input(args, kwargs),
                 lambda: original(tool, *args, **kwargs),
                 failure,
+                starting[1],
             )
         finally:
             _starting.reset(token)
@@ -170,7 +175,8 @@ def _async_attempt(
     @functools.wraps(original)
     async def _arun(tool: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if _starting.get() is not tool:
+        starting = _starting.get()
+        if starting is None or starting[0] is not tool:
             return await original(tool, *args, **kwargs)
         name = str(getattr(tool, "name", "?"))
         token = _starting.set(None)
@@ -181,11 +187,25 @@ def _async_attempt(
                 _tool_input(args, kwargs),
                 lambda: original(tool, *args, **kwargs),
                 failure,
+                starting[1],
             )
         finally:
             _starting.reset(token)
 
     return _arun
+
+
+def _site(run_kwargs: Mapping[str, Any]) -> Site:
+    """What ``run`` / ``arun`` were told of the call: its id, and LangGraph's step.
+
+    A ``ToolNode`` passes the model's tool call id and the graph's config, whose metadata
+    holds the superstep (``langgraph_step``): the calls of one step are parallel, a call
+    of a later step answers the errors before it, and the same id again is a retry.
+    """
+    call_id = run_kwargs.get("tool_call_id")
+    metadata = run_kwargs.get("metadata")
+    step = metadata.get("langgraph_step") if isinstance(metadata, Mapping) else None
+    return Site(turn=step, call_id=call_id if isinstance(call_id, str) else None)
 
 
 def _tool_input(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._current import current_plan
-from pytest_agentfaults.testing._frameworks._core import arun_attempt
+from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
 
 __all__ = ["FRAMEWORK", "ToolFailureError", "install"]
 
@@ -91,7 +91,12 @@ def _attempt(
     async def attempt(ctx: Any, input: str) -> Any:
         __tracebackhide__ = True
         return await arun_attempt(
-            FRAMEWORK, name, _arguments(input), lambda: implementation(ctx, input), _raise_failure
+            FRAMEWORK,
+            name,
+            _arguments(input),
+            lambda: implementation(ctx, input),
+            _raise_failure,
+            _site(ctx),
         )
 
     return attempt
@@ -101,6 +106,22 @@ def _tool_name(invoker: Any, ctx: Any) -> str:
     tool = getattr(invoker, "_function_tool", None)
     name = getattr(tool, "name", None) or getattr(ctx, "tool_name", None)
     return str(name)
+
+
+def _site(ctx: Any) -> Site:
+    """The run (its usage, one object a run), its model turn and the call's id.
+
+    The run's usage counts the model's answers: calls asked for in one answer are
+    parallel ones; a call of a later answer is the model's retry of a failed one.
+    """
+    usage = getattr(ctx, "usage", None)
+    requests = getattr(usage, "requests", None)
+    call_id = getattr(ctx, "tool_call_id", None)
+    return Site(
+        run=usage,
+        turn=requests if isinstance(requests, int) else None,
+        call_id=call_id if isinstance(call_id, str) else None,
+    )
 
 
 def _arguments(raw: str) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
-from pytest_agentfaults.testing._frameworks._core import arun_attempt
+from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
 __all__ = ["FRAMEWORK", "install"]
@@ -67,6 +67,7 @@ def _hook(owner: type[Any]) -> Callable[[], None]:
             tool_args,
             lambda: original(self, name, tool_args, ctx, tool),
             _model_retry,
+            _site(ctx),
         )
 
     setattr(call_tool, _HOOKED, True)
@@ -79,6 +80,16 @@ def _hook(owner: type[Any]) -> Callable[[], None]:
             owner.call_tool = original
 
     return undo
+
+
+def _site(ctx: Any) -> Site:
+    """The run, its step and the tool call id: the calls of one step are parallel ones."""
+    call_id = getattr(ctx, "tool_call_id", None)
+    return Site(
+        run=getattr(ctx, "run_id", None),
+        turn=getattr(ctx, "run_step", None),
+        call_id=call_id if isinstance(call_id, str) else None,
+    )
 
 
 def _nothing() -> None:
