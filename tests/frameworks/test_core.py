@@ -170,3 +170,12 @@ def test_assert_sequence_takes_one_list_as_the_issue_writes_it() -> None:
         scope.trace.assert_sequence(["tool.fault"])
     with pytest.raises(af.UsageError, match="give labels such as"):
         scope.trace.assert_sequence([3])  # type: ignore[list-item]
+
+
+def test_a_misspelt_fault_names_the_framework_tools_that_were_called() -> None:
+    with pytest.raises(AssertionError, match="never fired") as failed, af.fault_scope() as scope:  # noqa: PT012
+        scope.faults.tool("serach").raises(ConnectionError())
+        run_attempt("demo", "search", None, lambda: "x", native)
+        run_attempt("demo", "fetch", None, lambda: "x", native)
+    # not "the agent never called a tool": it called two
+    assert "the tools called were fetch, search" in str(failed.value)

@@ -219,3 +219,11 @@ def test_langgraph_parallel_calls_of_one_step_are_not_retries(trace: af.Trace) -
     # the three calls of the first step are new calls; the step after the errors retries
     assert trace.retries("search") == 1
     assert sorted(e.attempt for e in trace.of("tool.call")) == [1, 1, 1, 2]
+
+
+def test_a_misspelt_tool_fault_says_which_pydantic_ai_tools_ran() -> None:
+    with pytest.raises(AssertionError) as failed, af.fault_scope() as scope:  # noqa: PT012
+        scope.faults.tool("serach").raises(ModelRetry("busy"))
+        searching_agent(one_search_then_done, []).run_sync("go")
+    assert "the tools called were search" in str(failed.value)
+    assert "tools watched in: agentfaults, pydantic_ai" in str(failed.value)

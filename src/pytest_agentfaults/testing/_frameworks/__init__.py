@@ -17,7 +17,13 @@ from typing import Final
 
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
-__all__ = ["ADAPTERS", "FRAMEWORK_OF", "adapters_installed", "install_adapters"]
+__all__ = [
+    "ADAPTERS",
+    "FRAMEWORK_OF",
+    "adapters_installed",
+    "install_adapters",
+    "watched_frameworks",
+]
 
 _HERE: Final = "pytest_agentfaults.testing._frameworks"
 
@@ -47,6 +53,11 @@ _installed: ContextVar[bool] = ContextVar("agentfaults_adapters", default=False)
 def adapters_installed() -> bool:
     """Whether this context's test (or an enclosing ``fault_scope``) installed adapters."""
     return _installed.get()
+
+
+def watched_frameworks() -> list[str]:
+    """The ``framework`` names whose tools the adapters reach now: those imported."""
+    return [FRAMEWORK_OF.get(m, m) for m in ADAPTERS if m in sys.modules]
 
 
 def install_adapters() -> tuple[list[str], Callable[[], None] | None]:

@@ -228,6 +228,7 @@ class _Attempt:
         self.name = tool
         self.site = site
         self.recorder = _recorder(plan, framework)
+        plan.tools_called.add(tool)  # for the message of a tool fault that never fired
         # A tool declared non-idempotent for the test says so on its events (the verdict's
         # retried_non_idempotent reads them), as our own runtime's events do.
         self.marks: dict[str, Any] = {"framework": framework}
