@@ -137,14 +137,20 @@ async def arun_attempt(
     call: Callable[[], Awaitable[T]],
     failure: Callable[[ToolFailure], T],
     site: Site = _UNKNOWN,
+    nested: tuple[str, ...] = (),
 ) -> T:
-    """`run_attempt` for an async tool path: ``await call()``, or the fault in its place."""
+    """`run_attempt` for an async tool path: ``await call()``, or the fault in its place.
+
+    ``nested`` names the tool also goes by inside ``call()`` (an MCP tool the Agents SDK
+    shows the model under a server-prefixed name): the attempts made under those names
+    within this one are this attempt, not others.
+    """
     __tracebackhide__ = True
     plan = current_plan()
     inside = _inside.get()
     if plan is None or tool in inside:
         return await call()
-    token = _inside.set((*inside, tool))
+    token = _inside.set((*inside, tool, *nested))
     try:
         return await _arun(plan, framework, tool, args, call, failure, site)
     finally:

@@ -22,12 +22,14 @@ Every tool the SDK builds with that invoker is covered: ``@function_tool``, the 
 an agent's ``mcp_servers`` and agents used as tools (``agent.as_tool``). A
 ``FunctionTool(on_invoke_tool=...)`` built by hand has no failure handling of the SDK and
 is not hooked. The name a fault matches is the tool's name as the model sees it
-(``name_override`` included). Imported only by `install`, once the SDK is imported.
+(``name_override`` included; an MCP tool's server-prefixed name, with
+``include_server_in_tool_names``, whose session call is the same attempt). Imported only by `install`, once the SDK is imported.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, NoReturn
@@ -70,7 +72,10 @@ def install() -> Callable[[], None]:
         if current_plan() is None:
             return await original(self, ctx, input)
         shim = copy.copy(self)  # the same invoker, awaiting its implementation as one attempt
-        shim._invoke_tool_impl = _attempt(_tool_name(self, ctx), self._invoke_tool_impl)
+        implementation = self._invoke_tool_impl
+        shim._invoke_tool_impl = _attempt(
+            _tool_name(self, ctx), implementation, _mcp_name(implementation)
+        )
         return await original(shim, ctx, input)
 
     setattr(__call__, _HOOKED, True)
@@ -86,7 +91,7 @@ def install() -> Callable[[], None]:
 
 
 def _attempt(
-    name: str, implementation: Callable[[Any, str], Awaitable[Any]]
+    name: str, implementation: Callable[[Any, str], Awaitable[Any]], nested: tuple[str, ...]
 ) -> Callable[[Any, str], Awaitable[Any]]:
     async def attempt(ctx: Any, input: str) -> Any:
         __tracebackhide__ = True
@@ -97,9 +102,26 @@ def _attempt(
             lambda: implementation(ctx, input),
             _raise_failure,
             _site(ctx),
+            nested,
         )
 
     return attempt
+
+
+def _mcp_name(implementation: object) -> tuple[str, ...]:
+    """An MCP tool's own name, when the SDK shows it to the model under another one.
+
+    With ``mcp_config={"include_server_in_tool_names": True}`` the model calls
+    ``mcp_docs__search`` and the MCP session is asked for ``search``: that session call is
+    the same attempt. The SDK's MCP tool runs ``partial(MCPUtil.invoke_mcp_tool, server,
+    tool, ...)``, whose ``tool`` is the MCP tool.
+    """
+    if not isinstance(implementation, functools.partial):
+        return ()
+    if getattr(implementation.func, "__name__", None) != "invoke_mcp_tool":
+        return ()
+    own = getattr(implementation.args[1], "name", None) if len(implementation.args) > 1 else None
+    return (own,) if isinstance(own, str) else ()
 
 
 def _tool_name(invoker: Any, ctx: Any) -> str:
