@@ -14,8 +14,9 @@ two are hooked, so each attempt is one `arun_attempt`:
 - ``delay=`` moves the test's virtual clock; a toolset ``timeout=`` runs on anyio's real
   clock, which the virtual clock does not move, so it does not see the delay.
 
-The name a fault matches is the tool's own name, before a prefixed or renamed toolset
-changes what the model sees. Imported only by `install`, once pydantic-ai is imported.
+The name a fault matches is the tool's own name, before a prefixed or renamed toolset (or
+a tool's ``prepare`` function) changes what the model sees. Imported only by `install`,
+once pydantic-ai is imported.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def _hook(owner: type[Any]) -> Callable[[], None]:
         __tracebackhide__ = True
         return await arun_attempt(
             FRAMEWORK,
-            name,
+            _own_name(name, tool),
             tool_args,
             lambda: original(self, name, tool_args, ctx, tool),
             _model_retry,
@@ -80,6 +81,16 @@ def _hook(owner: type[Any]) -> Callable[[], None]:
             owner.call_tool = original
 
     return undo
+
+
+def _own_name(name: str, tool: Any) -> str:
+    """The tool's own name: a ``prepare`` function may show it to the model renamed.
+
+    A `FunctionToolset` is asked for the name the model called, and keeps the name the
+    tool was registered under as the tool's ``original_name``.
+    """
+    own = getattr(tool, "original_name", None)
+    return own if isinstance(own, str) and own else name
 
 
 def _site(ctx: Any) -> Site:
