@@ -154,17 +154,20 @@ def _sync_attempt(
             return original(tool, *args, **kwargs)
         name = str(getattr(tool, "name", "?"))
         token = _starting.set(None)
+        ran = False
+
+        def call() -> Any:
+            nonlocal ran
+            ran = True
+            return original(tool, *args, **kwargs)
+
         try:
-            return run_attempt(
-                FRAMEWORK,
-                name,
-                _tool_input(args, kwargs),
-                lambda: original(tool, *args, **kwargs),
-                failure,
-                starting[1],
+            result = run_attempt(
+                FRAMEWORK, name, _tool_input(args, kwargs), call, failure, starting[1]
             )
         finally:
             _starting.reset(token)
+        return result if ran else _in_place(tool, result)
 
     return _run
 
@@ -180,19 +183,36 @@ def _async_attempt(
             return await original(tool, *args, **kwargs)
         name = str(getattr(tool, "name", "?"))
         token = _starting.set(None)
+        ran = False
+
+        async def call() -> Any:
+            nonlocal ran
+            ran = True
+            return await original(tool, *args, **kwargs)
+
         try:
-            return await arun_attempt(
-                FRAMEWORK,
-                name,
-                _tool_input(args, kwargs),
-                lambda: original(tool, *args, **kwargs),
-                failure,
-                starting[1],
+            result = await arun_attempt(
+                FRAMEWORK, name, _tool_input(args, kwargs), call, failure, starting[1]
             )
         finally:
             _starting.reset(token)
+        return result if ran else _in_place(tool, result)
 
     return _arun
+
+
+def _in_place(tool: Any, value: Any) -> Any:
+    """A ``returns=`` value as the tool's own answer would be.
+
+    A ``response_format="content_and_artifact"`` tool answers ``(content, artifact)``,
+    and LangChain refuses anything else from it: a lone value is the content the model
+    reads, with no artifact (the tool never ran); a pair is both.
+    """
+    if getattr(tool, "response_format", None) != "content_and_artifact":
+        return value
+    if isinstance(value, tuple) and len(value) == 2:
+        return value
+    return (value, None)
 
 
 def _site(run_kwargs: Mapping[str, Any]) -> Site:
