@@ -95,9 +95,8 @@ class fault_scope:
                 _, undo_adapters = install_adapters()
                 if undo_adapters is not None:
                     self._undo.append(lambda *_: undo_adapters())
-            watched = watched_frameworks()  # for a strict fault's message, as in a test
-            if watched:
-                scope.faults.framework_state["watched"] = ["agentfaults", *watched]
+            # for a strict fault's message, as in a test: whose tools the block watches
+            scope.faults.framework_state["watched"] = ["agentfaults", *watched_frameworks()]
             floor = suspend_earlier_plans(scope.faults)
             floor.__enter__()
             self._undo.append(floor.__exit__)

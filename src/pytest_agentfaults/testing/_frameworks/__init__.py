@@ -22,6 +22,7 @@ __all__ = [
     "FRAMEWORK_OF",
     "adapters_installed",
     "install_adapters",
+    "not_watched",
     "watched_frameworks",
 ]
 
@@ -58,6 +59,31 @@ def adapters_installed() -> bool:
 def watched_frameworks() -> list[str]:
     """The ``framework`` names whose tools the adapters reach now: those imported."""
     return [FRAMEWORK_OF.get(m, m) for m in ADAPTERS if m in sys.modules]
+
+
+def not_watched(watched: list[str] | None) -> str:
+    """For a never-fired tool fault: the frameworks imported since the adapters went in.
+
+    The adapters hook the frameworks imported when the test (or the fault_scope) starts;
+    one imported inside the test ran its tools unwatched, which no other line explains.
+    ``watched`` is what the test or scope started with; None for a plan used by hand,
+    which installed no adapter and has nothing to say here.
+    """
+    if watched is None:
+        return ""
+    late = [
+        module
+        for module in ADAPTERS
+        if module in sys.modules and FRAMEWORK_OF.get(module, module) not in watched
+    ]
+    if not late:
+        return ""
+    named = ", ".join(late)
+    return (
+        f"\n  {named} {'was' if len(late) == 1 else 'were'} imported after the test started, "
+        "so its tools were not watched: import it at the top of the test module (or in "
+        "conftest.py)"
+    )
 
 
 def install_adapters() -> tuple[list[str], Callable[[], None] | None]:
