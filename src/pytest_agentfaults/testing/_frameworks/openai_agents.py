@@ -134,15 +134,22 @@ def _tool_name(invoker: Any, ctx: Any) -> str:
 def _site(ctx: Any) -> Site:
     """The run (its usage, one object a run), its model turn and the call's id.
 
-    The run's usage counts the model's answers: calls asked for in one answer are
-    parallel ones; a call of a later answer is the model's retry of a failed one.
+    Calls asked for in one model answer are parallel ones; a call of a later answer is the
+    model's retry of a failed one. The turn is told by the run's count of model requests
+    and the length of the turn's model input (which grows each turn), each of which alone
+    can stay put: a streamed answer without usage counts no request.
     """
     usage = getattr(ctx, "usage", None)
     requests = getattr(usage, "requests", None)
+    turn_input = getattr(ctx, "turn_input", None)
+    turn = (
+        requests if isinstance(requests, int) else None,
+        len(turn_input) if isinstance(turn_input, list) else None,
+    )
     call_id = getattr(ctx, "tool_call_id", None)
     return Site(
         run=usage,
-        turn=requests if isinstance(requests, int) else None,
+        turn=None if turn == (None, None) else turn,
         call_id=call_id if isinstance(call_id, str) else None,
     )
 
