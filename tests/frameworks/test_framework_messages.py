@@ -70,3 +70,23 @@ def test_a_framework_imported_during_the_test_is_named_as_not_watched(
             "watched: import it at the top of the test module (or in conftest.py)*",
         ]
     )
+
+
+def test_a_framework_version_the_adapter_cannot_hook_is_not_called_watched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An Agents SDK that moved its private tool invoker: its tools run unwatched, and the
+    # message must say so instead of naming openai_agents among the frameworks watched.
+    import agents.tool
+
+    monkeypatch.delattr(agents.tool, "_FailureHandlingFunctionToolInvoker")
+    with pytest.raises(AssertionError) as failed, af.fault_scope() as scope:
+        scope.faults.tool("search").raises(ConnectionError())
+    message = str(failed.value)
+    assert "tools watched in: agentfaults" in message
+    assert "openai_agents" not in message.split("tools watched in:")[1].split("\n", maxsplit=1)[0]
+    assert (
+        "agents is imported, but its tools could not be hooked: the Agents SDK has no "
+        "_FailureHandlingFunctionToolInvoker.__call__"
+    ) in message
+    assert "put a function= fault on the function the tool calls instead" in message

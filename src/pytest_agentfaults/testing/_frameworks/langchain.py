@@ -36,6 +36,7 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
+from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt, run_attempt
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
@@ -69,8 +70,10 @@ def install() -> Callable[[], None]:
         __tracebackhide__ = True
         raise ToolException(_failure_text(tf))
 
-    original_run = BaseTool.__dict__["run"]
-    original_arun = BaseTool.__dict__["arun"]
+    original_run = BaseTool.__dict__.get("run")
+    original_arun = BaseTool.__dict__.get("arun")
+    if original_run is None or original_arun is None:
+        raise Unhookable("LangChain's BaseTool has no run / arun of its own in this version")
 
     @functools.wraps(original_run)
     def run(tool: Any, *args: Any, **kwargs: Any) -> Any:

@@ -37,6 +37,7 @@ from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._current import current_plan
+from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
 
 __all__ = ["FRAMEWORK", "ToolFailureError", "install"]
@@ -65,8 +66,13 @@ def install() -> Callable[[], None]:
 
     owner: Any = getattr(sdk_tool, "_FailureHandlingFunctionToolInvoker", None)
     original = owner.__dict__.get("__call__") if isinstance(owner, type) else None
-    if original is None or getattr(original, _HOOKED, False):
-        return _nothing  # an SDK without that invoker, or hooked already (an outer session)
+    if original is None:
+        raise Unhookable(
+            "the Agents SDK has no _FailureHandlingFunctionToolInvoker.__call__ (its "
+            "failure-handling tool invoker) in this version"
+        )
+    if getattr(original, _HOOKED, False):
+        return _nothing  # hooked already (an outer session)
 
     async def __call__(self: Any, ctx: Any, input: str) -> Any:  # noqa: N807 - the invoker's
         __tracebackhide__ = True

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
+from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
@@ -44,7 +45,7 @@ def install() -> Callable[[], None]:
     toolset = getattr(mcp, "MCPToolset", None)
     if isinstance(toolset, type):
         owners.append(toolset)
-    undos = [_hook(owner) for owner in owners]
+    undos = [_hook(owner, required=owner is FunctionToolset) for owner in owners]
 
     def undo() -> None:
         steps, undos[:] = list(reversed(undos)), []
@@ -53,8 +54,12 @@ def install() -> Callable[[], None]:
     return undo
 
 
-def _hook(owner: type[Any]) -> Callable[[], None]:
+def _hook(owner: type[Any], *, required: bool) -> Callable[[], None]:
     original = owner.__dict__.get("call_tool")
+    if original is None and required:
+        raise Unhookable(
+            f"pydantic-ai's {owner.__name__} has no call_tool of its own in this version"
+        )
     if original is None or getattr(original, _HOOKED, False):
         return _nothing  # not its own method, or hooked already (an enclosing session)
 
