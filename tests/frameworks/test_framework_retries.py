@@ -56,6 +56,14 @@ def one_search_then_done(messages: list[ModelMessage], info: AgentInfo) -> Model
     return ModelResponse(parts=[TextPart("done")])
 
 
+def search_until_it_answers(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Calls ``search`` until a call of it returns, then answers."""
+    for part in messages[-1].parts:
+        if getattr(part, "part_kind", "") == "tool-return" and part.outcome != "retried":
+            return ModelResponse(parts=[TextPart("done")])
+    return ModelResponse(parts=[ToolCallPart("search", {"q": "a"})])
+
+
 def searching_agent(model: Any, ran: list[str]) -> Agent[None, str]:
     agent = Agent(FunctionModel(model))
 
@@ -227,3 +235,22 @@ def test_a_misspelt_tool_fault_says_which_pydantic_ai_tools_ran() -> None:
         searching_agent(one_search_then_done, []).run_sync("go")
     assert "the tools called were search" in str(failed.value)
     assert "tools watched in: agentfaults, pydantic_ai" in str(failed.value)
+
+
+@pytest.mark.asyncio
+@pytest.mark.inject_fault(tool="search", raises=ModelRetry("busy"), times=1)
+async def test_pydantic_ai_concurrent_runs_keep_their_own_failures(trace: af.Trace) -> None:
+    ran: list[str] = []
+    agent = Agent(FunctionModel(search_until_it_answers))
+
+    @agent.tool_plain(retries=3)
+    async def search(q: str) -> str:  # async: it answers at once, between the other's turns
+        ran.append(q)
+        return "the docs"
+
+    first, second = await asyncio.gather(agent.run("one"), agent.run("two"))
+    assert (first.output, second.output) == ("done", "done")
+    assert ran == ["a", "a"]  # the faulted call of one run, asked again, then ran
+    assert trace.tool_attempts("search") == 3
+    # the other run's call, in between, is not a retry and does not end this run's failure
+    assert trace.retries("search") == 1
