@@ -201,9 +201,10 @@ class _Failing:
 
 
 def _answers(failed: Site, now: Site) -> bool:
-    """Whether an attempt at ``now`` is the framework's retry of the failure at ``failed``."""
-    if failed.run is not None and now.run is not None and not _same_run(failed.run, now.run):
-        return False  # another run of the agent: a new call, whatever its tool
+    """Whether an attempt at ``now`` is the framework's retry of the failure at ``failed``.
+
+    Both are of one run (failure streaks are kept per run).
+    """
     if failed.call_id is not None and failed.call_id == now.call_id:
         return True  # the same call, attempted again (with_retry, a RetryPolicy)
     if failed.turn is not None and now.turn is not None:
@@ -213,7 +214,7 @@ def _answers(failed: Site, now: Site) -> bool:
 
 def _same_run(one: object, other: object) -> bool:
     # A run's own object is compared by identity (dataclasses compare equal by value); an
-    # id string by value.
+    # id string by value; None (unknown) is the same as None.
     return one is other or (isinstance(one, str) and one == other)
 
 
@@ -248,9 +249,14 @@ class _Attempt:
         # retry: a ``tool.retry`` event, numbered within that streak of failures, as our
         # runtime numbers its own retries; any other attempt is attempt 1 of a new call.
         # The wait before it is the framework's and unknown here: no ``delay``.
-        self.key = (framework, tool)
-        self.failing: dict[tuple[str, str], _Failing] = _side(plan).setdefault("failing", {})
+        # One streak per tool and run: runs of the same agent may interleave (gathered).
+        self.key: tuple[str, str, object] = (framework, tool, _run_key(site.run))
+        self.failing: dict[tuple[str, str, object], _Failing] = _side(plan).setdefault(
+            "failing", {}
+        )
         before = self.failing.get(self.key)
+        if before is not None and not _same_run(before.site.run, site.run):
+            before = None  # an id of a run gone, reused by this one
         self.retry = before is not None and _answers(before.site, site)
         if before is not None and self.retry:
             self.number = before.streak + 1
@@ -303,21 +309,19 @@ class _Attempt:
         record = ErrorRecord.from_exception(error, tool=self.name)
         self.emit("tool.error", error=record)
         before = self.failing.get(self.key)
-        if self.retry or before is None or not _same_run_of(before.site, self.site):
+        if self.retry or before is None or not _same_run(before.site.run, self.site.run):
             self.failing[self.key] = _Failing(self.number, record, self.site)
         # else a parallel call of a failed one failed too: the streak is the same
 
     def succeeded(self, result: object) -> None:
-        before = self.failing.get(self.key)
-        if self.retry or (before is not None and not _same_run_of(before.site, self.site)):
-            # the streak ended (or belonged to another run); a parallel call's success
-            # leaves the failed call to be retried
+        if self.retry:  # the streak ended; a parallel call's success leaves it to be retried
             self.failing.pop(self.key, None)
         self.emit("tool.result", detail=_shown_result(result))
 
 
-def _same_run_of(one: Site, other: Site) -> bool:
-    return one.run is None or other.run is None or _same_run(one.run, other.run)
+def _run_key(run: object) -> object:
+    """A run as a dict key: its id string, or its own object's id (None: unknown)."""
+    return run if run is None or isinstance(run, str) else id(run)
 
 
 def _recorder(plan: FaultPlan, framework: str) -> Recorder:
