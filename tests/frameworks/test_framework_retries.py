@@ -22,9 +22,18 @@ import openai
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from pydantic_ai import Agent, ModelRetry
+from langgraph.types import Command, interrupt
+from pydantic_ai import (
+    Agent,
+    ApprovalRequired,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ModelRetry,
+    RunContext,
+)
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -254,3 +263,61 @@ async def test_pydantic_ai_concurrent_runs_keep_their_own_failures(trace: af.Tra
     assert trace.tool_attempts("search") == 3
     # the other run's call, in between, is not a retry and does not end this run's failure
     assert trace.retries("search") == 1
+
+
+# ---------------------------------------------------------------- not failures
+
+CHARGE_CALL = {"name": "charge", "args": {"amount": 5}, "id": "c1"}
+
+
+@tool("charge")
+def charge_after_approval(amount: int) -> str:
+    """Charge, once a human approved it."""
+    approved = interrupt(f"charge {amount}?")
+    return "charged" if approved else "cancelled"
+
+
+def test_a_langgraph_interrupt_in_a_tool_is_no_failure_and_its_resume_no_retry(
+    faults: af.FaultPlan, trace: af.Trace
+) -> None:
+    faults.tool("unrelated").raises(ConnectionError()).strict(False)  # the test uses the kit
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([charge_after_approval]))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    app = graph.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    app.invoke({"messages": [AIMessage(content="", tool_calls=[CHARGE_CALL])]}, config)
+    state = app.invoke(Command(resume=True), config)  # the human approves
+    assert state["messages"][-1].content == "charged"
+    assert trace.errors("charge") == []  # a pause for a human, not a failed tool
+    assert trace.retries("charge") == 0
+    assert trace.tool_attempts("charge") == 2  # LangGraph runs the tool again on resume
+    assert [e.type for e in trace.of("tool.*")] == ["tool.call", "tool.call", "tool.result"]
+
+
+def test_a_pydantic_ai_approval_request_is_no_failure(
+    faults: af.FaultPlan, trace: af.Trace
+) -> None:
+    faults.tool("unrelated").raises(ConnectionError()).strict(False)  # the test uses the kit
+
+    def asks_to_charge(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if any(p.part_kind == "tool-return" for m in messages for p in m.parts):
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(parts=[ToolCallPart("charge", {"amount": 5}, tool_call_id="c1")])
+
+    agent = Agent(FunctionModel(asks_to_charge), output_type=[str, DeferredToolRequests])
+
+    @agent.tool
+    def charge(ctx: RunContext[None], amount: int) -> str:
+        if not ctx.tool_call_approved:
+            raise ApprovalRequired
+        return "charged"
+
+    paused = agent.run_sync("charge 5")
+    assert isinstance(paused.output, DeferredToolRequests)
+    approved = DeferredToolResults(approvals={"c1": True})
+    done = agent.run_sync(message_history=paused.all_messages(), deferred_tool_results=approved)
+    assert done.output == "done"
+    assert trace.errors("charge") == []  # asking for approval is not failing
+    assert [e.type for e in trace.of("tool.*")] == ["tool.call", "tool.call", "tool.result"]
