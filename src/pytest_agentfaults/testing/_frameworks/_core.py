@@ -16,12 +16,15 @@ as an occurrence of ``tool`` with the same counting our own runtime uses (``time
 ``tool.fault`` / ``tool.error`` / ``tool.result`` events, each with a ``framework`` field,
 go to the test's trace. An attempt the framework makes in answer to a failed one (a later
 model turn of the same run, the same call again: see `Site`) is its retry, with a
-``tool.retry`` event; ``attempt`` counts within such a streak, as our runtime's do.
+``tool.retry`` event; ``attempt`` counts within such a streak, as our runtime's do. A
+tool that pauses for a human or hands off (LangGraph's ``interrupt()``, pydantic-ai's
+``ApprovalRequired``) has no outcome event: it did not fail.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -124,7 +127,7 @@ def _run(
     try:
         result = call()
     except Exception as exc:
-        attempt.failed(exc)
+        attempt.ended(exc)
         raise
     attempt.succeeded(result)
     return result
@@ -178,7 +181,7 @@ async def _arun(
     try:
         result = await call()
     except Exception as exc:
-        attempt.failed(exc)
+        attempt.ended(exc)
         raise
     attempt.succeeded(result)
     return result
@@ -296,7 +299,7 @@ class _Attempt:
         if fault.raises is not None:
             exc = fault.raises
             error = exc() if isinstance(exc, type) else exc
-            self.failed(error)
+            self.ended(error)
             raise error
         value = fault.returns
         if isinstance(value, ToolFailure):
@@ -304,6 +307,12 @@ class _Attempt:
             return failure(value)
         self.succeeded(value)
         return value  # type: ignore[no-any-return]
+
+    def ended(self, error: BaseException) -> None:
+        """The attempt raised ``error``: it failed, unless the framework steers with it."""
+        if not _steers(error):
+            self.failed(error)
+        # else the tool paused for a human or handed off: no outcome, and no failure
 
     def failed(self, error: BaseException | ToolFailure) -> None:
         record = ErrorRecord.from_exception(error, tool=self.name)
@@ -317,6 +326,25 @@ class _Attempt:
         if self.retry:  # the streak ended; a parallel call's success leaves it to be retried
             self.failing.pop(self.key, None)
         self.emit("tool.result", detail=_shown_result(result))
+
+
+#: Exceptions a framework's tool raises to steer the run, not because it failed: a pause
+#: for a human (LangGraph's ``interrupt()``, pydantic-ai's ``ApprovalRequired`` and
+#: ``CallDeferred``) or a handoff (LangGraph's ``ParentCommand``). Looked up among the
+#: modules already imported: nothing is imported for it.
+_STEERING: Final = (
+    ("langgraph.errors", "GraphBubbleUp"),
+    ("pydantic_ai.exceptions", "CallDeferred"),
+    ("pydantic_ai.exceptions", "ApprovalRequired"),
+)
+
+
+def _steers(error: BaseException) -> bool:
+    for module, name in _STEERING:
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type) and isinstance(error, kind):
+            return True
+    return False
 
 
 def _run_key(run: object) -> object:
