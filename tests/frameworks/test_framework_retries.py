@@ -25,7 +25,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, RetryPolicy, interrupt
 from pydantic_ai import (
     Agent,
     ApprovalRequired,
@@ -321,3 +321,33 @@ def test_a_pydantic_ai_approval_request_is_no_failure(
     assert done.output == "done"
     assert trace.errors("charge") == []  # asking for approval is not failing
     assert [e.type for e in trace.of("tool.*")] == ["tool.call", "tool.call", "tool.result"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"), times=2)
+async def test_langgraph_retry_policy_retries_each_failed_parallel_call(
+    trace: af.Trace, virtual_clock: af.VirtualClock
+) -> None:
+    virtual_clock.patch_sleep()
+    ran: list[str] = []
+
+    @tool("search")
+    async def search(query: str) -> str:
+        """Search the web."""
+        ran.append(query)
+        return f"results for {query}"
+
+    graph = StateGraph(MessagesState)
+    graph.add_node(
+        "tools",
+        ToolNode([search], handle_tool_errors=False),
+        retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.5, jitter=False),
+    )
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    calls = [{"name": "search", "args": {"query": q}, "id": q} for q in "ab"]
+    await graph.compile().ainvoke({"messages": [AIMessage(content="", tool_calls=calls)]})
+    assert sorted(ran) == ["a", "b"]  # both failed once, LangGraph ran the node again
+    assert trace.tool_attempts("search") == 4
+    assert trace.retries("search") == 2  # each failed call, attempted again
+    assert sorted(e.attempt for e in trace.of("tool.call")) == [1, 1, 2, 2]
