@@ -196,23 +196,31 @@ _inside: ContextVar[tuple[str, ...]] = ContextVar("agentfaults_fw_inside", defau
 
 @dataclass(slots=True)
 class _Failing:
-    """The failure streak of one tool: its length, its last error, where that failed."""
+    """The failure streak of one tool in one run: its length, its last error and where.
+
+    ``calls`` holds, by call id, the attempt number and error of each call that failed in
+    it: parallel calls of one turn that failed are each attempted again by a rerun of
+    that turn (a LangGraph ``RetryPolicy``), each its own retry.
+    """
 
     streak: int
     error: ErrorRecord
     site: Site
+    calls: dict[str, tuple[int, ErrorRecord]]
 
 
-def _answers(failed: Site, now: Site) -> bool:
-    """Whether an attempt at ``now`` is the framework's retry of the failure at ``failed``.
+def _answers(failed: _Failing, now: Site) -> tuple[int, ErrorRecord, bool] | None:
+    """The retry an attempt at ``now`` makes of ``failed`` (None: it makes none).
 
+    Its attempt number, the error it answers, and whether it is the same call again.
     Both are of one run (failure streaks are kept per run).
     """
-    if failed.call_id is not None and failed.call_id == now.call_id:
-        return True  # the same call, attempted again (with_retry, a RetryPolicy)
-    if failed.turn is not None and now.turn is not None:
-        return bool(failed.turn != now.turn)  # the same turn: a parallel call, not a retry
-    return True
+    same = failed.calls.get(now.call_id) if now.call_id is not None else None
+    if same is not None:  # the same call, attempted again (with_retry, a RetryPolicy)
+        return same[0] + 1, same[1], True
+    if failed.site.turn is not None and now.turn is not None and failed.site.turn == now.turn:
+        return None  # the same turn: a parallel call, not a retry
+    return failed.streak + 1, failed.error, False
 
 
 def _same_run(one: object, other: object) -> bool:
@@ -224,7 +232,18 @@ def _same_run(one: object, other: object) -> bool:
 class _Attempt:
     """One attempt's bookkeeping: its number, its events, the fault that hits it."""
 
-    __slots__ = ("failing", "key", "marks", "name", "number", "plan", "recorder", "retry", "site")
+    __slots__ = (
+        "again",
+        "failing",
+        "key",
+        "marks",
+        "name",
+        "number",
+        "plan",
+        "recorder",
+        "retry",
+        "site",
+    )
 
     def __init__(
         self,
@@ -260,11 +279,13 @@ class _Attempt:
         before = self.failing.get(self.key)
         if before is not None and not _same_run(before.site.run, site.run):
             before = None  # an id of a run gone, reused by this one
-        self.retry = before is not None and _answers(before.site, site)
-        if before is not None and self.retry:
-            self.number = before.streak + 1
+        retry = None if before is None else _answers(before, site)
+        self.retry = retry is not None
+        self.again = False  # the same call attempted again (else a later turn's call)
+        if retry is not None:
+            self.number, error, self.again = retry
             self.recorder.emit(
-                "tool.retry", tool=tool, attempt=self.number, error=before.error, **self.marks
+                "tool.retry", tool=tool, attempt=self.number, error=error, **self.marks
             )
         else:
             self.number = 1
@@ -318,13 +339,26 @@ class _Attempt:
         record = ErrorRecord.from_exception(error, tool=self.name)
         self.emit("tool.error", error=record)
         before = self.failing.get(self.key)
-        if self.retry or before is None or not _same_run(before.site.run, self.site.run):
-            self.failing[self.key] = _Failing(self.number, record, self.site)
-        # else a parallel call of a failed one failed too: the streak is the same
+        call_id = self.site.call_id
+        if before is None or not _same_run(before.site.run, self.site.run):
+            calls = {} if call_id is None else {call_id: (self.number, record)}
+            self.failing[self.key] = _Failing(self.number, record, self.site, calls)
+            return
+        # a retry that failed again, or a parallel call of a failed one that failed too
+        before.streak = max(before.streak, self.number)
+        before.error, before.site = record, self.site
+        if call_id is not None:
+            before.calls[call_id] = (self.number, record)
 
     def succeeded(self, result: object) -> None:
-        if self.retry:  # the streak ended; a parallel call's success leaves it to be retried
-            self.failing.pop(self.key, None)
+        before = self.failing.get(self.key)
+        if self.retry and before is not None:
+            # A later turn's call that worked ends the streak; the same call attempted
+            # again ends only its own failure: a parallel one may still be rerun.
+            if self.again and self.site.call_id is not None:
+                before.calls.pop(self.site.call_id, None)
+            if not self.again or not before.calls:
+                self.failing.pop(self.key, None)
         self.emit("tool.result", detail=_shown_result(result))
 
 
