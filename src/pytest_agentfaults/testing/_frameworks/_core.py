@@ -319,7 +319,9 @@ class _Attempt:
         __tracebackhide__ = True
         if fault.raises is not None:
             exc = fault.raises
-            error = exc() if isinstance(exc, type) else exc
+            # One instance serves every attempt it hits: its traceback is this attempt's
+            # only, not the frames of each earlier raise that Python would add to it.
+            error = exc() if isinstance(exc, type) else exc.with_traceback(None)
             self.ended(error)
             raise error
         value = fault.returns
