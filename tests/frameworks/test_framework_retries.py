@@ -38,7 +38,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import pytest_agentfaults as af
-from pytest_agentfaults.testing import call_tool, call_tools, say
+from pytest_agentfaults.testing import call_tool, call_tools, malformed, say
 
 NO_TRACING = agents.RunConfig(tracing_disabled=True)
 
@@ -351,3 +351,44 @@ async def test_langgraph_retry_policy_retries_each_failed_parallel_call(
     assert trace.tool_attempts("search") == 4
     assert trace.retries("search") == 2  # each failed call, attempted again
     assert sorted(e.attempt for e in trace.of("tool.call")) == [1, 1, 2, 2]
+
+
+# ---------------------------------------------------------------- what a fault stands in for
+
+
+@agents.function_tool
+def lookup(query: str) -> str:
+    """Look the docs up."""
+    CHARGED.append(query)
+    return f"pages about {query}"
+
+
+@pytest.mark.inject_fault(tool="lookup", raises=ConnectionError("reset"), times=1)
+def test_agents_sdk_a_fault_hits_a_call_the_sdk_runs_not_one_it_refuses(
+    llm_server: af.LLMServer, trace: af.Trace
+) -> None:
+    # Arguments that are not JSON: the SDK refuses the call before the tool would run (as
+    # pydantic-ai and LangChain do before their hooked call); the fault is for the tool.
+    llm_server.script(
+        [
+            malformed.tool_args('{"query": ', tool="lookup"),
+            call_tool("lookup", query="a"),
+            call_tool("lookup", query="a"),
+            say("ok"),
+        ]
+    )
+
+    async def main() -> Any:
+        async with openai.AsyncOpenAI(
+            base_url=llm_server.base_url("openai"), api_key="sk-test"
+        ) as client:
+            model = agents.OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+            agent = agents.Agent(name="reader", tools=[lookup], model=model)
+            return await agents.Runner.run(agent, "read", run_config=NO_TRACING)
+
+    assert asyncio.run(main()).final_output == "ok"
+    assert CHARGED == ["a"]  # the first valid call was faulted, the second ran
+    assert [e.error.type for e in trace.errors("lookup") if e.error] == [
+        "ModelBehaviorError",  # the SDK's refusal, still an attempt in the trace
+        "ConnectionError",
+    ]
