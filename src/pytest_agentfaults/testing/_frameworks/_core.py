@@ -141,12 +141,15 @@ async def arun_attempt(
     failure: Callable[[ToolFailure], T],
     site: Site = _UNKNOWN,
     nested: tuple[str, ...] = (),
+    faultable: bool = True,
 ) -> T:
     """`run_attempt` for an async tool path: ``await call()``, or the fault in its place.
 
     ``nested`` names the tool also goes by inside ``call()`` (an MCP tool the Agents SDK
     shows the model under a server-prefixed name): the attempts made under those names
-    within this one are this attempt, not others.
+    within this one are this attempt, not others. ``faultable=False``: an attempt the
+    framework is bound to refuse before the tool runs (arguments it cannot parse), traced
+    but neither counted by the faults' ``times=`` / ``at=`` nor replaced by one.
     """
     __tracebackhide__ = True
     plan = current_plan()
@@ -155,7 +158,7 @@ async def arun_attempt(
         return await call()
     token = _inside.set((*inside, tool, *nested))
     try:
-        return await _arun(plan, framework, tool, args, call, failure, site)
+        return await _arun(plan, framework, tool, args, call, failure, site, faultable)
     finally:
         _inside.reset(token)
 
@@ -168,10 +171,11 @@ async def _arun(
     call: Callable[[], Awaitable[T]],
     failure: Callable[[ToolFailure], T],
     site: Site,
+    faultable: bool,
 ) -> T:
     __tracebackhide__ = True
     attempt = _Attempt(plan, framework, tool, args, site)
-    fault = attempt.fault()
+    fault = attempt.fault() if faultable else None
     if fault is not None:
         if fault.delay is None:
             return attempt.instead(fault, failure)

@@ -102,14 +102,18 @@ def _attempt(
 ) -> Callable[[Any, str], Awaitable[Any]]:
     async def attempt(ctx: Any, input: str) -> Any:
         __tracebackhide__ = True
+        arguments = _arguments(input)
         return await arun_attempt(
             FRAMEWORK,
             name,
-            _arguments(input),
+            arguments,
             lambda: implementation(ctx, input),
             _raise_failure,
             _site(ctx),
             nested,
+            # arguments that are not a JSON object: the SDK refuses the call before the
+            # tool runs, as pydantic-ai and LangChain do before their hooked call
+            faultable=arguments is not None,
         )
 
     return attempt
