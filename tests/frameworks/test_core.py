@@ -7,6 +7,7 @@ an adapter drives them, inside `af.fault_scope()` (a plan, a trace and a virtual
 from __future__ import annotations
 
 import asyncio
+import traceback
 from typing import Any
 
 import pytest
@@ -170,3 +171,26 @@ def test_assert_sequence_takes_one_list_as_the_issue_writes_it() -> None:
         scope.trace.assert_sequence(["tool.fault"])
     with pytest.raises(af.UsageError, match="give labels such as"):
         scope.trace.assert_sequence([3])  # type: ignore[list-item]
+
+
+def test_a_misspelt_fault_names_the_framework_tools_that_were_called() -> None:
+    with pytest.raises(AssertionError, match="never fired") as failed, af.fault_scope() as scope:  # noqa: PT012
+        scope.faults.tool("serach").raises(ConnectionError())
+        run_attempt("demo", "search", None, lambda: "x", native)
+        run_attempt("demo", "fetch", None, lambda: "x", native)
+    # not "the agent never called a tool": it called two
+    assert "the tools called were fetch, search" in str(failed.value)
+
+
+def test_an_exception_instance_raised_again_carries_only_its_own_attempts_traceback() -> None:
+    # raises=ModelRetry("busy") is one instance, raised at every faulted attempt; Python
+    # adds each raise's frames to the ones it already holds, so the traceback a user reads
+    # at the last attempt would run through every attempt before it.
+    lengths = []
+    with af.fault_scope() as scope:
+        scope.faults.tool("search").raises(ConnectionError("reset")).times(3)
+        for _ in range(3):
+            with pytest.raises(ConnectionError) as caught:
+                run_attempt("demo", "search", None, lambda: "x", native)
+            lengths.append(len(traceback.extract_tb(caught.value.__traceback__)))
+    assert lengths[0] == lengths[1] == lengths[2]

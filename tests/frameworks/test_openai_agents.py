@@ -359,3 +359,32 @@ def test_a_streamed_run_takes_the_same_tool_path(llm_server, trace):
     assert CALLS == ["b"]
     assert trace.tool_attempts("search") == 2
     trace.assert_sequence(["tool.fault:search", "tool.result:search"])
+
+
+@pytest.mark.inject_fault(tool="mcp_docs__search", raises=ConnectionError("reset"), times=1)
+def test_an_mcp_tool_under_its_server_prefixed_name_is_one_attempt(llm_server, trace):
+    # include_server_in_tool_names: the model sees "mcp_docs__search", the MCP session is
+    # asked for "search"; one call of the model is still one attempt, under the model's name
+    steps = [call_tool("mcp_docs__search", query=q) for q in "ab"]
+    llm_server.script([*steps, say("ok")])
+
+    async def main():
+        async with (
+            InProcessMCPServer(docs_server) as server,
+            openai.AsyncOpenAI(base_url=llm_server.base_url("openai"), api_key="k") as client,
+        ):
+            model = agents.OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+            agent = agents.Agent(
+                name="bot",
+                mcp_servers=[server],
+                model=model,
+                mcp_config={"include_server_in_tool_names": True},
+            )
+            return await agents.Runner.run(agent, "go", run_config=NO_TRACING)
+
+    asyncio.run(main())
+
+    assert tool_messages(llm_server)[0] == DEFAULT_MESSAGE
+    assert CALLS == ["b"]
+    assert [e.tool for e in trace.of("tool.call")] == ["mcp_docs__search"] * 2
+    assert {e.field("framework") for e in trace.of("tool.*")} == {"openai_agents"}

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
+from dataclasses import replace
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent, ModelRetry, UnexpectedModelBehavior
+from pydantic_ai import Agent, ModelRetry, Tool, UnexpectedModelBehavior
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 import pytest_agentfaults as af
@@ -122,6 +124,49 @@ def test_a_toolset_given_to_the_agent_is_reached(faults: af.FaultPlan, trace: af
     assert agent.run_sync("go").output == "answer: from the toolset"
     assert trace.tool_attempts("search") == 2
     assert calls == ["docs"]
+
+
+def calls_tool_named(name: str) -> FunctionModel:
+    """A model that calls the tool the model sees as ``name`` until it answers."""
+
+    def call(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        for part in messages[-1].parts:
+            if getattr(part, "part_kind", "") == "tool-return" and part.outcome != "retried":
+                return ModelResponse(parts=[TextPart(f"answer: {part.content}")])
+        return ModelResponse(parts=[ToolCallPart(name, {"q": "docs"})])
+
+    return FunctionModel(call)
+
+
+def plain_search(q: str) -> str:
+    return f"found {q}"
+
+
+@pytest.mark.inject_fault(tool="search", raises=ModelRetry("busy"), times=2)
+def test_a_fault_matches_the_tools_own_name_under_prefixed_and_renamed_toolsets(
+    trace: af.Trace,
+) -> None:
+    own = FunctionToolset([Tool(plain_search, name="search")])
+    for toolset, seen in (
+        (own.prefixed("web"), "web_search"),
+        (own.renamed({"find": "search"}), "find"),
+    ):
+        agent = Agent(calls_tool_named(seen), toolsets=[toolset], retries=2)
+        assert agent.run_sync("go").output == "answer: found docs"
+    assert [e.type for e in trace.of("tool.fault")] == ["tool.fault"] * 2
+    assert {e.tool for e in trace.of("tool.*")} == {"search"}
+
+
+@pytest.mark.inject_fault(tool="search", raises=ModelRetry("busy"), times=1)
+def test_a_fault_matches_the_tools_own_name_when_prepare_renames_it(trace: af.Trace) -> None:
+    async def rename(ctx: Any, tool_def: ToolDefinition) -> ToolDefinition:
+        return replace(tool_def, name="find_docs")  # what the model sees
+
+    tool = Tool(plain_search, name="search", prepare=rename, max_retries=2)
+    agent = Agent(calls_tool_named("find_docs"), tools=[tool])
+    assert agent.run_sync("go").output == "answer: found docs"
+    assert trace.tool_attempts("search") == 2  # the faulted attempt and pydantic-ai's retry
+    assert trace.retries("search") == 1
 
 
 def test_delay_moves_the_virtual_clock(

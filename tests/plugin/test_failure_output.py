@@ -86,7 +86,7 @@ def test_no_http():
     result.assert_outcomes(passed=3, errors=3)
     result.stdout.fnmatch_lines_random(
         [
-            "  what happened: the model was called 0 times",
+            "  what happened: no af.Agent model call was seen (llm= faults act on af.Agent's *",
             "  what happened: fetch was called 1 time; the fault was drawn with "
             "probability=1e-06 and missed it",
             "  fix: raise probability=, or replay with another --agentfaults-seed, *",

@@ -93,9 +93,14 @@ def test_an_unfired_tool_fault_says_whose_tools_were_watched():
 
 def test_an_unfired_tool_fault_lists_every_framework_the_plugin_watched():
     plan = FaultPlan()
-    plan.framework_state["watched"] = ["langchain", "agentfaults"]  # as the plugin sets it
+    # as the plugin sets it: every framework with an adapter (a framework of the process
+    # left out would be named as imported after the test started)
+    watched = ["agentfaults", "langchain", "pydantic_ai", "openai_agents", "mcp"]
+    plan.framework_state["watched"] = watched
     plan.tool("search").raises(ConnectionError("down"))
-    assert _unfired_message(plan).endswith("\n  tools watched in: langchain, agentfaults")
+    assert _unfired_message(plan).endswith(
+        "\n  tools watched in: agentfaults, langchain, pydantic_ai, openai_agents, mcp"
+    )
 
 
 def test_an_unfired_llm_fault_says_nothing_of_tools():

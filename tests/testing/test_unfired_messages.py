@@ -86,7 +86,7 @@ def test_an_agent_fault_in_a_test_without_known_agents_still_names_the_agent_fix
 def test_an_llm_fault_for_every_agent_without_model_calls_is_unchanged():
     fault = LLMFault(kind="rate_limit", source="faults.llm.rate_limit()")
     message = explain_unfired(fault, {}, set())
-    assert "the model was called 0 times" in message
+    assert "no af.Agent model call was seen" in message
     assert "run an agent in the test" in message
 
 

@@ -102,9 +102,15 @@ def _what_and_fix(
     if isinstance(fault, LLMFault):
         if fault.agent is not None and not seen:
             return _no_agent_calls(fault.agent, agents_called)
+        if seen:
+            return f"the model was called {_times(seen)}", "check the test"
+        # Another framework's agent (pydantic-ai, LangChain, the Agents SDK) calls its model
+        # over HTTP, where no llm= fault looks: "0 model calls" would be untrue for it.
         return (
-            f"the model was called {_times(seen)}",
-            "run an agent in the test (its model calls are what llm= faults hit)",
+            "no af.Agent model call was seen (llm= faults act on af.Agent's model calls)",
+            "run an agent in the test (its model calls are what llm= faults hit); the model "
+            "of a pydantic-ai, LangChain or Agents SDK agent is called over HTTP: fault it "
+            "with http= (http=429, http=503 ...) or a fail step of the llm_server script",
         )
     else:
         assert isinstance(fault, HTTPFault)

@@ -54,6 +54,7 @@ from pytest_agentfaults.testing._fault import (
     ToolFault,
     fired_fault,
 )
+from pytest_agentfaults.testing._frameworks import not_watched
 from pytest_agentfaults.testing._frameworks.function import check_path, patch_function
 from pytest_agentfaults.testing._marker import parse_marker
 from pytest_agentfaults.testing._plan_interceptor import PlanInterceptor
@@ -236,8 +237,10 @@ class FaultPlan:
             return ""
         if fault.function:
             return "\n  the function was patched, and never called through that path"
-        watched = self.framework_state.get("watched") or ["agentfaults"]
-        return f"\n  tools watched in: {', '.join(watched)}"
+        watched = self.framework_state.get("watched")
+        return f"\n  tools watched in: {', '.join(watched or ['agentfaults'])}" + not_watched(
+            watched
+        )
 
     def of(self, target: Target) -> list[Fault]:
         """The faults on ``target`` ("tool", "http" or "llm")."""

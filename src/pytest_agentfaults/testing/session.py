@@ -156,7 +156,7 @@ class TestState:
             for failed in self.stop():
                 error.add_note(f"pytest-agentfaults could not switch off: {failed!r}")
             raise
-        if watched:  # else the plan's strict message names our own tools only, as unset
+        if self.declared:  # for the strict message: whose tools this test watches
             self.plan.framework_state["watched"] = ["agentfaults", *watched]
 
     def use_virtual_time(self) -> None:

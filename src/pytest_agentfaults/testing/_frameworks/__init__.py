@@ -17,7 +17,15 @@ from typing import Final
 
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
-__all__ = ["ADAPTERS", "FRAMEWORK_OF", "adapters_installed", "install_adapters"]
+__all__ = [
+    "ADAPTERS",
+    "FRAMEWORK_OF",
+    "Unhookable",
+    "adapters_installed",
+    "install_adapters",
+    "not_watched",
+    "watched_frameworks",
+]
 
 _HERE: Final = "pytest_agentfaults.testing._frameworks"
 
@@ -40,6 +48,21 @@ FRAMEWORK_OF: dict[str, str] = {
 }
 
 
+class Unhookable(Exception):
+    """Raised by an adapter's ``install`` when its framework lacks what it hooks.
+
+    A version of the framework that moved or renamed the method: its tools run unwatched,
+    and a tool fault's message says so, with this text, rather than name it as watched.
+    """
+
+    def __init__(self, missing: str) -> None:
+        super().__init__(f"{missing}; put a function= fault on the function the tool calls instead")
+
+
+#: framework module -> why the last `install_adapters` could not hook it
+_unhookable: dict[str, str] = {}
+
+
 #: set while adapters installed in this context are on (by the test, or a fault_scope)
 _installed: ContextVar[bool] = ContextVar("agentfaults_adapters", default=False)
 
@@ -47,6 +70,41 @@ _installed: ContextVar[bool] = ContextVar("agentfaults_adapters", default=False)
 def adapters_installed() -> bool:
     """Whether this context's test (or an enclosing ``fault_scope``) installed adapters."""
     return _installed.get()
+
+
+def watched_frameworks() -> list[str]:
+    """The ``framework`` names whose tools the adapters reach: those imported and hooked."""
+    return [FRAMEWORK_OF.get(m, m) for m in ADAPTERS if m in sys.modules and m not in _unhookable]
+
+
+def not_watched(watched: list[str] | None) -> str:
+    """For a never-fired tool fault: the frameworks imported since the adapters went in.
+
+    The adapters hook the frameworks imported when the test (or the fault_scope) starts;
+    one imported inside the test ran its tools unwatched, which no other line explains.
+    ``watched`` is what the test or scope started with; None for a plan used by hand,
+    which installed no adapter and has nothing to say here.
+    """
+    if watched is None:
+        return ""
+    unwatched = [
+        module
+        for module in ADAPTERS
+        if module in sys.modules and FRAMEWORK_OF.get(module, module) not in watched
+    ]
+    lines = [
+        f"\n  {module} is imported, but its tools could not be hooked: {_unhookable[module]}"
+        for module in unwatched
+        if module in _unhookable
+    ]
+    late = [module for module in unwatched if module not in _unhookable]
+    if late:
+        lines.append(
+            f"\n  {', '.join(late)} {'was' if len(late) == 1 else 'were'} imported after the "
+            "test started, so its tools were not watched: import it at the top of the test "
+            "module (or in conftest.py)"
+        )
+    return "".join(lines)
 
 
 def install_adapters() -> tuple[list[str], Callable[[], None] | None]:
@@ -70,7 +128,12 @@ def install_adapters() -> tuple[list[str], Callable[[], None] | None]:
             install: Callable[[], Callable[[], None]] = getattr(
                 importlib.import_module(adapter), name
             )
-            undos.append(install())
+            try:
+                undos.append(install())
+            except Unhookable as why:  # its tools run unwatched; the fault message says why
+                _unhookable[module] = str(why)
+                continue
+            _unhookable.pop(module, None)
             watched.append(FRAMEWORK_OF.get(module, module))
     except BaseException:
         raise_together(run_all(reversed(undos)), "undoing the framework adapters failed")

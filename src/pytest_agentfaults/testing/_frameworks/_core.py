@@ -14,14 +14,20 @@ With no plan active in the context the call just runs. Otherwise the attempt is 
 as an occurrence of ``tool`` with the same counting our own runtime uses (``times``,
 ``at``, ``probability``), a fault of that name is applied, and ``tool.call`` /
 ``tool.fault`` / ``tool.error`` / ``tool.result`` events, each with a ``framework`` field,
-go to the test's trace.
+go to the test's trace. An attempt the framework makes in answer to a failed one (a later
+model turn of the same run, the same call again: see `Site`) is its retry, with a
+``tool.retry`` event; ``attempt`` counts within such a streak, as our runtime's do. A
+tool that pauses for a human or hands off (LangGraph's ``interrupt()``, pydantic-ai's
+``ApprovalRequired``) has no outcome event: it did not fail.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pytest_agentfaults._failure import ToolFailure
@@ -35,7 +41,7 @@ from pytest_agentfaults.testing._fault import NOTHING, ToolFault
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
 
-__all__ = ["FRAMEWORK_NAMES", "arun_attempt", "run_attempt"]
+__all__ = ["FRAMEWORK_NAMES", "Site", "arun_attempt", "run_attempt"]
 
 T = TypeVar("T")
 
@@ -50,17 +56,43 @@ FRAMEWORK_NAMES: Final = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Site:
+    """What the framework says of one attempt: which run, which model turn, which call.
+
+    The core calls an attempt after a failed one of the same tool a *retry* only when the
+    framework made it in answer to that failure. Each field the adapter knows narrows it:
+
+    - ``run``: the framework run's own object (or its id str); a failure of another run
+      is not retried by this one (a test that runs the agent twice);
+    - ``turn``: the model turn (or graph step) that asked for the call; a failure of the
+      same turn is not retried by it: they are parallel calls of one answer;
+    - ``call_id``: the call's id; the same id attempted again is a retry, whatever the turn.
+
+    None is unknown: with nothing known, any attempt after a failure is its retry.
+    """
+
+    run: object = None
+    turn: object = None
+    call_id: str | None = None
+
+
+_UNKNOWN: Final = Site()
+
+
 def run_attempt(
     framework: str,
     tool: str,
     args: Mapping[str, Any] | None,
     call: Callable[[], T],
     failure: Callable[[ToolFailure], T],
+    site: Site = _UNKNOWN,
 ) -> T:
     """Make one attempt at ``tool`` of ``framework``: ``call()``, or the fault in its place.
 
     ``failure`` turns a ``returns=af.ToolFailure(...)`` fault into the framework's own
     way of reporting a failed tool (it may raise, e.g. pydantic-ai's ``ModelRetry``).
+    ``site`` is what the framework says of the attempt, to tell its retries (`Site`).
     """
     __tracebackhide__ = True
     plan = current_plan()
@@ -69,7 +101,7 @@ def run_attempt(
         return call()
     token = _inside.set((*inside, tool))
     try:
-        return _run(plan, framework, tool, args, call, failure)
+        return _run(plan, framework, tool, args, call, failure, site)
     finally:
         _inside.reset(token)
 
@@ -81,9 +113,10 @@ def _run(
     args: Mapping[str, Any] | None,
     call: Callable[[], T],
     failure: Callable[[ToolFailure], T],
+    site: Site,
 ) -> T:
     __tracebackhide__ = True
-    attempt = _Attempt(plan, framework, tool, args)
+    attempt = _Attempt(plan, framework, tool, args, site)
     fault = attempt.fault()
     if fault is not None:
         if fault.delay is None:
@@ -94,7 +127,7 @@ def _run(
     try:
         result = call()
     except Exception as exc:
-        attempt.failed(exc)
+        attempt.ended(exc)
         raise
     attempt.succeeded(result)
     return result
@@ -106,16 +139,26 @@ async def arun_attempt(
     args: Mapping[str, Any] | None,
     call: Callable[[], Awaitable[T]],
     failure: Callable[[ToolFailure], T],
+    site: Site = _UNKNOWN,
+    nested: tuple[str, ...] = (),
+    faultable: bool = True,
 ) -> T:
-    """`run_attempt` for an async tool path: ``await call()``, or the fault in its place."""
+    """`run_attempt` for an async tool path: ``await call()``, or the fault in its place.
+
+    ``nested`` names the tool also goes by inside ``call()`` (an MCP tool the Agents SDK
+    shows the model under a server-prefixed name): the attempts made under those names
+    within this one are this attempt, not others. ``faultable=False``: an attempt the
+    framework is bound to refuse before the tool runs (arguments it cannot parse), traced
+    but neither counted by the faults' ``times=`` / ``at=`` nor replaced by one.
+    """
     __tracebackhide__ = True
     plan = current_plan()
     inside = _inside.get()
     if plan is None or tool in inside:
         return await call()
-    token = _inside.set((*inside, tool))
+    token = _inside.set((*inside, tool, *nested))
     try:
-        return await _arun(plan, framework, tool, args, call, failure)
+        return await _arun(plan, framework, tool, args, call, failure, site, faultable)
     finally:
         _inside.reset(token)
 
@@ -127,10 +170,12 @@ async def _arun(
     args: Mapping[str, Any] | None,
     call: Callable[[], Awaitable[T]],
     failure: Callable[[ToolFailure], T],
+    site: Site,
+    faultable: bool,
 ) -> T:
     __tracebackhide__ = True
-    attempt = _Attempt(plan, framework, tool, args)
-    fault = attempt.fault()
+    attempt = _Attempt(plan, framework, tool, args, site)
+    fault = attempt.fault() if faultable else None
     if fault is not None:
         if fault.delay is None:
             return attempt.instead(fault, failure)
@@ -140,7 +185,7 @@ async def _arun(
     try:
         result = await call()
     except Exception as exc:
-        attempt.failed(exc)
+        attempt.ended(exc)
         raise
     attempt.succeeded(result)
     return result
@@ -153,19 +198,70 @@ async def _arun(
 _inside: ContextVar[tuple[str, ...]] = ContextVar("agentfaults_fw_inside", default=())
 
 
+@dataclass(slots=True)
+class _Failing:
+    """The failure streak of one tool in one run: its length, its last error and where.
+
+    ``calls`` holds, by call id, the attempt number and error of each call that failed in
+    it: parallel calls of one turn that failed are each attempted again by a rerun of
+    that turn (a LangGraph ``RetryPolicy``), each its own retry.
+    """
+
+    streak: int
+    error: ErrorRecord
+    site: Site
+    calls: dict[str, tuple[int, ErrorRecord]]
+
+
+def _answers(failed: _Failing, now: Site) -> tuple[int, ErrorRecord, bool] | None:
+    """The retry an attempt at ``now`` makes of ``failed`` (None: it makes none).
+
+    Its attempt number, the error it answers, and whether it is the same call again.
+    Both are of one run (failure streaks are kept per run).
+    """
+    same = failed.calls.get(now.call_id) if now.call_id is not None else None
+    if same is not None:  # the same call, attempted again (with_retry, a RetryPolicy)
+        return same[0] + 1, same[1], True
+    if failed.site.turn is not None and now.turn is not None and failed.site.turn == now.turn:
+        return None  # the same turn: a parallel call, not a retry
+    return failed.streak + 1, failed.error, False
+
+
+def _same_run(one: object, other: object) -> bool:
+    # A run's own object is compared by identity (dataclasses compare equal by value); an
+    # id string by value; None (unknown) is the same as None.
+    return one is other or (isinstance(one, str) and one == other)
+
+
 class _Attempt:
     """One attempt's bookkeeping: its number, its events, the fault that hits it."""
 
-    __slots__ = ("failing", "key", "marks", "name", "number", "plan", "recorder")
+    __slots__ = (
+        "again",
+        "failing",
+        "key",
+        "marks",
+        "name",
+        "number",
+        "plan",
+        "recorder",
+        "retry",
+        "site",
+    )
 
     def __init__(
-        self, plan: FaultPlan, framework: str, tool: str, args: Mapping[str, Any] | None
+        self,
+        plan: FaultPlan,
+        framework: str,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        site: Site,
     ) -> None:
         self.plan = plan
         self.name = tool
+        self.site = site
         self.recorder = _recorder(plan, framework)
-        counts = _attempts(plan)
-        self.number = counts[(framework, tool)] = counts.get((framework, tool), 0) + 1
+        plan.tools_called.add(tool)  # for the message of a tool fault that never fired
         # A tool declared non-idempotent for the test says so on its events (the verdict's
         # retried_non_idempotent reads them), as our own runtime's events do.
         self.marks: dict[str, Any] = {"framework": framework}
@@ -174,19 +270,29 @@ class _Attempt:
             for f in plan.faults
         ):
             self.marks["idempotent"] = False
-        # An attempt after failed ones of the same tool is the framework's retry (pydantic-ai
-        # asks the model again, LangChain feeds the error back ...): a ``tool.retry`` event,
-        # numbered within that run of failures, as our runtime records its own retries. The
-        # wait before it is the framework's and unknown here: no ``delay``.
-        self.key = (framework, tool)
-        self.failing: dict[tuple[str, str], tuple[int, ErrorRecord]] = _side(plan).setdefault(
+        # An attempt the framework makes in answer to a failed one of the same tool (see
+        # `Site`: pydantic-ai asks the model again, LangChain's with_retry ...) is its
+        # retry: a ``tool.retry`` event, numbered within that streak of failures, as our
+        # runtime numbers its own retries; any other attempt is attempt 1 of a new call.
+        # The wait before it is the framework's and unknown here: no ``delay``.
+        # One streak per tool and run: runs of the same agent may interleave (gathered).
+        self.key: tuple[str, str, object] = (framework, tool, _run_key(site.run))
+        self.failing: dict[tuple[str, str, object], _Failing] = _side(plan).setdefault(
             "failing", {}
         )
         before = self.failing.get(self.key)
-        if before is not None:
+        if before is not None and not _same_run(before.site.run, site.run):
+            before = None  # an id of a run gone, reused by this one
+        retry = None if before is None else _answers(before, site)
+        self.retry = retry is not None
+        self.again = False  # the same call attempted again (else a later turn's call)
+        if retry is not None:
+            self.number, error, self.again = retry
             self.recorder.emit(
-                "tool.retry", tool=tool, attempt=before[0] + 1, error=before[1], **self.marks
+                "tool.retry", tool=tool, attempt=self.number, error=error, **self.marks
             )
+        else:
+            self.number = 1
         self.emit("tool.call", detail=_shown_args(args))
 
     def emit(self, kind: str, **fields: Any) -> None:
@@ -217,8 +323,10 @@ class _Attempt:
         __tracebackhide__ = True
         if fault.raises is not None:
             exc = fault.raises
-            error = exc() if isinstance(exc, type) else exc
-            self.failed(error)
+            # One instance serves every attempt it hits: its traceback is this attempt's
+            # only, not the frames of each earlier raise that Python would add to it.
+            error = exc() if isinstance(exc, type) else exc.with_traceback(None)
+            self.ended(error)
             raise error
         value = fault.returns
         if isinstance(value, ToolFailure):
@@ -227,15 +335,61 @@ class _Attempt:
         self.succeeded(value)
         return value  # type: ignore[no-any-return]
 
+    def ended(self, error: BaseException) -> None:
+        """The attempt raised ``error``: it failed, unless the framework steers with it."""
+        if not _steers(error):
+            self.failed(error)
+        # else the tool paused for a human or handed off: no outcome, and no failure
+
     def failed(self, error: BaseException | ToolFailure) -> None:
         record = ErrorRecord.from_exception(error, tool=self.name)
         self.emit("tool.error", error=record)
         before = self.failing.get(self.key)
-        self.failing[self.key] = (1 if before is None else before[0] + 1, record)
+        call_id = self.site.call_id
+        if before is None or not _same_run(before.site.run, self.site.run):
+            calls = {} if call_id is None else {call_id: (self.number, record)}
+            self.failing[self.key] = _Failing(self.number, record, self.site, calls)
+            return
+        # a retry that failed again, or a parallel call of a failed one that failed too
+        before.streak = max(before.streak, self.number)
+        before.error, before.site = record, self.site
+        if call_id is not None:
+            before.calls[call_id] = (self.number, record)
 
     def succeeded(self, result: object) -> None:
-        self.failing.pop(self.key, None)
+        before = self.failing.get(self.key)
+        if self.retry and before is not None:
+            # A later turn's call that worked ends the streak; the same call attempted
+            # again ends only its own failure: a parallel one may still be rerun.
+            if self.again and self.site.call_id is not None:
+                before.calls.pop(self.site.call_id, None)
+            if not self.again or not before.calls:
+                self.failing.pop(self.key, None)
         self.emit("tool.result", detail=_shown_result(result))
+
+
+#: Exceptions a framework's tool raises to steer the run, not because it failed: a pause
+#: for a human (LangGraph's ``interrupt()``, pydantic-ai's ``ApprovalRequired`` and
+#: ``CallDeferred``) or a handoff (LangGraph's ``ParentCommand``). Looked up among the
+#: modules already imported: nothing is imported for it.
+_STEERING: Final = (
+    ("langgraph.errors", "GraphBubbleUp"),
+    ("pydantic_ai.exceptions", "CallDeferred"),
+    ("pydantic_ai.exceptions", "ApprovalRequired"),
+)
+
+
+def _steers(error: BaseException) -> bool:
+    for module, name in _STEERING:
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type) and isinstance(error, kind):
+            return True
+    return False
+
+
+def _run_key(run: object) -> object:
+    """A run as a dict key: its id string, or its own object's id (None: unknown)."""
+    return run if run is None or isinstance(run, str) else id(run)
 
 
 def _recorder(plan: FaultPlan, framework: str) -> Recorder:
@@ -259,13 +413,8 @@ def _recorder(plan: FaultPlan, framework: str) -> Recorder:
     return recorder
 
 
-def _attempts(plan: FaultPlan) -> dict[tuple[str, str], int]:
-    counts: dict[tuple[str, str], int] = _side(plan).setdefault("attempts", {})
-    return counts
-
-
 def _side(plan: FaultPlan) -> dict[str, Any]:
-    """What this module keeps per plan (so per test): recorders and attempt counts."""
+    """What this module keeps per plan (so per test): recorders and failure streaks."""
     return plan.framework_state
 
 

@@ -36,16 +36,20 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
-from pytest_agentfaults.testing._frameworks._core import arun_attempt, run_attempt
+from pytest_agentfaults.testing._frameworks import Unhookable
+from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt, run_attempt
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
 __all__ = ["install"]
 
 FRAMEWORK = "langchain"
 
-# The tool whose `run` / `arun` is about to call its `_run` / `_arun`: that call is the
-# attempt. Cleared by the wrapped `_run` / `_arun`, so nested calls are not counted again.
-_starting: ContextVar[object | None] = ContextVar("agentfaults_langchain_tool", default=None)
+# The tool whose `run` / `arun` is about to call its `_run` / `_arun` (that call is the
+# attempt), and what LangChain said of the call. Cleared by the wrapped `_run` / `_arun`,
+# so nested calls are not counted again.
+_starting: ContextVar[tuple[object, Site] | None] = ContextVar(
+    "agentfaults_langchain_tool", default=None
+)
 
 # Set on every function this module puts in place. A second install in the same process
 # (pytester's in-process session inside a test that has one) finds ours and adds no layer:
@@ -66,14 +70,16 @@ def install() -> Callable[[], None]:
         __tracebackhide__ = True
         raise ToolException(_failure_text(tf))
 
-    original_run = BaseTool.__dict__["run"]
-    original_arun = BaseTool.__dict__["arun"]
+    original_run = BaseTool.__dict__.get("run")
+    original_arun = BaseTool.__dict__.get("arun")
+    if original_run is None or original_arun is None:
+        raise Unhookable("LangChain's BaseTool has no run / arun of its own in this version")
 
     @functools.wraps(original_run)
     def run(tool: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         patches.wrap_method(type(tool), "_run", lambda f: _sync_attempt(f, failure))
-        token = _starting.set(tool)
+        token = _starting.set((tool, _site(kwargs)))
         try:
             return original_run(tool, *args, **kwargs)
         finally:
@@ -83,7 +89,7 @@ def install() -> Callable[[], None]:
     async def arun(tool: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         patches.wrap_method(type(tool), "_arun", lambda f: _async_attempt(f, failure))
-        token = _starting.set(tool)
+        token = _starting.set((tool, _site(kwargs)))
         try:
             return await original_arun(tool, *args, **kwargs)
         finally:
@@ -146,20 +152,25 @@ def _sync_attempt(
     @functools.wraps(original)
     def _run(tool: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if _starting.get() is not tool:
+        starting = _starting.get()
+        if starting is None or starting[0] is not tool:
             return original(tool, *args, **kwargs)
         name = str(getattr(tool, "name", "?"))
         token = _starting.set(None)
+        ran = False
+
+        def call() -> Any:
+            nonlocal ran
+            ran = True
+            return original(tool, *args, **kwargs)
+
         try:
-            return run_attempt(
-                FRAMEWORK,
-                name,
-                _tool_input(args, kwargs),
-                lambda: original(tool, *args, **kwargs),
-                failure,
+            result = run_attempt(
+                FRAMEWORK, name, _tool_input(args, kwargs), call, failure, starting[1]
             )
         finally:
             _starting.reset(token)
+        return result if ran else _in_place(tool, result)
 
     return _run
 
@@ -170,22 +181,54 @@ def _async_attempt(
     @functools.wraps(original)
     async def _arun(tool: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if _starting.get() is not tool:
+        starting = _starting.get()
+        if starting is None or starting[0] is not tool:
             return await original(tool, *args, **kwargs)
         name = str(getattr(tool, "name", "?"))
         token = _starting.set(None)
+        ran = False
+
+        async def call() -> Any:
+            nonlocal ran
+            ran = True
+            return await original(tool, *args, **kwargs)
+
         try:
-            return await arun_attempt(
-                FRAMEWORK,
-                name,
-                _tool_input(args, kwargs),
-                lambda: original(tool, *args, **kwargs),
-                failure,
+            result = await arun_attempt(
+                FRAMEWORK, name, _tool_input(args, kwargs), call, failure, starting[1]
             )
         finally:
             _starting.reset(token)
+        return result if ran else _in_place(tool, result)
 
     return _arun
+
+
+def _in_place(tool: Any, value: Any) -> Any:
+    """A ``returns=`` value as the tool's own answer would be.
+
+    A ``response_format="content_and_artifact"`` tool answers ``(content, artifact)``,
+    and LangChain refuses anything else from it: a lone value is the content the model
+    reads, with no artifact (the tool never ran); a pair is both.
+    """
+    if getattr(tool, "response_format", None) != "content_and_artifact":
+        return value
+    if isinstance(value, tuple) and len(value) == 2:
+        return value
+    return (value, None)
+
+
+def _site(run_kwargs: Mapping[str, Any]) -> Site:
+    """What ``run`` / ``arun`` were told of the call: its id, and LangGraph's step.
+
+    A ``ToolNode`` passes the model's tool call id and the graph's config, whose metadata
+    holds the superstep (``langgraph_step``): the calls of one step are parallel, a call
+    of a later step answers the errors before it, and the same id again is a retry.
+    """
+    call_id = run_kwargs.get("tool_call_id")
+    metadata = run_kwargs.get("metadata")
+    step = metadata.get("langgraph_step") if isinstance(metadata, Mapping) else None
+    return Site(turn=step, call_id=call_id if isinstance(call_id, str) else None)
 
 
 def _tool_input(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._current import current_plan
+from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import arun_attempt
 
 __all__ = ["FRAMEWORK", "install"]
@@ -46,8 +47,10 @@ def install() -> Callable[[], None]:
     from mcp.shared.exceptions import MCPError  # noqa: PLC0415
 
     original = ClientSession.__dict__.get("call_tool")
-    if original is None or getattr(original, _HOOKED, False):
-        return _nothing  # not its own method, or hooked already (an enclosing session)
+    if original is None:
+        raise Unhookable("mcp's ClientSession has no call_tool of its own in this version")
+    if getattr(original, _HOOKED, False):
+        return _nothing  # hooked already (an enclosing session)
 
     async def call_tool(self: Any, name: str, arguments: Any = None, *args: Any, **kw: Any) -> Any:
         __tracebackhide__ = True

@@ -22,19 +22,23 @@ Every tool the SDK builds with that invoker is covered: ``@function_tool``, the 
 an agent's ``mcp_servers`` and agents used as tools (``agent.as_tool``). A
 ``FunctionTool(on_invoke_tool=...)`` built by hand has no failure handling of the SDK and
 is not hooked. The name a fault matches is the tool's name as the model sees it
-(``name_override`` included). Imported only by `install`, once the SDK is imported.
+(``name_override`` included; an MCP tool's server-prefixed name, with
+``include_server_in_tool_names``, whose session call is the same attempt). Imported
+only by `install`, once the SDK is imported.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._current import current_plan
-from pytest_agentfaults.testing._frameworks._core import arun_attempt
+from pytest_agentfaults.testing._frameworks import Unhookable
+from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
 
 __all__ = ["FRAMEWORK", "ToolFailureError", "install"]
 
@@ -62,15 +66,23 @@ def install() -> Callable[[], None]:
 
     owner: Any = getattr(sdk_tool, "_FailureHandlingFunctionToolInvoker", None)
     original = owner.__dict__.get("__call__") if isinstance(owner, type) else None
-    if original is None or getattr(original, _HOOKED, False):
-        return _nothing  # an SDK without that invoker, or hooked already (an outer session)
+    if original is None:
+        raise Unhookable(
+            "the Agents SDK has no _FailureHandlingFunctionToolInvoker.__call__ (its "
+            "failure-handling tool invoker) in this version"
+        )
+    if getattr(original, _HOOKED, False):
+        return _nothing  # hooked already (an outer session)
 
     async def __call__(self: Any, ctx: Any, input: str) -> Any:  # noqa: N807 - the invoker's
         __tracebackhide__ = True
         if current_plan() is None:
             return await original(self, ctx, input)
         shim = copy.copy(self)  # the same invoker, awaiting its implementation as one attempt
-        shim._invoke_tool_impl = _attempt(_tool_name(self, ctx), self._invoke_tool_impl)
+        implementation = self._invoke_tool_impl
+        shim._invoke_tool_impl = _attempt(
+            _tool_name(self, ctx), implementation, _mcp_name(implementation)
+        )
         return await original(shim, ctx, input)
 
     setattr(__call__, _HOOKED, True)
@@ -86,21 +98,70 @@ def install() -> Callable[[], None]:
 
 
 def _attempt(
-    name: str, implementation: Callable[[Any, str], Awaitable[Any]]
+    name: str, implementation: Callable[[Any, str], Awaitable[Any]], nested: tuple[str, ...]
 ) -> Callable[[Any, str], Awaitable[Any]]:
     async def attempt(ctx: Any, input: str) -> Any:
         __tracebackhide__ = True
+        arguments = _arguments(input)
         return await arun_attempt(
-            FRAMEWORK, name, _arguments(input), lambda: implementation(ctx, input), _raise_failure
+            FRAMEWORK,
+            name,
+            arguments,
+            lambda: implementation(ctx, input),
+            _raise_failure,
+            _site(ctx),
+            nested,
+            # arguments that are not a JSON object: the SDK refuses the call before the
+            # tool runs, as pydantic-ai and LangChain do before their hooked call
+            faultable=arguments is not None,
         )
 
     return attempt
+
+
+def _mcp_name(implementation: object) -> tuple[str, ...]:
+    """An MCP tool's own name, when the SDK shows it to the model under another one.
+
+    With ``mcp_config={"include_server_in_tool_names": True}`` the model calls
+    ``mcp_docs__search`` and the MCP session is asked for ``search``: that session call is
+    the same attempt. The SDK's MCP tool runs ``partial(MCPUtil.invoke_mcp_tool, server,
+    tool, ...)``, whose ``tool`` is the MCP tool.
+    """
+    if not isinstance(implementation, functools.partial):
+        return ()
+    if getattr(implementation.func, "__name__", None) != "invoke_mcp_tool":
+        return ()
+    own = getattr(implementation.args[1], "name", None) if len(implementation.args) > 1 else None
+    return (own,) if isinstance(own, str) else ()
 
 
 def _tool_name(invoker: Any, ctx: Any) -> str:
     tool = getattr(invoker, "_function_tool", None)
     name = getattr(tool, "name", None) or getattr(ctx, "tool_name", None)
     return str(name)
+
+
+def _site(ctx: Any) -> Site:
+    """The run (its usage, one object a run), its model turn and the call's id.
+
+    Calls asked for in one model answer are parallel ones; a call of a later answer is the
+    model's retry of a failed one. The turn is told by the run's count of model requests
+    and the length of the turn's model input (which grows each turn), each of which alone
+    can stay put: a streamed answer without usage counts no request.
+    """
+    usage = getattr(ctx, "usage", None)
+    requests = getattr(usage, "requests", None)
+    turn_input = getattr(ctx, "turn_input", None)
+    turn = (
+        requests if isinstance(requests, int) else None,
+        len(turn_input) if isinstance(turn_input, list) else None,
+    )
+    call_id = getattr(ctx, "tool_call_id", None)
+    return Site(
+        run=usage,
+        turn=None if turn == (None, None) else turn,
+        call_id=call_id if isinstance(call_id, str) else None,
+    )
 
 
 def _arguments(raw: str) -> dict[str, Any] | None:

@@ -14,8 +14,9 @@ two are hooked, so each attempt is one `arun_attempt`:
 - ``delay=`` moves the test's virtual clock; a toolset ``timeout=`` runs on anyio's real
   clock, which the virtual clock does not move, so it does not see the delay.
 
-The name a fault matches is the tool's own name, before a prefixed or renamed toolset
-changes what the model sees. Imported only by `install`, once pydantic-ai is imported.
+The name a fault matches is the tool's own name, before a prefixed or renamed toolset (or
+a tool's ``prepare`` function) changes what the model sees. Imported only by `install`,
+once pydantic-ai is imported.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
-from pytest_agentfaults.testing._frameworks._core import arun_attempt
+from pytest_agentfaults.testing._frameworks import Unhookable
+from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
 __all__ = ["FRAMEWORK", "install"]
@@ -43,7 +45,7 @@ def install() -> Callable[[], None]:
     toolset = getattr(mcp, "MCPToolset", None)
     if isinstance(toolset, type):
         owners.append(toolset)
-    undos = [_hook(owner) for owner in owners]
+    undos = [_hook(owner, required=owner is FunctionToolset) for owner in owners]
 
     def undo() -> None:
         steps, undos[:] = list(reversed(undos)), []
@@ -52,8 +54,12 @@ def install() -> Callable[[], None]:
     return undo
 
 
-def _hook(owner: type[Any]) -> Callable[[], None]:
+def _hook(owner: type[Any], *, required: bool) -> Callable[[], None]:
     original = owner.__dict__.get("call_tool")
+    if original is None and required:
+        raise Unhookable(
+            f"pydantic-ai's {owner.__name__} has no call_tool of its own in this version"
+        )
     if original is None or getattr(original, _HOOKED, False):
         return _nothing  # not its own method, or hooked already (an enclosing session)
 
@@ -63,10 +69,11 @@ def _hook(owner: type[Any]) -> Callable[[], None]:
         __tracebackhide__ = True
         return await arun_attempt(
             FRAMEWORK,
-            name,
+            _own_name(name, tool),
             tool_args,
             lambda: original(self, name, tool_args, ctx, tool),
             _model_retry,
+            _site(ctx),
         )
 
     setattr(call_tool, _HOOKED, True)
@@ -79,6 +86,26 @@ def _hook(owner: type[Any]) -> Callable[[], None]:
             owner.call_tool = original
 
     return undo
+
+
+def _own_name(name: str, tool: Any) -> str:
+    """The tool's own name: a ``prepare`` function may show it to the model renamed.
+
+    A `FunctionToolset` is asked for the name the model called, and keeps the name the
+    tool was registered under as the tool's ``original_name``.
+    """
+    own = getattr(tool, "original_name", None)
+    return own if isinstance(own, str) and own else name
+
+
+def _site(ctx: Any) -> Site:
+    """The run, its step and the tool call id: the calls of one step are parallel ones."""
+    call_id = getattr(ctx, "tool_call_id", None)
+    return Site(
+        run=getattr(ctx, "run_id", None),
+        turn=getattr(ctx, "run_step", None),
+        call_id=call_id if isinstance(call_id, str) else None,
+    )
 
 
 def _nothing() -> None:

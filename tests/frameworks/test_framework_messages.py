@@ -1,0 +1,92 @@
+"""What the kit says when a fault meant for a framework's agent never fired.
+
+An ``llm=`` fault acts on an `af.Agent`'s model calls only; another framework's agent
+calls its model over HTTP. The message must not claim that no model was called, and must
+name the fault that reaches such a model.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+import pytest_agentfaults as af
+
+
+def hello(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("hi")])
+
+
+def test_an_llm_fault_on_a_pydantic_ai_agent_says_to_fault_its_http() -> None:
+    with pytest.raises(AssertionError) as failed, af.fault_scope() as scope:  # noqa: PT012
+        scope.faults.llm.rate_limit()
+        assert Agent(FunctionModel(hello)).run_sync("hello").output == "hi"
+    message = str(failed.value)
+    assert "the model was called 0 times" not in message  # it was called, once
+    assert "no af.Agent model call was seen" in message
+    assert "http=" in message  # what reaches a pydantic-ai, LangChain or Agents SDK model
+
+
+LATE_IMPORT = """
+import pytest
+
+
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"))
+def test_imports_pydantic_ai_inside():
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def model(messages, info):
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("search", {"q": "x"})])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(model))
+
+    @agent.tool_plain
+    def search(q: str) -> str:
+        return "found"
+
+    assert agent.run_sync("go").output == "done"
+"""
+
+
+def test_a_framework_imported_during_the_test_is_named_as_not_watched(
+    pytester: pytest.Pytester,
+) -> None:
+    # The adapters hook the frameworks imported when the test starts: pydantic-ai's tool
+    # ran unwatched, and the message must say why rather than "never called a tool".
+    pytester.makepyfile(test_late=LATE_IMPORT)
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*fault on tool 'search' never fired*",
+            "*tools watched in: agentfaults",
+            "*pydantic_ai was imported after the test started, so its tools were not "
+            "watched: import it at the top of the test module (or in conftest.py)*",
+        ]
+    )
+
+
+def test_a_framework_version_the_adapter_cannot_hook_is_not_called_watched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An Agents SDK that moved its private tool invoker: its tools run unwatched, and the
+    # message must say so instead of naming openai_agents among the frameworks watched.
+    import agents.tool
+
+    monkeypatch.delattr(agents.tool, "_FailureHandlingFunctionToolInvoker")
+    with pytest.raises(AssertionError) as failed, af.fault_scope() as scope:
+        scope.faults.tool("search").raises(ConnectionError())
+    message = str(failed.value)
+    assert "tools watched in: agentfaults" in message
+    assert "openai_agents" not in message.split("tools watched in:")[1].split("\n", maxsplit=1)[0]
+    assert (
+        "agents is imported, but its tools could not be hooked: the Agents SDK has no "
+        "_FailureHandlingFunctionToolInvoker.__call__"
+    ) in message
+    assert "put a function= fault on the function the tool calls instead" in message
