@@ -239,8 +239,10 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     except Exception as error:  # a finalizer failed: switch off and check all the same
         errors.append(error)
     finally:  # also for KeyboardInterrupt and pytest.exit, which end the session
-        item.stash[_ENDED] = True  # no kit switched on late from here (`_running_trace`)
-        state = item.stash.get(_STATE, None)
+        stash = item.stash
+        stash[_ENDED] = True  # no kit switched on late from here (`_running_trace`)
+        # `in`, not `stash.get`: a get that misses raises and catches a KeyError
+        state = stash[_STATE] if _STATE in stash else None  # noqa: SIM401
         if state is not None:
             errors.extend(state.stop())
         errors.extend(_network.stop_network(item))
@@ -291,9 +293,10 @@ def pytest_runtest_makereport(
     report = yield
     if report.longrepr is not None or report.sections:  # else nothing to redact
         _scrub_report(report)  # what the terminal, -rA and junit XML show of the test
-    state = item.stash.get(_STATE, None)
-    if state is None:
+    stash = item.stash
+    if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
         return report
+    state = stash[_STATE]
     session = item.config.stash[_SESSION]
     failed = report.outcome == "failed"
     if failed or session.trace_mode == "always":  # else no section is wanted
@@ -307,7 +310,7 @@ def pytest_runtest_makereport(
         return report
     # Items live until the session ends: keeping every test's plan, trace and clock
     # alive would grow the heap, and with it the garbage collector's work, per test.
-    del item.stash[_STATE]
+    del stash[_STATE]
     used = state.recorded() or state.declared
     if not used and session.trace_dir is None and session.html is None and session.coverage is None:
         # Nothing recorded, nothing declared, no file to write: nothing to ship (its
