@@ -79,21 +79,38 @@ def fill_kit_fixtures(item: pytest.Item, state: TestState, session: Session) -> 
     ``virtual_clock`` of a ``real_time`` test is left to the fixture, which says why there
     is none.
     """
-    wanted = _DIRECT.intersection(getattr(item, "fixturenames", ()))
-    if not wanted or not session.direct_fixtures:
+    if not session.direct_fixtures:
         return
     funcargs: dict[str, Any] | None = getattr(item, "funcargs", None)
     info = getattr(item, "_fixtureinfo", None)
-    definitions = getattr(info, "name2fixturedefs", None)
-    if funcargs is None or definitions is None:
+    if funcargs is None or info is None:
         return
-    for name in wanted:
-        found = definitions.get(name)
-        if name in funcargs or not found or getattr(found[-1].func, "__module__", "") != _OURS:
-            continue  # a user's fixture of that name, or a parametrized argument
+    # Which of ours the item names, by its fixture info: a parametrized test's items share
+    # one, so it is worked out once for them all.
+    known = session.kit_fixtures.get(id(info))
+    if known is None or known[0] is not info:
+        known = (info, _ours(item, info))
+        session.kit_fixtures[id(info)] = known
+    for name in known[1]:
+        if name in funcargs:
+            continue
         if name == "trace":
             funcargs[name] = trace_view(session)
         elif name == "faults":
             funcargs[name] = state.plan
         elif not state.real_time:
             funcargs[name] = state.clock
+
+
+def _ours(item: pytest.Item, info: Any) -> tuple[str, ...]:
+    """Which of ``trace``, ``faults``, ``virtual_clock`` the item names, as our fixtures.
+
+    Not a user's fixture of that name, nor a parametrized argument.
+    """
+    definitions = getattr(info, "name2fixturedefs", {})
+    found = []
+    for name in sorted(_DIRECT.intersection(getattr(item, "fixturenames", ()))):
+        defined = definitions.get(name)
+        if defined and getattr(defined[-1].func, "__module__", "") == _OURS:
+            found.append(name)
+    return tuple(found)

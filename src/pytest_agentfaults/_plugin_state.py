@@ -71,6 +71,8 @@ class Session:
         #: the setup hook fills in the kit's fixtures itself (`_plugin_fixtures`): not
         #: when the session shows fixture setup (set at the session's start)
         self.direct_fixtures = False
+        #: id(an item's fixture info) -> (the info, which of the kit's fixtures it names)
+        self.kit_fixtures: dict[int, tuple[Any, tuple[str, ...]]] = {}
 
 
 class CoverageSettings:
