@@ -124,15 +124,15 @@ def _start_guard(item: pytest.Item, sockets: bool) -> None:
 def stop_network(item: pytest.Item) -> list[Exception]:
     """Undo `start_network`; returns what failed (safe to call twice)."""
     errors: list[Exception] = []
-    guard = item.stash.get(_GUARD, None)
-    if guard is not None:
+    stash = item.stash  # `in`, not `stash.get`: a get that misses raises a KeyError
+    if _GUARD in stash:
         try:
-            guard.stop()
+            stash[_GUARD].stop()
         except Exception as error:
             errors.append(error)
-    policy = item.stash.get(_NAMED, None)
-    if policy is not None:
-        del item.stash[_NAMED]
+    if _NAMED in stash:
+        policy = stash[_NAMED]
+        del stash[_NAMED]
         policy.guarded = True  # stands aside again until the next test
     return errors
 
@@ -143,8 +143,9 @@ def check_network(item: pytest.Item, passed: bool) -> None:
     (See `NetworkGuard.check`.) A failed test's own error already names the request.
     """
     __tracebackhide__ = True
-    guard = item.stash.get(_GUARD, None)
-    if guard is not None:
-        del item.stash[_GUARD]  # items live all session: keep no test's guard alive
+    stash = item.stash
+    if _GUARD in stash:
+        guard = stash[_GUARD]
+        del stash[_GUARD]  # items live all session: keep no test's guard alive
         if passed:
             guard.check()

@@ -66,6 +66,13 @@ class Session:
         #: the plugin installed stays as quiet as without it)
         self.used = False
         self.seed_shown = False  # the seed line went out after collection
+        #: the ``trace`` fixture's view, made on first use (`_plugin_fixtures.trace_view`)
+        self.trace_view: Any = None
+        #: the setup hook fills in the kit's fixtures itself (`_plugin_fixtures`): not
+        #: when the session shows fixture setup (set at the session's start)
+        self.direct_fixtures = False
+        #: id(an item's fixture info) -> (the info, which of the kit's fixtures it names)
+        self.kit_fixtures: dict[int, tuple[Any, tuple[str, ...]]] = {}
 
 
 class CoverageSettings:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agentfaults import _plugin_coverage as _coverage
+from pytest_agentfaults import _plugin_fixtures as _fixtures
 from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults import _plugin_totals as _totals
 from pytest_agentfaults._plugin_report import (
@@ -59,6 +60,9 @@ from pytest_agentfaults._plugin_state import (
     start_state as _start_state,
 )
 
+_ENDED = _fixtures.ENDED
+_state = _fixtures.state_of
+
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import VirtualClock
     from pytest_agentfaults.runtime.events import Trace
@@ -66,7 +70,6 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing.http import HttpFaultRouter
     from pytest_agentfaults.testing.scripted import ScriptedModel
     from pytest_agentfaults.testing.server import LLMServer
-    from pytest_agentfaults.testing.session import TestState
     from pytest_agentfaults.testing.steps import Step
 
 _TRACE_MODES = ("on-failure", "always", "never")
@@ -216,7 +219,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     marks = _kit_marks(item)  # one walk up the tree for all our markers
     declared = _declares_kit(item, marks)
     if _may_use_kit(item, marks, declared):
-        _start_state(item, marks, declared)
+        state = _start_state(item, marks, declared)
+        if declared:  # the kit's fixtures it names, filled in here (`_plugin_fixtures`)
+            _fixtures.fill_kit_fixtures(item, state, item.config.stash[_SESSION])
     # The httpx guard is for tests that use the kit (a marker or a kit fixture), not for
     # every test once the runtime is loaded: an unrelated test keeps its network, whatever
     # ran before it (our own model clients refuse real hosts in every test regardless).
@@ -239,8 +244,10 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     except Exception as error:  # a finalizer failed: switch off and check all the same
         errors.append(error)
     finally:  # also for KeyboardInterrupt and pytest.exit, which end the session
-        item.stash[_ENDED] = True  # no kit switched on late from here (`_running_trace`)
-        state = item.stash.get(_STATE, None)
+        stash = item.stash
+        stash[_ENDED] = True  # no kit switched on late from here (`running_trace`)
+        # `in`, not `stash.get`: a get that misses raises and catches a KeyError
+        state = stash[_STATE] if _STATE in stash else None  # noqa: SIM401
         if state is not None:
             errors.extend(state.stop())
         errors.extend(_network.stop_network(item))
@@ -291,9 +298,10 @@ def pytest_runtest_makereport(
     report = yield
     if report.longrepr is not None or report.sections:  # else nothing to redact
         _scrub_report(report)  # what the terminal, -rA and junit XML show of the test
-    state = item.stash.get(_STATE, None)
-    if state is None:
+    stash = item.stash
+    if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
         return report
+    state = stash[_STATE]
     session = item.config.stash[_SESSION]
     failed = report.outcome == "failed"
     if failed or session.trace_mode == "always":  # else no section is wanted
@@ -307,7 +315,7 @@ def pytest_runtest_makereport(
         return report
     # Items live until the session ends: keeping every test's plan, trace and clock
     # alive would grow the heap, and with it the garbage collector's work, per test.
-    del item.stash[_STATE]
+    del stash[_STATE]
     used = state.recorded() or state.declared
     if not used and session.trace_dir is None and session.html is None and session.coverage is None:
         # Nothing recorded, nothing declared, no file to write: nothing to ship (its
@@ -315,9 +323,6 @@ def pytest_runtest_makereport(
         return report
     _ship(item, report, state, session, used=used)
     return report
-
-
-_ENDED = pytest.StashKey[bool]()  # the test's kit is switched off for good
 
 
 @pytest.hookimpl(wrapper=True)
@@ -337,6 +342,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     names itself in (`_network.start_network`).
     """
     _network.start_session(session.config)
+    # --setup-show (and --setup-plan) show each fixture's setup: no filling in then
+    option = session.config.option
+    session.config.stash[_SESSION].direct_fixtures = not getattr(option, "setupshow", False)
     logging_plugin = session.config.pluginmanager.get_plugin("logging-plugin")
     if logging_plugin is not None:
         from pytest_agentfaults.testing._scrub import redact_log_output  # noqa: PLC0415
@@ -367,16 +375,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 # ---------------------------------------------------------------------------- fixtures
 
 
-def _state(item: pytest.Item) -> TestState:
-    __tracebackhide__ = True
-    state: TestState | None = item.stash.get(_STATE, None)
-    if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
-        state = _start_state(item)
-        _network.start_network_late(item)
-    state.use_virtual_time()  # a kit fixture: the test's waits are virtual (not real_time)
-    return state
-
-
 # These four find their test through `_running_item`, not ``request`` (see there why).
 @pytest.fixture
 def faults() -> FaultPlan:
@@ -389,28 +387,11 @@ def faults() -> FaultPlan:
 def trace() -> Trace:
     """One `Trace` holding every agent run (and HTTP attempt) of the test.
 
-    Session-scoped, so it costs a test nothing to set up: a view whose every read goes to
-    the trace of the test running in the reader's context (`RunningTrace`).
+    Session-scoped: a view whose every read goes to the trace of the test running in the
+    reader's context (`RunningTrace`). A test that names it gets it from the plugin's setup
+    hook, without pytest's fixture machinery (`_plugin_fixtures`).
     """
-    from pytest_agentfaults.testing._trace_view import RunningTrace  # noqa: PLC0415 - lazy
-
-    return RunningTrace(_running_trace)
-
-
-def _running_trace() -> Trace:
-    __tracebackhide__ = True
-    item = _running_item("trace")
-    state = item.stash.get(_STATE, None)
-    if state is None:  # the test asked for it late (request.getfixturevalue), or ended
-        if item.stash.get(_ENDED, False):
-            from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - lazy, rare
-
-            raise UsageError(
-                f"the 'trace' fixture was read after {item.nodeid} ended: it shows the "
-                "running test's events; keep what you need (list(trace.events)) in the test"
-            )
-        state = _state(item)
-    return state.trace
+    return _fixtures.trace_view(_running_item("trace").config.stash[_SESSION])
 
 
 @pytest.fixture

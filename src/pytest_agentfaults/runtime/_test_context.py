@@ -39,21 +39,23 @@ def enter_test(
     snapshot settings.
     """
     entered: Entered = []
+    variable: ContextVar[Any]
+    token: Token[Any]
+    # Unrolled, each pair noted as it is set (`leave_test` undoes what got set, if one
+    # setter raises): every test of a session comes here.
     try:
-        _note(entered, set_default_clock(clock))
-        _note(entered, set_jitter_seed(seed))
-        for pair in start_collecting(trace, fresh_run_ids=True):
-            _note(entered, pair)
-        _note(entered, set_snapshot_settings(snapshots))
+        variable, token = set_default_clock(clock)
+        entered.append((variable, token, variable.get()))
+        variable, token = set_jitter_seed(seed)
+        entered.append((variable, token, variable.get()))
+        for variable, token in start_collecting(trace, fresh_run_ids=True):
+            entered.append((variable, token, variable.get()))
+        variable, token = set_snapshot_settings(snapshots)
+        entered.append((variable, token, variable.get()))
     except BaseException:
         leave_test(entered)
         raise
     return entered
-
-
-def _note(entered: Entered, pair: tuple[ContextVar[Any], Token[Any]]) -> None:
-    variable, token = pair
-    entered.append((variable, token, variable.get()))
 
 
 def leave_test(entered: Entered) -> list[Exception]:

@@ -25,6 +25,7 @@ import collections
 import heapq
 import itertools
 import math
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -65,13 +66,26 @@ class ThreadTime:
     def install(self) -> None:
         """Replace the sleep functions (each wraps the one it replaces)."""
         self.active = True
-        self._replace(time, "sleep", self._sync_sleep(time.sleep))
-        self._replace(asyncio, "sleep", self._asyncio_sleep(asyncio.sleep))
-        try:
-            import anyio  # noqa: PLC0415 - optional, and only needed here
-        except ImportError:  # pragma: no cover - anyio ships with httpx
-            return
-        self._replace(anyio, "sleep", self._anyio_sleep(anyio.sleep))
+        # Inline, not a helper per name: every test that uses the kit installs these.
+        undo = self._undo
+        previous: Any = time.sleep
+        mine: Any = self._sync_sleep(previous)
+        undo.append((time, "sleep", replaced(mine, previous), previous))
+        time.sleep = mine
+        previous = asyncio.sleep
+        mine = self._asyncio_sleep(previous)
+        undo.append((asyncio, "sleep", replaced(mine, previous), previous))
+        asyncio.sleep = mine
+        anyio: Any = sys.modules.get("anyio")  # what `import anyio` gives, cheaper
+        if anyio is None:
+            try:
+                import anyio  # noqa: PLC0415 - optional, and only needed here
+            except ImportError:  # pragma: no cover - anyio ships with httpx
+                return
+        previous = anyio.sleep
+        mine = self._anyio_sleep(previous)
+        undo.append((anyio, "sleep", replaced(mine, previous), previous))
+        anyio.sleep = mine
 
     def uninstall(self) -> None:
         """Put back what `install` replaced; a stale reference to ours then passes through.
@@ -80,26 +94,24 @@ class ThreadTime:
         it back puts back what it replaced (`pytest_agentfaults._patches`).
         """
         self.active = False
-        while self._undo:
-            owner, name, mine, previous = self._undo.pop()
+        undo = self._undo
+        while undo:
+            owner, name, mine, previous = undo.pop()
             if getattr(owner, name) is mine:
                 setattr(owner, name, live(previous))
             else:
                 retire(mine)
-        loops, self.loops = self.loops, {}
-        for timers in loops.values():
-            timers.close(self.clock.now())
-
-    def _replace(self, owner: object, name: str, replacement: object) -> None:
-        previous = getattr(owner, name)
-        self._undo.append((owner, name, replaced(replacement, previous), previous))
-        setattr(owner, name, replacement)
+        if self.loops:
+            loops, self.loops = self.loops, {}
+            for timers in loops.values():
+                timers.close(self.clock.now())
 
     def _mine(self) -> bool:
         return self.active and threading.get_ident() == self.thread
 
     def _sync_sleep(self, previous: Callable[[float], None]) -> Callable[[float], None]:
         def sleep(secs: float, /) -> None:
+            """time.sleep, virtual on the test's thread (pytest-agentfaults)."""
             __tracebackhide__ = True
             seconds = _seconds(secs, allow_zero=True)
             if seconds is None or not self._mine():
@@ -107,11 +119,11 @@ class ThreadTime:
             self.clock.sleep(seconds)
             return None
 
-        sleep.__doc__ = "time.sleep, virtual on the test's thread (pytest-agentfaults)."
         return sleep
 
     def _asyncio_sleep(self, previous: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
         async def sleep(delay: float, result: Any = None) -> Any:
+            """asyncio.sleep, virtual in the test's event loop (pytest-agentfaults)."""
             __tracebackhide__ = True
             seconds = _seconds(delay, allow_zero=False)
             loop = self._loop() if seconds is not None else None
@@ -120,11 +132,11 @@ class ThreadTime:
             await self._wait(loop, seconds)
             return result
 
-        sleep.__doc__ = "asyncio.sleep, virtual in the test's event loop (pytest-agentfaults)."
         return sleep
 
     def _anyio_sleep(self, previous: Callable[[float], Awaitable[None]]) -> Callable[..., Any]:
         async def sleep(delay: float) -> None:
+            """anyio.sleep, virtual in the test's event loop (pytest-agentfaults)."""
             __tracebackhide__ = True
             seconds = _seconds(delay, allow_zero=False)
             loop = self._loop() if seconds is not None else None
@@ -133,7 +145,6 @@ class ThreadTime:
             await self._wait(loop, seconds)
             return None
 
-        sleep.__doc__ = "anyio.sleep, virtual in the test's event loop (pytest-agentfaults)."
         return sleep
 
     def _loop(self) -> asyncio.AbstractEventLoop | None:

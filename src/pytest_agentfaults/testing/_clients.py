@@ -177,14 +177,24 @@ def _install() -> None:
     # library patches this method, so undoing it never undoes (or restores) theirs.
     for library in libraries():
         module = library.module
-        sync_original = module.Client.__dict__["_send_single_request"]
-        async_original = module.AsyncClient.__dict__["_send_single_request"]
-        sync_entry = _sync_entry(library, sync_original)
-        async_entry = _async_entry(library, async_original)
-        _undo.append((module.Client, "_send_single_request", sync_original, sync_entry))
-        _undo.append((module.AsyncClient, "_send_single_request", async_original, async_entry))
-        module.Client._send_single_request = sync_entry
-        module.AsyncClient._send_single_request = async_entry
+        for owner, make in ((module.Client, _sync_entry), (module.AsyncClient, _async_entry)):
+            original = owner.__dict__["_send_single_request"]
+            made = _entries.get(owner)
+            if made is not None and made[0] is original and not retired(made[1]):
+                entry = made[1]
+            else:
+                entry = make(library, original)
+                _entries[owner] = (original, entry)
+            _undo.append((owner, "_send_single_request", original, entry))
+            owner._send_single_request = entry
+
+
+# The entry last put on each client class, over the original it wraps: every test that
+# uses the kit installs the hook and removes it, and an entry refers to itself (a cycle
+# only the garbage collector frees), so a new one per test would cost a test a share of
+# a full collection. One removed cleanly is the same function as a new one would be; one
+# retired (found covered at removal) passes calls through for good, and is never reused.
+_entries: dict[type, tuple[Any, Callable[..., Any]]] = {}
 
 
 def _uninstall() -> None:
