@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from pytest_agentfaults.runtime._verdict_codes import advice_for
@@ -60,6 +60,8 @@ class Request:
     """The attempts of one HTTP request, in order."""
 
     attempts: list[Event]
+    #: the rules of its client, looked up once (`rules`)
+    _rules: ClientRules | None = field(default=None, repr=False, compare=False)
 
     @property
     def first(self) -> Event:
@@ -67,11 +69,14 @@ class Request:
 
     @property
     def client(self) -> object:
-        return self.first.field("client")
+        return self.first.__dict__.get("client")  # no declared field: given, or None
 
     @property
     def rules(self) -> ClientRules:
-        return client_rules(self.client)
+        rules = self._rules
+        if rules is None:
+            rules = self._rules = client_rules(self.client)
+        return rules
 
     def where(self) -> str:
         event = self.first
@@ -84,8 +89,13 @@ class Request:
         return Found(code, f"{self.where()}{by}: {message}", advice, events)
 
 
+# ``event.__dict__.get(name)`` below reads a field no event declares (``method``,
+# ``retry_after`` ...) as ``event.field(name)`` does: the event holds it, or it is None.
+
+
 def _key(event: Event) -> tuple[Any, ...]:
-    return (event.run_id, event.field("method"), event.field("url"), event.field("body_sha"))
+    given = event.__dict__
+    return (event.run_id, given.get("method"), given.get("url"), given.get("body_sha"))
 
 
 def group(events: Sequence[Event]) -> list[Request]:
@@ -106,7 +116,7 @@ def group(events: Sequence[Event]) -> list[Request]:
             continue
         key = _key(event)
         current = open_requests.get(key)
-        if current is None or event.field("retry_count") == 0 or _succeeded(current.attempts[-1]):
+        if current is None or event.retry_count == 0 or _succeeded(current.attempts[-1]):
             current = Request([event])
             open_requests[key] = current
             requests.append(current)
@@ -121,8 +131,10 @@ def _status(event: Event) -> int | None:
 
 
 def failed(event: Event) -> bool:
-    status = _status(event)
-    return event.error is not None or (status is not None and status >= 400)
+    if event.error is not None:
+        return True
+    status = event.status  # `_status`, inline: every rule asks this of every attempt
+    return isinstance(status, int) and status >= 400
 
 
 def _succeeded(event: Event) -> bool:
@@ -131,17 +143,19 @@ def _succeeded(event: Event) -> bool:
 
 def _asked_wait(event: Event) -> float | None:
     """The wait the server asked for, when above 0 (0 is no instruction, as for the SDKs)."""
-    value = event.field("retry_after")
+    value = event.__dict__.get("retry_after")
+    if value is None:
+        return None
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
 def _marked(event: Event) -> bool | None:
-    flag = event.field("should_retry")
+    flag = event.__dict__.get("should_retry")
     return flag if isinstance(flag, bool) else None
 
 
 def _cut(event: Event) -> bool:
-    return bool(event.field("fault") == _TRUNCATED)
+    return bool(event.__dict__.get("fault") == _TRUNCATED)
 
 
 def would_retry(event: Event, rules: ClientRules) -> bool:
@@ -190,15 +204,19 @@ def judge_requests(
     storm_window: float,
 ) -> list[Found]:
     """Every HTTP finding, request by request, then the storms and the give-ups."""
-    caps = _declared_caps(events)
+    caps: dict[str, int] | None = None  # looked up for our runtime's requests only
     found: list[Found] = []
     for request in requests:
         cap = max_attempts
         if cap is None:
-            cap = request.rules.max_attempts
-            if request.rules.kind == "agentfaults":
+            rules = request.rules
+            cap = rules.max_attempts
+            if rules.kind == "agentfaults":
+                if caps is None:
+                    caps = _declared_caps(events)
                 cap = caps.get(request.first.run_id, cap)
-        found.extend(_judge_request(request, cap, min_backoff))
+        if len(request.attempts) > 1 or (cap is not None and cap < 1):
+            found.extend(_judge_request(request, cap, min_backoff))
     found.extend(_storms(requests, storm_rate, storm_window))
     found.extend(_gave_up(requests, events))
     found.extend(_malformed(requests, events))
@@ -212,7 +230,7 @@ def _judge_request(request: Request, cap: int | None, min_backoff: float) -> lis
         gap = after.at - before.at
         status = _status(before)
         wait = _asked_wait(before)
-        tolerance = _DATE_TOLERANCE if before.field("retry_after_date") else _TOLERANCE
+        tolerance = _DATE_TOLERANCE if before.__dict__.get("retry_after_date") else _TOLERANCE
         obeyed = wait is not None and gap + tolerance >= wait
         marked = _marked(before)
         if marked is False and failed(before):
@@ -243,6 +261,8 @@ def _judge_request(request: Request, cap: int | None, min_backoff: float) -> lis
 
 
 def _storms(requests: list[Request], rate: int, window: float) -> list[Found]:
+    if sum(len(request.attempts) for request in requests) - len(requests) <= rate:
+        return []  # not that many retries in all: no endpoint can have had more
     by_endpoint: dict[tuple[Any, ...], list[Event]] = {}
     first: dict[tuple[Any, ...], Request] = {}
     for request in requests:
@@ -286,11 +306,13 @@ def _requested_again(event: Event, events: Sequence[Event], *, before: bool = Fa
 
 
 def _gave_up(requests: list[Request], events: Sequence[Event]) -> list[Found]:
-    ends = run_ends(events)
+    ends: list[Event] | None = None  # looked up once one is needed
     found = []
     for request in requests:
         last = request.attempts[-1]
         if _cut(last):
+            if ends is None:
+                ends = run_ends(events)
             found.extend(_cut_stream(request, events, ends))
             continue
         if len(request.attempts) != 1:
@@ -298,6 +320,8 @@ def _gave_up(requests: list[Request], events: Sequence[Event]) -> list[Found]:
         only = request.first
         if not (failed(only) and would_retry(only, request.rules)):
             continue
+        if ends is None:
+            ends = run_ends(events)
         if _recovered_after(only, ends):
             continue
         message = f"failed once ({_outcome(only)}) and was never retried"
@@ -332,14 +356,16 @@ def _malformed(requests: list[Request], events: Sequence[Event]) -> list[Found]:
 
     Used: its run ended ok, or no run judged it (an SDK returns such a body as text).
     """
-    ends = run_ends(events)
+    ends: list[Event] | None = None  # looked up once one is needed
     found = []
     for request in requests:
         last = request.attempts[-1]
-        if last.field("fault") not in _MALFORMED or failed(last):
+        if last.__dict__.get("fault") not in _MALFORMED or failed(last):
             continue
         if _requested_again(last, events):
             continue
+        if ends is None:
+            ends = run_ends(events)
         own = [e for e in ends if e.run_id == last.run_id]
         if own and not any(e.status == "ok" for e in own):
             continue  # the run failed on it: not accepted

@@ -244,14 +244,20 @@ class NotResilientError(AssertionError):
 # ============================================================================ the rules
 
 
+# The thresholds' defaults, one object each: `_check_thresholds` knows them by identity.
+_MIN_BACKOFF: Final = 0.05
+_STORM_RATE: Final = 10
+_STORM_WINDOW: Final = 1.0
+
+
 def verdict(
     trace: Trace | Iterable[Event],
     *,
     ignore: str | Iterable[str] = (),
     max_attempts: int | None = None,
-    min_backoff: float = 0.05,
-    storm_rate: int = 10,
-    storm_window: float = 1.0,
+    min_backoff: float = _MIN_BACKOFF,
+    storm_rate: int = _STORM_RATE,
+    storm_window: float = _STORM_WINDOW,
 ) -> Verdict:
     """Judge ``trace`` (see the module docs for the rules); ``ignore`` drops codes (a str: one).
 
@@ -273,10 +279,11 @@ def verdict(
         storm_window=storm_window,
     )
     findings = [Finding(f.code, f.message, f.advice, f.events) for f in found]
-    cap = max_attempts if max_attempts is not None else _DEFAULT_CAP
-    findings.extend(_judge_retries(retry_events, cap, min_backoff))
+    if retry_events:
+        cap = max_attempts if max_attempts is not None else _DEFAULT_CAP
+        findings.extend(_judge_retries(retry_events, cap, min_backoff))
     findings.extend(_non_idempotent_reruns(events))
-    kept = tuple(f for f in findings if f.code not in ignored)
+    kept = tuple(f for f in findings if f.code not in ignored) if ignored else tuple(findings)
     return Verdict(
         findings=kept,
         requests=len(requests),
@@ -290,17 +297,21 @@ def verdict(
 
 def _failures(events: Sequence[Event]) -> int:
     """The failures in ``events``: error and fault events, and failed HTTP attempts."""
-    return sum(
-        1
-        for e in events
-        if e.type in _FAILURE_TYPES
-        or (e.type == "http.request" and (failed(e) or e.field("fault") is not None))
-    )
+    count = 0
+    for e in events:
+        kind = e.type
+        if kind in _FAILURE_TYPES:
+            count += 1
+        elif kind == "http.request" and (failed(e) or e.__dict__.get("fault") is not None):
+            count += 1  # ``fault`` is no declared field: the event holds it, or it is None
+    return count
 
 
 def _ignored(ignore: object) -> tuple[str, ...]:
     """``ignore=`` as a tuple of codes: one str is one code (not its letters)."""
     __tracebackhide__ = True
+    if ignore.__class__ is tuple and not ignore:
+        return ()  # the default: nothing ignored
     if isinstance(ignore, str):
         codes: tuple[object, ...] = (ignore,)
     elif isinstance(ignore, Iterable) and not isinstance(ignore, bytes | Mapping):
@@ -326,6 +337,13 @@ def _check_thresholds(
 ) -> None:
     """Refuse a threshold that cannot be one: it would judge every trace, or none."""
     __tracebackhide__ = True
+    if (
+        max_attempts is None
+        and min_backoff is _MIN_BACKOFF
+        and storm_rate is _STORM_RATE
+        and storm_window is _STORM_WINDOW
+    ):
+        return  # the defaults (the same objects): each a valid threshold
     if max_attempts is not None and not _whole(max_attempts, 1):
         raise UsageError(
             f"verdict(max_attempts={max_attempts!r}): give a whole number >= 1 (the most "

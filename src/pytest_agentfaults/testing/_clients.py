@@ -295,21 +295,25 @@ class Injected:
         self.fault: Any = None
 
 
-def outcome(library: Library, request: Any, fault: HTTPFault) -> Injected:
+def outcome(
+    library: Library, request: Any, fault: HTTPFault, options: dict[str, Any] | None = None
+) -> Injected:
     """What the client gets for ``fault``: a status or a failure kind (see `HTTP_KINDS`).
 
     A status answers with the provider's error body and the retry headers asked for; a
     failure raises the library's own exception, or answers with a body that is not
     JSON, is cut mid-way or stalls (the cut and the stall raise once the client reads);
-    ``slow_first_token`` lets the request through and holds its first chunk.
+    ``slow_first_token`` lets the request through and holds its first chunk. ``options``
+    are ``fault.options`` when the caller has them already.
     """
     module = library.module
     path = request.url.path
     provider = provider_for(path)
-    kind = fault.label
-    options = fault.options
+    if options is None:
+        options = fault.options
     if fault.status is not None:
         return Injected(_response(module, status_served(provider, fault.status, **options)))
+    kind = fault.label
     if kind == "timeout":
         return Injected(error=module.ReadTimeout("agentfaults: injected read timeout"))
     if kind == "connect_error":

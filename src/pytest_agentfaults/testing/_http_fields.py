@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
 
-__all__ = ["client_fields", "request_headers", "response_fields"]
+__all__ = ["client_fields", "request_headers", "response_fields", "response_header_fields"]
 
 _PRODUCT: Final = re.compile(r"^\s*([A-Za-z][\w.\-]*)/")
 _KNOWN: Final = {
@@ -43,22 +43,34 @@ _READ: Final = {
 }
 
 
+#: the encodings ``headers.encoding`` falls back through: each decodes ascii bytes as ascii
+_ASCII_COMPATIBLE: Final = frozenset({None, "ascii", "utf-8", "iso-8859-1"})
+
+
 def request_headers(headers: Any) -> dict[str, str]:
     """The headers of an httpx / httpx2 request that the event reads, by lower-case name.
 
     Each value as ``headers.get`` gives it (a repeated header's values joined by ``, ``,
-    decoded with the headers' encoding). One pass over ``headers.raw``: each
-    ``headers.get`` would loop over all of an SDK's ~15 headers again.
+    decoded with the headers' encoding). One pass over the headers' own ``(name,
+    lower-case name, value)`` list: each ``headers.get`` would loop over all of an SDK's
+    ~15 headers again, and ``headers.raw`` would copy them first.
     """
+    items = getattr(headers, "_list", None)  # httpx's and httpx2's own, as their methods read
+    if items is None:
+        items = [(name, name.lower(), value) for name, value in headers.raw]
+    hits = [(lower, value) for _, lower, value in items if lower in _READ]
     found: dict[str, str] = {}
-    encoding: str | None = None
-    for raw_name, raw_value in headers.raw:
-        name = _READ.get(raw_name.lower())
-        if name is None:
-            continue
-        if encoding is None:
-            encoding = headers.encoding
-        value = raw_value.decode(encoding)
+    if not hits:
+        return found
+    ascii_ok = getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE
+    for lower, raw_value in hits:
+        name = _READ[lower]
+        # an ascii value reads the same in every encoding the headers may fall back to
+        value = (
+            raw_value.decode("ascii")
+            if ascii_ok and raw_value.isascii()
+            else raw_value.decode(headers.encoding)
+        )
         found[name] = f"{found[name]}, {value}" if name in found else value
     return found
 
@@ -105,7 +117,40 @@ def response_fields(status: int | None, headers: Iterable[tuple[str, str]]) -> d
     """The retry fields of a failed response (status >= 400), or ``{}``."""
     if status is None or status < 400:
         return {}
-    lowered = {name.lower(): value for name, value in headers}
+    return _retry_fields({name.lower(): value for name, value in headers})
+
+
+#: the response headers `response_header_fields` reads, by lower-case name as bytes
+_RETRY_READ: Final = {
+    name.encode("ascii"): name for name in ("retry-after", "retry-after-ms", "x-should-retry")
+}
+
+
+def response_header_fields(status: int | None, headers: Any) -> dict[str, Any]:
+    """`response_fields` of an httpx / httpx2 response's ``headers``, read in one pass.
+
+    Only the three retry headers are decoded (``multi_items()`` would decode them all).
+    """
+    if status is None or status < 400:
+        return {}
+    items = getattr(headers, "_list", None)
+    if items is None:
+        return response_fields(status, headers.multi_items())
+    hits = [(lower, value) for _, lower, value in items if lower in _RETRY_READ]
+    if not hits:
+        return {}
+    ascii_ok = getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE
+    lowered = {
+        _RETRY_READ[lower]: value.decode("ascii")
+        if ascii_ok and value.isascii()
+        else value.decode(headers.encoding)
+        for lower, value in hits
+    }
+    return _retry_fields(lowered)
+
+
+def _retry_fields(lowered: Mapping[str, str]) -> dict[str, Any]:
+    """The retry fields of a failed response's headers (lower-case names)."""
     fields: dict[str, Any] = {}
     retry_after = parse_retry_after(lowered)
     if retry_after is not None:

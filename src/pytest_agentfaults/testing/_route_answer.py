@@ -108,13 +108,29 @@ def _as_httpx(request: Any) -> httpx.Request:
         parsed = httpx.URL(sent)
         if len(_urls) < 256:  # a session's endpoints; bounded all the same
             _urls[sent] = parsed
-    return httpx.Request(
+    copy = httpx.Request(
         request.method,
         parsed,
-        headers=request.headers.raw,
+        headers=_as_httpx_headers(request.headers),
         stream=request.stream,
         extensions=request.extensions,
     )
+    copy.url = parsed  # the same value, and the same object for every request to it
+    return copy
+
+
+def _as_httpx_headers(headers: Any) -> Any:
+    """``headers`` (httpx2's) as ``httpx.Headers``: the same (name, lower name, value) list.
+
+    The two libraries keep headers alike; copying that list skips normalizing each header
+    again (``headers.raw`` would be re-read name by name). Anything else: ``headers.raw``.
+    """
+    items = getattr(headers, "_list", None)
+    if items.__class__ is not list:
+        return headers.raw
+    copy = httpx.Headers()
+    copy._list = list(items)  # noqa: SLF001 - the list httpx's own Headers(headers) copies
+    return copy
 
 
 def _pool_errors(library: Library) -> Callable[[], AbstractContextManager[None]]:

@@ -366,19 +366,33 @@ class FaultPlan:
         order and the first that hits answers, so later ones do not see that request.
         Thread-safe: the loopback server asks from its own threads.
         """
-        http = [f for f in self.faults if isinstance(f, HTTPFault)]
+        # the http faults with what they match on: the groups below follow from these
+        http = [(f, f.url, f.method) for f in self.faults if isinstance(f, HTTPFault)]
         if not http:
             return None
         with self._http_lock:
-            groups: dict[tuple[Any, ...], list[HTTPFault]] = {}
-            for fault in http:
-                if fault.matches_http(method, url, any_host=any_host):
-                    groups.setdefault(fault.key, []).append(fault)
+            memo = self._http_groups
+            if memo is None:
+                memo = self._http_groups = {}
+            known = memo.get((method, url, any_host))
+            if known is not None and known[0] == http:
+                groups = known[1]
+            else:
+                groups = {}
+                for fault, _, _ in http:
+                    if fault.matches_http(method, url, any_host=any_host):
+                        groups.setdefault(fault.key, []).append(fault)
+                if len(memo) >= 64:  # a test's endpoints; bounded all the same
+                    memo.clear()
+                memo[(method, url, any_host)] = (http, groups)
             for key, candidates in groups.items():
                 hit = self.next_fault(key, candidates)
                 if hit is not None:
                     return hit
         return None
+
+    #: (method, url, any_host) -> (the http faults then, their matching groups), per plan
+    _http_groups: dict[tuple[Any, ...], tuple[list[Any], dict[Any, list[HTTPFault]]]] | None = None
 
     def next_call_id(self) -> str:
         """An id for a tool call an llm fault makes up: numbered per plan, so per test."""

@@ -65,6 +65,7 @@ from respx.models import AllMockedAssertionError, PassThrough, Route, RouteList
 
 from pytest_agentfaults._network_policy import is_loopback
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
@@ -92,7 +93,7 @@ from pytest_agentfaults.testing._handoff import (
 from pytest_agentfaults.testing._http_fields import (
     client_fields,
     request_headers,
-    response_fields,
+    response_header_fields,
 )
 from pytest_agentfaults.testing._httpd import running_addresses
 from pytest_agentfaults.testing._light_routes import Calls, LightRoute
@@ -246,19 +247,22 @@ class HttpInjector:
         __tracebackhide__ = True
         fault.check()
         method = request.method
-        kind = fault.label
+        kind, options, description = _fault_facts(fault)
         # the plan and the recorder redact what they keep
         self.plan.record(fault, f"{method} {url}", kind, occurrence)
         self._emit(
             "http.fault",
-            method=method,
-            url=url,
-            status=fault.status or kind,
-            retry_after=fault.retry_after,
-            occurrence=occurrence,
-            detail=f"{method} {url}: {fault.describe()}",
+            {
+                "method": method,
+                "url": url,
+                "status": fault.status or kind,
+                "retry_after": fault.retry_after,
+                "occurrence": occurrence,
+                "detail": f"{method} {url}: {description}",
+            },
+            ("url",),
         )
-        return outcome(library, request, fault)
+        return outcome(library, request, fault, options)
 
     def _slow(self, library: Library, request: Any, url: str, response: Any, slow: Injected) -> Any:
         """``response`` with its first chunk held (``slow_first_token``), recorded."""
@@ -287,14 +291,16 @@ class HttpInjector:
         fault: HTTPFault | None = None,
     ) -> None:
         method = request.method
-        fields: dict[str, Any] = {"method": method, "url": url}  # redacted by the recorder
+        fields: dict[str, Any] = {"method": method, "url": url}
         headers = request_headers(request.headers)
-        fields.update(client_fields(headers, url))
+        client = client_fields(headers, url).get("client")
+        if client is not None:
+            fields["client"] = client
         if response is not None:
             status = response.status_code
             fields["status"] = status
             if status >= 400:  # the retry fields of a failed response
-                fields.update(response_fields(status, response.headers.multi_items()))
+                fields.update(response_header_fields(status, response.headers))
         if error is not None:
             fields["error"] = ErrorRecord.from_exception(error)
         retry_count = headers.get("x-stainless-retry-count")
@@ -307,11 +313,18 @@ class HttpInjector:
             fields["fault"] = fault.label
         body = request_body(request)
         if body:
-            fields["body_sha"] = hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
+            fields["body_sha"] = _body_sha(body)
         fields["detail"] = detail
-        self._emit("http.request", **fields)
+        self._emit("http.request", fields, ("url", "client"))
 
-    def _emit(self, type: str, **fields: Any) -> None:
+    def _emit(self, type: str, fields: dict[str, Any], texts: tuple[str, ...]) -> None:
+        """Record ``fields`` as a ``type`` event; ``texts`` names its free-text fields.
+
+        In a run, through the run's recorder (``emit``, which checks every field). Else
+        through the plan's recorder as an event of known types (`Recorder.emit_known`):
+        every value here is a name, a number, a bool, an `ErrorRecord`, a hex digest or
+        one of ``texts``, which are redacted here (``detail`` by the recorder).
+        """
         emit = current_emit()
         if emit is not None:
             emit(type, **fields)
@@ -319,7 +332,72 @@ class HttpInjector:
         recorder = self.plan.http_recorder
         if recorder is None:
             recorder = self.plan.http_recorder = Recorder(agent="http", clock=default_clock())
-        recorder.emit(type, **fields)
+        for name in texts:
+            value = fields.get(name)
+            if value is not None:
+                fields[name] = redact(value)
+        recorder.emit_known(type, fields)
+
+
+# an http fault's settings -> its label, options and description (`_fault_facts`)
+_facts: dict[tuple[Any, ...], tuple[str, dict[str, Any], str]] = {}
+
+
+def _fault_facts(fault: HTTPFault) -> tuple[str, dict[str, Any], str]:
+    """``fault.label``, ``fault.options`` and ``fault.describe()``, worked out once.
+
+    All three follow from the fault's settings (each value with its class: a repr shows
+    ``True`` and ``1`` apart), which a fault keeps from hit to hit.
+    """
+    status, kind, retry_after, should_retry = (
+        fault.status,
+        fault.kind,
+        fault.retry_after,
+        fault.should_retry,
+    )
+    after, delay, kind_status = fault.after, fault.delay, fault.kind_status
+    key = (
+        fault.method,
+        fault.url,
+        status,
+        status.__class__,
+        kind,
+        retry_after,
+        retry_after.__class__,
+        fault.retry_after_format,
+        should_retry,
+        should_retry.__class__,
+        after,
+        after.__class__,
+        delay,
+        delay.__class__,
+        kind_status,
+        kind_status.__class__,
+    )
+    facts = _facts.get(key)
+    if facts is None:
+        facts = (fault.label, fault.options, fault.describe())
+        if len(_facts) >= 256:  # a session's distinct faults; bounded all the same
+            _facts.clear()
+        _facts[key] = facts
+    return facts
+
+
+# a request's body -> its digest: an SDK sends the same body again on each retry
+_shas: dict[bytes, str] = {}
+_SHA_KEPT: Final = 64 * 1024  # bodies up to this size are remembered (at most 256 of them)
+
+
+def _body_sha(body: bytes) -> str:
+    """The first 12 hex digits of ``body``'s SHA-1 (the ``body_sha`` of an event)."""
+    sha = _shas.get(body)
+    if sha is None:
+        sha = hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
+        if len(body) <= _SHA_KEPT:
+            if len(_shas) >= 256:
+                _shas.clear()
+            _shas[body] = sha
+    return sha
 
 
 def _patch_below(library: Library) -> None:

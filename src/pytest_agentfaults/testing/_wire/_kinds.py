@@ -129,12 +129,26 @@ def status_served(
 
     With the provider's request id, drawn from ``ids`` (by default the current test's).
     """
-    message = f"agentfaults: injected HTTP {status} {status_phrase(status)}"
     request_id = draw_id(provider, ids)
-    payload = error_payload(provider, status, message, request_id=request_id)
-    served = _json(status, payload, None, request_id, provider)
+    # the body holds the request id for Anthropic only: the others' is the same every time
+    key = (provider, status, request_id if provider == "anthropic" else None)
+    body = _status_bodies.get(key)
+    if body is None:
+        message = f"agentfaults: injected HTTP {status} {status_phrase(status)}"
+        payload = error_payload(provider, status, message, request_id=request_id)
+        body = encode(payload).encode()
+        if key[2] is None:
+            if len(_status_bodies) >= 256:  # bounded all the same
+                _status_bodies.clear()
+            _status_bodies[key] = body
+    headers = [("content-type", JSON_TYPE), *id_headers(provider, request_id)]
+    served = Served(status, headers, [body])
     _finish_status(served, retry_after, retry_after_format, should_retry)
     return served
+
+
+# (provider, status, None) -> the body of an injected status (bytes: never changed)
+_status_bodies: dict[tuple[Any, ...], bytes] = {}
 
 
 def _finish_status(

@@ -6,6 +6,7 @@ the `ModelRequest` a scripted step answers.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -17,6 +18,8 @@ from pytest_agentfaults.testing._wire._responses import responses_request
 __all__ = ["model_name", "model_request", "parse_body", "provider_for", "wants_stream"]
 
 
+# a session asks about its few endpoints again and again: a pure function, remembered
+@functools.lru_cache(maxsize=256)
 def provider_for(path: str) -> Provider | None:
     """The provider whose endpoint ``path`` is (``/v1/chat/completions`` is ``"openai"``)."""
     path = path.split("?", 1)[0].rstrip("/")
