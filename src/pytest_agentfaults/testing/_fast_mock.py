@@ -16,7 +16,7 @@ from typing import Any
 
 from respx.mocks import Mocker
 
-__all__ = ["start_mocker"]
+__all__ = ["patch_below", "start_mocker"]
 
 
 class _Patched:
@@ -66,6 +66,19 @@ def start_mocker(mocker: type[Mocker]) -> None:
             if cached is None or cached[0] is not original:
                 cached = _wrappers[key] = (original, mocker.mock(original))  # type: ignore[no-untyped-call]
             mocker._patches.append(_Patched(owner, method, cached[1]))  # type: ignore[arg-type]
+
+
+def patch_below(mocker: type[Mocker]) -> None:
+    """Patch ``mocker`` (a library's respx mocker) if a router is registered there.
+
+    The HTTP layer calls it before a request goes on to the client's transport, so the
+    routes answer below. Routers patch on demand, not when made: a request the layer lets
+    through is the only way into the pool a router's test has (`Routed` answers the
+    others), and most tests never send one, so they skip the ~20 us of patching and
+    unpatching.
+    """
+    if mocker.routers and not mocker._patches:  # respx's patch list
+        start_mocker(mocker)
 
 
 def _resolve(target: str) -> Any:

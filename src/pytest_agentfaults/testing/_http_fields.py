@@ -21,9 +21,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing._fault import HTTPFault
 
 __all__ = ["client_fields", "request_headers", "response_fields", "response_header_fields"]
 
@@ -169,3 +172,40 @@ def _is_date(value: str) -> bool:
     except ValueError:
         return bool(value.strip())
     return False
+
+
+# a fault's settings -> its label, options and description, for one test (`fault_facts`)
+FactsCache = dict[tuple[Any, ...], tuple[str, dict[str, Any], str]]
+
+
+def fault_facts(fault: HTTPFault, cache: FactsCache) -> tuple[str, dict[str, Any], str]:
+    """``fault.label``, ``fault.options`` and ``fault.describe()``, worked out once a test.
+
+    All three follow from the fault's settings (each value with its class: a repr shows
+    ``True`` and ``1`` apart), which a fault keeps from hit to hit; ``cache`` is the
+    test's own (its HTTP layer's), so nothing is kept from one test to the next.
+    """
+    status, retry_after, should_retry = fault.status, fault.retry_after, fault.should_retry
+    after, delay, kind_status = fault.after, fault.delay, fault.kind_status
+    key = (
+        fault.method,
+        fault.url,
+        status,
+        status.__class__,
+        fault.kind,
+        retry_after,
+        retry_after.__class__,
+        fault.retry_after_format,
+        should_retry,
+        should_retry.__class__,
+        after,
+        after.__class__,
+        delay,
+        delay.__class__,
+        kind_status,
+        kind_status.__class__,
+    )
+    facts = cache.get(key)
+    if facts is None:
+        facts = cache[key] = (fault.label, fault.options, fault.describe())
+    return facts

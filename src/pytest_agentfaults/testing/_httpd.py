@@ -20,7 +20,7 @@ import struct
 import sys
 import time
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "RECORDED_ORIGIN",
@@ -34,6 +34,7 @@ __all__ = [
     "read_head",
     "register_running",
     "running_addresses",
+    "serves_port",
     "set_os_timeouts",
     "unregister_running",
 ]
@@ -57,6 +58,12 @@ _RUNNING: set[tuple[str, int]] = set()
 def running_addresses() -> frozenset[tuple[str, int]]:
     """``(host, port)`` of every `LLMServer` running in this process."""
     return frozenset(_RUNNING)
+
+
+def serves_port(url: Any) -> bool:
+    """Whether an in-process `LLMServer` of this process listens on ``url``'s port."""
+    port = int(url.port or (443 if url.scheme == "https" else 80))
+    return any(port == running for _, running in running_addresses())
 
 
 def register_running(address: tuple[str, int]) -> None:

@@ -81,7 +81,7 @@ from pytest_agentfaults.testing._clients import (
     request_body,
     slow_stream,
 )
-from pytest_agentfaults.testing._fast_mock import start_mocker
+from pytest_agentfaults.testing._fast_mock import patch_below
 from pytest_agentfaults.testing._handoff import (
     NETWORK,
     OWN,
@@ -91,11 +91,13 @@ from pytest_agentfaults.testing._handoff import (
     transport_name,
 )
 from pytest_agentfaults.testing._http_fields import (
+    FactsCache,
     client_fields,
+    fault_facts,
     request_headers,
     response_header_fields,
 )
-from pytest_agentfaults.testing._httpd import running_addresses
+from pytest_agentfaults.testing._httpd import serves_port
 from pytest_agentfaults.testing._light_routes import Calls, LightRoute
 from pytest_agentfaults.testing._network import UnmatchedRequestError
 from pytest_agentfaults.testing._route_answer import Routed, passing_through
@@ -127,6 +129,7 @@ class HttpInjector:
     def __init__(self, plan: FaultPlan) -> None:
         self.plan = plan
         self._router: HttpFaultRouter | None = None
+        self._facts: FactsCache = {}  # this test's faults' labels and texts (`fault_facts`)
 
     def start(self) -> None:
         """Route httpx and httpx2 requests through this layer (the newest layer wins)."""
@@ -208,8 +211,8 @@ class HttpInjector:
         # an HTTPTransport, patched or not, hands a loopback request to the server (the
         # llm_server fixture refuses a pytest-httpx that would not): the server serves
         # the faults, and the request counts once
-        if kind != OWN and is_loopback(host) and _running_port(url) in _server_ports():
-            _patch_below(library)
+        if kind != OWN and is_loopback(host) and serves_port(url):
+            patch_below(library.mocker)
             return _SILENT, ""
         method = request.method
         shown = str(url)
@@ -217,7 +220,7 @@ class HttpInjector:
         if hit is not None:
             outcome = self._inject(library, request, shown, *hit)
             if outcome.delay is not None:  # recorded once answered (`_slow`)
-                _patch_below(library)  # it goes on to the transport
+                patch_below(library.mocker)  # it goes on to the transport
                 outcome.fault = hit[0]
                 return outcome, shown
             failure = outcome.error or outcome.later
@@ -230,7 +233,7 @@ class HttpInjector:
             elif library.mocker.routers == [router]:  # else respx's mocker asks them all
                 return Routed(library, router, transport), shown
         if not network or library.mocker.routers or is_loopback(host):
-            _patch_below(library)
+            patch_below(library.mocker)
             return _PASS, shown
         guard = current_guard()
         refused = (
@@ -247,7 +250,7 @@ class HttpInjector:
         __tracebackhide__ = True
         fault.check()
         method = request.method
-        kind, options, description = _fault_facts(fault)
+        kind, options, description = fault_facts(fault, self._facts)
         # the plan and the recorder redact what they keep
         self.plan.record(fault, f"{method} {url}", kind, occurrence)
         self._emit(
@@ -313,7 +316,7 @@ class HttpInjector:
             fields["fault"] = fault.label
         body = request_body(request)
         if body:
-            fields["body_sha"] = _body_sha(body)
+            fields["body_sha"] = hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
         fields["detail"] = detail
         self._emit("http.request", fields, ("url", "client"))
 
@@ -337,88 +340,6 @@ class HttpInjector:
             if value is not None:
                 fields[name] = redact(value)
         recorder.emit_known(type, fields)
-
-
-# an http fault's settings -> its label, options and description (`_fault_facts`)
-_facts: dict[tuple[Any, ...], tuple[str, dict[str, Any], str]] = {}
-
-
-def _fault_facts(fault: HTTPFault) -> tuple[str, dict[str, Any], str]:
-    """``fault.label``, ``fault.options`` and ``fault.describe()``, worked out once.
-
-    All three follow from the fault's settings (each value with its class: a repr shows
-    ``True`` and ``1`` apart), which a fault keeps from hit to hit.
-    """
-    status, kind, retry_after, should_retry = (
-        fault.status,
-        fault.kind,
-        fault.retry_after,
-        fault.should_retry,
-    )
-    after, delay, kind_status = fault.after, fault.delay, fault.kind_status
-    key = (
-        fault.method,
-        fault.url,
-        status,
-        status.__class__,
-        kind,
-        retry_after,
-        retry_after.__class__,
-        fault.retry_after_format,
-        should_retry,
-        should_retry.__class__,
-        after,
-        after.__class__,
-        delay,
-        delay.__class__,
-        kind_status,
-        kind_status.__class__,
-    )
-    facts = _facts.get(key)
-    if facts is None:
-        facts = (fault.label, fault.options, fault.describe())
-        if len(_facts) >= 256:  # a session's distinct faults; bounded all the same
-            _facts.clear()
-        _facts[key] = facts
-    return facts
-
-
-# a request's body -> its digest: an SDK sends the same body again on each retry
-_shas: dict[bytes, str] = {}
-_SHA_KEPT: Final = 64 * 1024  # bodies up to this size are remembered (at most 256 of them)
-
-
-def _body_sha(body: bytes) -> str:
-    """The first 12 hex digits of ``body``'s SHA-1 (the ``body_sha`` of an event)."""
-    sha = _shas.get(body)
-    if sha is None:
-        sha = hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
-        if len(body) <= _SHA_KEPT:
-            if len(_shas) >= 256:
-                _shas.clear()
-            _shas[body] = sha
-    return sha
-
-
-def _patch_below(library: Library) -> None:
-    """Patch respx's mocker of ``library`` if a router is registered there (`start_mocker`).
-
-    Called before a request goes on to the client's transport, so the routes answer below.
-    Routers patch on demand, not when made: a request the layer lets through is the only
-    way into the pool a router's test has (`Routed` answers the others), and most tests
-    never send one, so they skip the ~20 us of patching and unpatching.
-    """
-    mocker = library.mocker
-    if mocker.routers and not mocker._patches:  # respx's patch list
-        start_mocker(mocker)
-
-
-def _server_ports() -> set[int]:
-    return {port for _, port in running_addresses()}
-
-
-def _running_port(url: Any) -> int:
-    return int(url.port or (443 if url.scheme == "https" else 80))
 
 
 # ----------------------------------------------------------------------------- the router
