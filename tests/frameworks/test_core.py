@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import pytest_agentfaults as af
-from pytest_agentfaults.testing._frameworks._core import arun_attempt, run_attempt
+from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt, run_attempt
 
 
 class Native(Exception):
@@ -194,3 +194,38 @@ def test_an_exception_instance_raised_again_carries_only_its_own_attempts_traceb
                 run_attempt("demo", "search", None, lambda: "x", native)
             lengths.append(len(traceback.extract_tb(caught.value.__traceback__)))
     assert lengths[0] == lengths[1] == lengths[2]
+
+
+def test_with_nothing_known_of_the_call_its_arguments_tell_a_retry() -> None:
+    # A framework that passes no Site: an attempt after a failure is its retry only when
+    # it is the same call, told by the arguments; another call is attempt 1 of its own.
+    def search() -> str:
+        return "found"
+
+    with af.fault_scope() as scope:
+        scope.faults.tool("search").raises(ConnectionError("reset")).at(1)
+        for query in ("x", "y", "x"):
+            try:
+                run_attempt("demo", "search", {"q": query}, search, native)
+            except ConnectionError:
+                pass
+        trace = scope.trace
+    assert [e.attempt for e in trace.of("tool.call")] == [1, 1, 2]
+    assert [e.detail for e in trace.of("tool.retry")] == [None]
+    assert trace.retries("search") == 1
+
+
+def test_a_known_call_id_or_turn_is_not_narrowed_by_arguments() -> None:
+    # pydantic-ai and the Agents SDK pass the model turn: a later turn's call after a
+    # failure is its retry even when the model changed the arguments (it fixed them)
+    def search() -> str:
+        return "found"
+
+    with af.fault_scope() as scope:
+        scope.faults.tool("search").raises(ValueError("bad query")).at(1)
+        with pytest.raises(ValueError, match="bad query"):
+            run_attempt("demo", "search", {"q": "x"}, search, native, Site("run", 1, "c1"))
+        run_attempt("demo", "search", {"q": "fixed"}, search, native, Site("run", 2, "c2"))
+        trace = scope.trace
+    assert [e.attempt for e in trace.of("tool.call")] == [1, 2]
+    assert trace.retries("search") == 1

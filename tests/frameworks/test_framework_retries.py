@@ -392,3 +392,64 @@ def test_agents_sdk_a_fault_hits_a_call_the_sdk_runs_not_one_it_refuses(
         "ModelBehaviorError",  # the SDK's refusal, still an attempt in the trace
         "ConnectionError",
     ]
+
+
+# --------------------------------------------------------------------------------------
+# A framework that says nothing of runs, turns or call ids (a LangChain tool invoked
+# directly or in a batch, an MCP session, a patched function): the same call again is
+# told by its arguments. A loop over customers is two calls, not a retry of the first.
+
+
+@tool
+def refund(customer: str) -> str:
+    """Refund a customer."""
+    CHARGED.append(customer)
+    return f"refunded {customer}"
+
+
+@pytest.mark.inject_fault(tool="refund", raises=TimeoutError(), times=1, idempotent=False)
+def test_langchain_a_loop_over_customers_is_not_a_rerun(trace: af.Trace) -> None:
+    CHARGED.clear()
+    outcomes = []
+    for customer in ("ann", "bob"):
+        try:
+            outcomes.append(refund.invoke({"customer": customer}))
+        except TimeoutError:
+            outcomes.append("timeout")
+    assert outcomes == ["timeout", "refunded bob"]
+    assert trace.retries("refund") == 0
+    assert [e.attempt for e in trace.of("tool.call")] == [1, 1]
+    verdict = trace.verdict()
+    assert "retried_non_idempotent" not in verdict.codes, verdict.render()
+
+
+@pytest.mark.inject_fault(tool="refund", raises=ConnectionError("reset"), times=1)
+def test_langchain_a_batch_of_two_inputs_has_no_retry(trace: af.Trace) -> None:
+    CHARGED.clear()
+    out = refund.batch([{"customer": "ann"}, {"customer": "bob"}], return_exceptions=True)
+    assert [type(o).__name__ for o in out] == ["ConnectionError", "str"]
+    assert trace.retries("refund") == 0
+
+
+@pytest.mark.inject_fault(tool="refund", raises=TimeoutError(), times=1, idempotent=False)
+def test_langchain_the_same_refund_invoked_again_is_a_rerun(trace: af.Trace) -> None:
+    CHARGED.clear()
+    retrying = refund.with_retry(stop_after_attempt=2, wait_exponential_jitter=False)
+    assert retrying.invoke({"customer": "ann"}) == "refunded ann"
+    assert trace.retries("refund") == 1
+    assert [e.attempt for e in trace.of("tool.call")] == [1, 2]
+    assert trace.verdict().codes == ["retried_non_idempotent"]
+
+
+@pytest.mark.inject_fault(tool="refund", raises=ConnectionError("reset"), times=1)
+def test_langchain_a_streak_per_call_survives_other_calls_between(trace: af.Trace) -> None:
+    # ann fails; bob runs; ann is asked again: ann's second attempt is ann's retry
+    CHARGED.clear()
+    for customer in ("ann", "bob", "ann"):
+        try:
+            refund.invoke({"customer": customer})
+        except ConnectionError:
+            pass
+    assert CHARGED == ["bob", "ann"]
+    assert [e.attempt for e in trace.of("tool.call")] == [1, 1, 2]
+    assert trace.retries("refund") == 1

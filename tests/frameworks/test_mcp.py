@@ -131,15 +131,28 @@ async def test_the_session_itself_with_fluent_faults_and_at(faults, trace):
         results = [await session.call_tool("search", {"query": q}) for q in "abc"]
     assert [r.is_error for r in results] == [False, True, False]
     assert CALLS == ["a", "c"]
-    # attempts count within a failure streak: MCP says nothing of runs or turns, so the
-    # call after the failed one is its retry
-    assert [e.field("attempt") for e in trace.of("tool.call")] == [1, 1, 2]
-    assert trace.retries("search") == 1
+    # MCP says nothing of runs, turns or call ids: the same call again is told by its
+    # arguments, so the search for "c" after the failed one for "b" is a new call
+    assert [e.field("attempt") for e in trace.of("tool.call")] == [1, 1, 1]
+    assert trace.retries("search") == 0
     assert [e.detail for e in trace.of("tool.call")] == [
         '{"query": "a"}',
         '{"query": "b"}',
         '{"query": "c"}',
     ]
+
+
+@pytest.mark.asyncio
+async def test_the_same_search_asked_again_after_a_failure_is_its_retry(faults, trace):
+    faults.tool("search").raises(ConnectionError("reset")).at(2)
+    async with mcp.Client(server) as client:
+        session = client.session
+        results = [await session.call_tool("search", {"query": q}) for q in "abbc"]
+    assert [r.is_error for r in results] == [False, True, False, False]
+    assert CALLS == ["a", "b", "c"]
+    assert [e.field("attempt") for e in trace.of("tool.call")] == [1, 1, 2, 1]
+    assert trace.retries("search") == 1
+    assert trace.of("tool.retry")[0].error.type == "ConnectionError"
 
 
 @pytest.mark.asyncio

@@ -276,8 +276,18 @@ class _Attempt:
         # runtime numbers its own retries; any other attempt is attempt 1 of a new call.
         # The wait before it is the framework's and unknown here: no ``delay``.
         # One streak per tool and run: runs of the same agent may interleave (gathered).
-        self.key: tuple[str, str, object] = (framework, tool, _run_key(site.run))
-        self.failing: dict[tuple[str, str, object], _Failing] = _side(plan).setdefault(
+        # Where the framework says nothing of which call this is (no turn, no call id: a
+        # LangChain tool invoked directly or in a batch, an MCP session, a function), the
+        # same call again is told by its arguments: a loop over customers is two calls.
+        text = _args_text(args)
+        same_call = text if site.call_id is None and site.turn is None else None
+        self.key: tuple[str, str, object, str | None] = (
+            framework,
+            tool,
+            _run_key(site.run),
+            same_call,
+        )
+        self.failing: dict[tuple[str, str, object, str | None], _Failing] = _side(plan).setdefault(
             "failing", {}
         )
         before = self.failing.get(self.key)
@@ -293,7 +303,7 @@ class _Attempt:
             )
         else:
             self.number = 1
-        self.emit("tool.call", detail=_shown_args(args))
+        self.emit("tool.call", detail=None if text is None else preview(text))
 
     def emit(self, kind: str, **fields: Any) -> None:
         self.recorder.emit(kind, tool=self.name, attempt=self.number, **self.marks, **fields)
@@ -418,14 +428,14 @@ def _side(plan: FaultPlan) -> dict[str, Any]:
     return plan.framework_state
 
 
-def _shown_args(args: Mapping[str, Any] | None) -> str | None:
+def _args_text(args: Mapping[str, Any] | None) -> str | None:
+    """The arguments as JSON with sorted keys (their repr if not JSON; None: unknown)."""
     if args is None:
         return None
     try:
-        text = json.dumps(dict(args), default=repr, sort_keys=True)
+        return json.dumps(dict(args), default=repr, sort_keys=True)
     except (TypeError, ValueError):
-        text = repr(args)
-    return preview(text)
+        return repr(args)
 
 
 def _shown_result(result: object) -> str:
