@@ -234,7 +234,7 @@ def is_kit(value: object) -> bool:
 # registry (testing._frameworks), so the header loads none of the kit.
 FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "pydantic_ai": ("pydantic-ai", ("pydantic-ai-slim", "pydantic-ai")),
-    "langchain_core": ("langchain", ("langchain-core",)),
+    "langchain_core": ("langchain-core", ("langchain-core",)),
     "agents": ("openai-agents", ("openai-agents",)),
     "mcp": ("mcp", ("mcp",)),
 }
