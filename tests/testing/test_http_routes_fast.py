@@ -419,3 +419,26 @@ def test_a_redirect_cannot_replay_a_one_shot_upload(http_faults, lib):
     with lib.Client(follow_redirects=True) as client, pytest.raises(lib.StreamConsumed):
         client.post(API, content=body())
     http_faults.assert_all_called = False  # the redirect's target is never reached
+
+
+def test_a_routed_answer_sets_the_clients_cookies_and_uses_its_default_encoding(http_faults, lib):
+    # the client's own _send_single_request finishes the answer: its cookie jar and its
+    # default encoding, read through the layer's one-request view of the client
+    http_faults.get(API).respond(
+        200, content="caf\xe9".encode("latin-1"), headers={"set-cookie": "seen=yes; Path=/"}
+    )
+    with lib.Client(default_encoding="latin-1") as client:
+        response = client.get(API)
+        assert client.cookies.get("seen") == "yes"
+    assert response.text == "caf\xe9"
+
+
+def test_an_unmatched_routed_request_is_refused_and_not_recorded(http_faults, lib, trace):
+    http_faults.assert_all_called = False
+    route = http_faults.get(API).respond(204)
+    with lib.Client() as client, pytest.raises(AssertionError, match="GET " + OTHER):
+        client.get(OTHER)
+    assert route.call_count == 0
+    assert len(http_faults.calls) == 0  # as respx: a request no route matched is no call
+    (event,) = trace.of("http.request")
+    assert event.error.type == "UnmatchedRequestError"

@@ -98,7 +98,7 @@ from pytest_agentfaults.testing._http_fields import (
     response_header_fields,
 )
 from pytest_agentfaults.testing._httpd import serves_port
-from pytest_agentfaults.testing._light_routes import Calls, LightRoute
+from pytest_agentfaults.testing._light_routes import Calls, LightRoute, resolve_routes
 from pytest_agentfaults.testing._network import UnmatchedRequestError
 from pytest_agentfaults.testing._route_answer import Routed, passing_through
 from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
@@ -452,7 +452,7 @@ class HttpFaultRouter(respx.Router):
         if passing_through.get():  # let through by `Routed` already, recorded there
             raise PassThrough("passes through", request=request, origin=_ANY)
         try:
-            return super().handler(request)
+            return resolve_routes(self, request).response  # type: ignore[return-value]
         except AllMockedAssertionError:
             unrouted = self._unrouted(request)
             if isinstance(unrouted, _Refused):
