@@ -442,3 +442,19 @@ def test_an_unmatched_routed_request_is_refused_and_not_recorded(http_faults, li
     assert len(http_faults.calls) == 0  # as respx: a request no route matched is no call
     (event,) = trace.of("http.request")
     assert event.error.type == "UnmatchedRequestError"
+
+
+def test_a_route_sees_a_bytes_body_and_the_client_every_header_it_answers(http_faults, lib):
+    route = http_faults.post(API).respond(
+        200, content=b"ok", headers=[("x-a", "1"), ("X-B", "2"), ("x-a", "3")]
+    )
+    with lib.Client() as client:
+        response = client.post(API, content=b'{"q": 1}')
+    seen = route.calls.last.request
+    assert isinstance(seen, httpx.Request)
+    assert seen.content == b'{"q": 1}'
+    assert isinstance(seen.stream, httpx.ByteStream)
+    assert b"".join(seen.stream) == b'{"q": 1}'
+    assert response.headers.get_list("x-a") == ["1", "3"]
+    assert [name for name, _ in response.headers.raw][:3] == [b"x-a", b"X-B", b"x-a"]
+    assert response.content == b"ok"

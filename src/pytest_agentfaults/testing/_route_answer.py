@@ -51,7 +51,7 @@ class Routed:
         """The routes' answer to a sync client."""
         library = self._library
         copy = _as_httpx(request)
-        copy.read()  # the copy's, as respx's mocker reads it: the client's stays unread
+        _read(copy, request, library)  # as respx's mocker reads it: the client's stays unread
         try:
             answer = self._router.handler(copy)
         except PassThrough:
@@ -84,6 +84,21 @@ class Routed:
             with _pool_errors(library)():
                 raise
         return _as_library(library, answer)
+
+
+def _read(copy: httpx.Request, request: Any, library: Library) -> None:
+    """``copy.read()``: straight from ``request``'s bytes when its body is bytes already.
+
+    An upload given as bytes is a byte stream of the client's library with its bytes kept
+    (``content``): reading the copy would join that one chunk and wrap it again. Any other
+    upload is read through the copy, as respx's mocker reads it.
+    """
+    content = request.__dict__.get("_content")
+    if content.__class__ is bytes and request.stream.__class__ is library.module.ByteStream:
+        copy._content = content  # what read() sets  # noqa: SLF001
+        copy.stream = httpx.ByteStream(content)
+    else:
+        copy.read()
 
 
 # wire URL -> httpx.URL, parsed once (10 us each): URLs are values, never changed in place
@@ -166,10 +181,23 @@ def _as_library(library: Library, answer: httpx.Response) -> Any:
     )
     return module.Response(
         answer.status_code,
-        headers=answer.headers.raw,
+        headers=_as_library_headers(module, answer.headers),
         stream=body,
         extensions=answer.extensions,
     )
+
+
+def _as_library_headers(module: Any, headers: httpx.Headers) -> Any:
+    """``headers`` as the library's ``Headers``: the same (name, lower name, value) list.
+
+    The reverse of `_as_httpx_headers`, for the same reason; anything else: ``headers.raw``.
+    """
+    items = getattr(headers, "_list", None)
+    if items.__class__ is not list:
+        return headers.raw
+    copy = module.Headers()
+    copy._list = list(items)  # noqa: SLF001 - the list the library's Headers(headers) copies
+    return copy
 
 
 def _Stream(library: Library, inner: Any) -> Any:  # noqa: N802 # a class per library
