@@ -458,3 +458,15 @@ def test_a_route_sees_a_bytes_body_and_the_client_every_header_it_answers(http_f
     assert response.headers.get_list("x-a") == ["1", "3"]
     assert [name for name, _ in response.headers.raw][:3] == [b"x-a", b"X-B", b"x-a"]
     assert response.content == b"ok"
+
+
+def test_a_route_sees_the_body_a_request_hook_put_in_place(http_faults, lib):
+    # the bytes on the wire are the stream's, whatever the request read before
+    route = http_faults.post(API).respond(200)
+
+    def sign(request):
+        request.stream = lib.ByteStream(b"signed:" + request.content)
+
+    with lib.Client(event_hooks={"request": [sign]}) as client:
+        client.post(API, content=b"body")
+    assert route.calls.last.request.content == b"signed:body"

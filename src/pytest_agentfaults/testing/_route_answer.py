@@ -87,16 +87,18 @@ class Routed:
 
 
 def _read(copy: httpx.Request, request: Any, library: Library) -> None:
-    """``copy.read()``: straight from ``request``'s bytes when its body is bytes already.
+    """``copy.read()``, straight from the bytes of a byte-stream upload.
 
-    An upload given as bytes is a byte stream of the client's library with its bytes kept
-    (``content``): reading the copy would join that one chunk and wrap it again. Any other
-    upload is read through the copy, as respx's mocker reads it.
+    The client's library keeps an upload given as bytes in a byte stream of one chunk:
+    reading the copy would join that chunk and wrap it again. Taken as is, the copy ends
+    as ``read()`` leaves it. Any other upload is read through the copy, as respx's
+    mocker reads it.
     """
-    content = request.__dict__.get("_content")
-    if content.__class__ is bytes and request.stream.__class__ is library.module.ByteStream:
-        copy._content = content  # what read() sets  # noqa: SLF001
-        copy.stream = httpx.ByteStream(content)
+    stream = request.stream
+    data = stream.__dict__.get("_stream") if stream.__class__ is library.module.ByteStream else None
+    if data.__class__ is bytes:
+        copy._content = data  # what read() sets  # noqa: SLF001
+        copy.stream = httpx.ByteStream(data)
     else:
         copy.read()
 
