@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import http.server
 import threading
 from collections.abc import Iterator
@@ -451,3 +452,22 @@ def test_async_requests_to_the_loopback_server_go_straight_to_it(faults, trace):
 
         assert asyncio.run(go()) == "async hello"
     assert trace.of("http.request") == []  # that server was not bound: nobody records
+
+
+def test_each_attempt_shows_its_url_and_the_digest_of_its_own_body(faults, http_faults, trace, lib):
+    # the layer remembers a test's URLs as shown and its bodies' digests: a remembered
+    # one must be the same as worked out afresh, and a new body never takes an old digest
+    url = API + "?page=2&q=a%20b"
+    http_faults.post(url).respond(200)
+    faults.http(url=API).status(503).times(2)
+    small, other, large = b'{"a": 1}', b'{"a": 2}', b"x" * (100 * 1024)
+    with lib.Client() as client:
+        for body in (small, small, other, large, large):
+            client.post(url, content=body)
+    events = trace.of("http.request")
+    assert [e.field("url") for e in events] == [str(httpx.URL(url))] * 5
+    assert [e.field("body_sha") for e in events] == [
+        hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
+        for body in (small, small, other, large, large)
+    ]
+    assert [e.status for e in events] == [503, 503, 200, 200, 200]

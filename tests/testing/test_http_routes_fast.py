@@ -419,3 +419,54 @@ def test_a_redirect_cannot_replay_a_one_shot_upload(http_faults, lib):
     with lib.Client(follow_redirects=True) as client, pytest.raises(lib.StreamConsumed):
         client.post(API, content=body())
     http_faults.assert_all_called = False  # the redirect's target is never reached
+
+
+def test_a_routed_answer_sets_the_clients_cookies_and_uses_its_default_encoding(http_faults, lib):
+    # the client's own _send_single_request finishes the answer: its cookie jar and its
+    # default encoding, read through the layer's one-request view of the client
+    http_faults.get(API).respond(
+        200, content="caf\xe9".encode("latin-1"), headers={"set-cookie": "seen=yes; Path=/"}
+    )
+    with lib.Client(default_encoding="latin-1") as client:
+        response = client.get(API)
+        assert client.cookies.get("seen") == "yes"
+    assert response.text == "caf\xe9"
+
+
+def test_an_unmatched_routed_request_is_refused_and_not_recorded(http_faults, lib, trace):
+    http_faults.assert_all_called = False
+    route = http_faults.get(API).respond(204)
+    with lib.Client() as client, pytest.raises(AssertionError, match="GET " + OTHER):
+        client.get(OTHER)
+    assert route.call_count == 0
+    assert len(http_faults.calls) == 0  # as respx: a request no route matched is no call
+    (event,) = trace.of("http.request")
+    assert event.error.type == "UnmatchedRequestError"
+
+
+def test_a_route_sees_a_bytes_body_and_the_client_every_header_it_answers(http_faults, lib):
+    route = http_faults.post(API).respond(
+        200, content=b"ok", headers=[("x-a", "1"), ("X-B", "2"), ("x-a", "3")]
+    )
+    with lib.Client() as client:
+        response = client.post(API, content=b'{"q": 1}')
+    seen = route.calls.last.request
+    assert isinstance(seen, httpx.Request)
+    assert seen.content == b'{"q": 1}'
+    assert isinstance(seen.stream, httpx.ByteStream)
+    assert b"".join(seen.stream) == b'{"q": 1}'
+    assert response.headers.get_list("x-a") == ["1", "3"]
+    assert [name for name, _ in response.headers.raw][:3] == [b"x-a", b"X-B", b"x-a"]
+    assert response.content == b"ok"
+
+
+def test_a_route_sees_the_body_a_request_hook_put_in_place(http_faults, lib):
+    # the bytes on the wire are the stream's, whatever the request read before
+    route = http_faults.post(API).respond(200)
+
+    def sign(request):
+        request.stream = lib.ByteStream(b"signed:" + request.content)
+
+    with lib.Client(event_hooks={"request": [sign]}) as client:
+        client.post(API, content=b"body")
+    assert route.calls.last.request.content == b"signed:body"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("openai")
+openai = pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 httpx2 = pytest.importorskip("httpx2")
 
@@ -71,3 +71,55 @@ def test_a_replaced_http_client_is_put_back_and_a_closed_one_rebuilt(clients):
     rebuilt = clients.for_test("openai_client")
     assert not rebuilt._client.is_closed
     assert rebuilt._client is not http
+
+
+# The SDK's resources (``client.chat``, made on first use) stay from test to test while
+# exactly as the SDK made them; anything a test did to one drops it.
+
+
+def test_an_sdk_resource_as_made_stays_for_the_next_test(clients):
+    client = clients.for_test("openai_client")
+    chat, completions = client.chat, client.chat.completions
+    again = clients.for_test("openai_client")
+    assert again.chat is chat
+    assert again.chat.completions is completions
+    assert again.chat.completions._client is again
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda client: setattr(client.chat.completions, "create", lambda **kw: "fake"),
+        lambda client: setattr(client.chat.completions, "_post", lambda *a, **kw: "fake"),
+        lambda client: setattr(client.chat, "completions", object()),
+        lambda client: setattr(client.chat, "extra", 1),
+        lambda client: setattr(client, "chat", object()),
+        lambda client: setattr(client.chat.completions, "__class__", _Completions(client)),
+    ],
+    ids=["method", "request-method", "sub-resource", "attribute", "resource", "class"],
+)
+def test_an_sdk_resource_a_test_changed_is_made_afresh(clients, change):
+    client = clients.for_test("openai_client")
+    client.chat.completions  # noqa: B018 - made, as a test's first call makes it
+    clients.for_test("openai_client")  # now known as made
+    chat = client.chat
+    change(client)
+    again = clients.for_test("openai_client")
+    assert again.chat is not chat
+    completions = again.chat.completions
+    assert type(completions) is openai.resources.chat.completions.Completions
+    assert "create" not in vars(completions)
+    assert completions._post == again.post
+    assert not hasattr(again.chat, "extra")
+
+
+def _Completions(client):  # noqa: N802 - a subclass of the resource's class
+    return type("Completions", (type(client.chat.completions),), {})
+
+
+def test_an_anthropic_resource_stays_or_goes_by_the_same_rule(clients):
+    client = clients.for_test("anthropic_client")
+    messages = client.messages
+    assert clients.for_test("anthropic_client").messages is messages
+    messages.create = lambda **kw: "fake"
+    assert "create" not in vars(clients.for_test("anthropic_client").messages)

@@ -84,5 +84,17 @@ class Via:
     def _transport_for_url(self, url: Any) -> Answer:
         return self._transport
 
+    # What ``_send_single_request`` reads of its client besides the transport, spelled
+    # out: through `__getattr__`, each read first fails (an AttributeError made and
+    # dropped), for every faulted or routed request.
+    @property
+    def cookies(self) -> Any:
+        """The client's cookie jar (the answer's cookies go there)."""
+        return self._client.cookies
+
+    @property
+    def _default_encoding(self) -> Any:
+        return self._client._default_encoding  # noqa: SLF001 - what the client reads of itself
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)

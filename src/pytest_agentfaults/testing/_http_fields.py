@@ -19,16 +19,24 @@ loopback server (`_serve.py`), so the two record the same fields the same way.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing._fault import HTTPFault
 
-__all__ = ["client_fields", "request_headers", "response_fields", "response_header_fields"]
+__all__ = [
+    "attempt_fields",
+    "client_fields",
+    "request_headers",
+    "response_fields",
+    "response_header_fields",
+]
 
 _PRODUCT: Final = re.compile(r"^\s*([A-Za-z][\w.\-]*)/")
 _KNOWN: Final = {
@@ -172,6 +180,62 @@ def _is_date(value: str) -> bool:
     except ValueError:
         return bool(value.strip())
     return False
+
+
+#: a request body -> its ``body_sha``, for one test (`attempt_fields`)
+Digests = dict[bytes, str]
+#: bodies up to this size have their digest remembered for the test (an SDK's retries
+#: send the same body again); a larger one is digested each time, never kept
+_REMEMBERED_BODY: Final = 64 * 1024
+
+
+def attempt_fields(
+    request: Any,
+    url: str,
+    response: Any,
+    error: BaseException | None,
+    fault: HTTPFault | None,
+    digests: Digests,
+) -> dict[str, Any]:
+    """The fields of the in-process layer's ``http.request`` event for one attempt.
+
+    ``url`` as the event shows it; ``response`` or ``error`` is what the client got, and
+    ``fault`` the fault behind it, if any. ``digests`` is the test's (its HTTP layer's).
+    """
+    method = request.method
+    fields: dict[str, Any] = {"method": method, "url": url}
+    headers = request_headers(request.headers)
+    client = client_fields(headers, url).get("client")
+    if client is not None:
+        fields["client"] = client
+    if response is not None:
+        status = response.status_code
+        fields["status"] = status
+        if status >= 400:  # the retry fields of a failed response
+            fields.update(response_header_fields(status, response.headers))
+    if error is not None:
+        fields["error"] = ErrorRecord.from_exception(error)
+    retry_count = headers.get("x-stainless-retry-count")
+    detail = f"{method} {url}"
+    if retry_count is not None and retry_count.isdigit():
+        fields["retry_count"] = int(retry_count)
+        if retry_count != "0":
+            detail += f" (retry {retry_count})"
+    if fault is not None:
+        fields["fault"] = fault.label
+    try:
+        body = request.content
+    except Exception:  # a streamed upload that nobody has read: no digest
+        body = b""
+    if isinstance(body, bytes) and body:
+        digest = digests.get(body) if len(body) <= _REMEMBERED_BODY else None
+        if digest is None:
+            digest = hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
+            if len(body) <= _REMEMBERED_BODY and len(digests) < 64:
+                digests[body] = digest
+        fields["body_sha"] = digest
+    fields["detail"] = detail
+    return fields
 
 
 # a fault's settings -> its label, options and description, for one test (`fault_facts`)

@@ -32,10 +32,19 @@ from unittest import mock
 
 import httpx
 from respx import patterns
-from respx.models import CallList, MockResponse, Route, clone_response
+from respx.models import (
+    AllMockedAssertionError,
+    CallList,
+    MockResponse,
+    PassThrough,
+    ResolvedRoute,
+    Route,
+    SideEffectError,
+    clone_response,
+)
 from respx.patterns import M, Pattern
 
-__all__ = ["Calls", "LightRoute", "route_pattern"]
+__all__ = ["Calls", "LightRoute", "resolve_routes", "route_pattern"]
 
 _NonCallableMock: Any = mock.NonCallableMock
 _MOCK_CLASS: Any = mock.NonCallableMock.__dict__["__class__"]  # the mock's property
@@ -181,6 +190,45 @@ class LightRoute(Route):
                 Calls(self.calls, name=self),
             )
         )
+
+
+def resolve_routes(router: Any, request: httpx.Request) -> ResolvedRoute:
+    """The sync ``Router.resolve`` of respx, its steps inline rather than in a generator.
+
+    The first route that matches answers; the call is recorded on the router and the
+    route; no match raises respx's ``AllMockedAssertionError``, a pass-through route
+    raises ``PassThrough`` and a failing side effect its own error, each recorded first,
+    as respx's ``resolver`` does.
+    """
+    resolved = ResolvedRoute()  # type: ignore[no-untyped-call]
+    try:
+        for route in router.routes:
+            prospect = route.match(request)
+            if prospect is not None:
+                resolved.route = route
+                resolved.response = prospect
+                break
+        if resolved.route is None:
+            if router._assert_all_mocked:  # noqa: SLF001 - respx's own setting
+                raise AllMockedAssertionError(f"RESPX: {request!r} not mocked!")
+            resolved.response = httpx.Response(200)
+        elif resolved.response == request:
+            raise PassThrough(  # noqa: TRY301 - recorded below, as respx's resolver does
+                f"Request marked to pass through: {request!r}",
+                request=request,
+                origin=resolved.route,
+            )
+    except SideEffectError as error:
+        router.record(request, response=None, route=error.route)
+        raise error.origin from error
+    except PassThrough:
+        router.record(request, response=None, route=resolved.route)
+        raise
+    response = resolved.response
+    router.record(request, response=response, route=resolved.route)
+    if response and isinstance(response.stream, httpx.ByteStream):
+        response.read()  # as respx's: the stream read before the answer goes back
+    return resolved
 
 
 #: the arguments of ``respond`` a `_Pending` takes (besides ``status_code``, ``content``)

@@ -51,7 +51,7 @@ class Routed:
         """The routes' answer to a sync client."""
         library = self._library
         copy = _as_httpx(request)
-        copy.read()  # the copy's, as respx's mocker reads it: the client's stays unread
+        _read(copy, request, library)  # as respx's mocker reads it: the client's stays unread
         try:
             answer = self._router.handler(copy)
         except PassThrough:
@@ -84,6 +84,23 @@ class Routed:
             with _pool_errors(library)():
                 raise
         return _as_library(library, answer)
+
+
+def _read(copy: httpx.Request, request: Any, library: Library) -> None:
+    """``copy.read()``, straight from the bytes of a byte-stream upload.
+
+    The client's library keeps an upload given as bytes in a byte stream of one chunk:
+    reading the copy would join that chunk and wrap it again. Taken as is, the copy ends
+    as ``read()`` leaves it. Any other upload is read through the copy, as respx's
+    mocker reads it.
+    """
+    stream = request.stream
+    data = stream.__dict__.get("_stream") if stream.__class__ is library.module.ByteStream else None
+    if data.__class__ is bytes:
+        copy._content = data  # what read() sets  # noqa: SLF001
+        copy.stream = httpx.ByteStream(data)
+    else:
+        copy.read()
 
 
 # wire URL -> httpx.URL, parsed once (10 us each): URLs are values, never changed in place
@@ -166,10 +183,23 @@ def _as_library(library: Library, answer: httpx.Response) -> Any:
     )
     return module.Response(
         answer.status_code,
-        headers=answer.headers.raw,
+        headers=_as_library_headers(module, answer.headers),
         stream=body,
         extensions=answer.extensions,
     )
+
+
+def _as_library_headers(module: Any, headers: httpx.Headers) -> Any:
+    """``headers`` as the library's ``Headers``: the same (name, lower name, value) list.
+
+    The reverse of `_as_httpx_headers`, for the same reason; anything else: ``headers.raw``.
+    """
+    items = getattr(headers, "_list", None)
+    if items.__class__ is not list:
+        return headers.raw
+    copy = module.Headers()
+    copy._list = list(items)  # noqa: SLF001 - the list the library's Headers(headers) copies
+    return copy
 
 
 def _Stream(library: Library, inner: Any) -> Any:  # noqa: N802 # a class per library

@@ -7,7 +7,8 @@ one TLS context) once per session:
 - a sync client pointed at the provider's URL is the session's client itself, put back as
   it was built at the start of each test that asks for it: its attributes restored, the
   dicts among them (``_custom_headers`` ...) copied afresh, anything the last test added
-  (an attribute, a resource it replaced) dropped; and so is its httpx2 client (headers,
+  (an attribute, a resource it replaced or changed) dropped, the SDK's resources exactly
+  as the SDK made them (``client.chat``) kept; and so is its httpx2 client (headers,
   cookies, event hooks, auth, timeout, params, base URL, redirects, transports), all but
   its connection pool and whether it is closed. That costs ~5 us a test; a copy per test
   costs ~0.3 ms once its first request is counted, a third of an SDK fault test;
@@ -32,10 +33,12 @@ The ``openai`` and ``anthropic`` packages are imported on a fixture's first use 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import ssl
 import sys
 from collections.abc import Callable
+from types import MethodType
 from typing import Any, Final
 
 from pytest_agentfaults.errors import UsageError
@@ -133,10 +136,11 @@ class _Pristine:
     (``client._client.headers["x"] = "1"``, an event hook, a cookie an answer set).
     """
 
-    __slots__ = ("client", "http")
+    __slots__ = ("client", "http", "resources")
 
     def __init__(self, client: Any) -> None:
         self.client = _Attributes(client.__dict__, {dict: _fresh_dict})
+        self.resources = _Resources()
         http = client._client
         library = _http_library(http)
         copiers: Copiers = {dict: _fresh_dict}
@@ -147,9 +151,112 @@ class _Pristine:
         self.http = _Attributes(http.__dict__, copiers, keep=("_state",))
 
     def put_back(self, client: Any) -> None:
-        """Put ``client`` back as built: what a test set, added or changed in place."""
-        self.client.put_back(client.__dict__)
+        """Put ``client`` back as built: what a test set, added or changed in place.
+
+        The SDK's resources the last test made (``client.chat``) stay while exactly as
+        the SDK made them (`_Resources`): made again, they cost a test ~50k instructions.
+        """
+        state = client.__dict__
+        built = self.client.state
+        made = None
+        if len(state) > len(built):
+            resources = self.resources
+            made = [
+                (name, state[name])
+                for name in state.keys() - built.keys()
+                if resources.as_made(client, name, state[name])
+            ]
+        self.client.put_back(state)
+        if made:
+            state.update(made)
         self.http.put_back(client._client.__dict__)  # the client's own, put back above
+
+
+# the names under which an SDK resource keeps its client's request methods (``_post`` is
+# ``client.post``), as ``SyncAPIResource.__init__`` sets them in openai and anthropic
+_REQUEST_METHODS: Final = frozenset({"_get", "_post", "_patch", "_put", "_delete", "_get_api_list"})
+
+#: a resource and its own resources, each with its class and its attributes when checked
+Snapshots = list[tuple[Any, type, dict[str, Any]]]
+
+
+class _Resources:
+    """Which resources the SDK made on a session client are still as the SDK made them.
+
+    A resource (``client.chat``, ``client.chat.completions``) is a ``cached_property``
+    value, made on first use. One is as made when it is of the very class its property
+    makes (learned once per property, by making one), and its attributes are its client,
+    the client's own request methods, and resources of its own as made: nothing a test
+    set, replaced or mocked. Once checked, a resource is remembered with its attributes
+    (and its own resources'), and later found unchanged by comparing them. Anything
+    else goes with the test, and the SDK makes it again.
+    """
+
+    __slots__ = ("_checked", "_made")
+
+    def __init__(self) -> None:
+        #: (owner class, property name) -> the class it makes, or None (not a resource)
+        self._made: dict[tuple[type, str], type | None] = {}
+        #: client attribute -> (the resource last found as made, its snapshots)
+        self._checked: dict[str, tuple[Any, Snapshots]] = {}
+
+    def as_made(self, client: Any, name: str, value: Any) -> bool:
+        """Whether ``value``, ``client``'s attribute ``name``, is a resource as made."""
+        checked = self._checked.get(name)
+        if checked is not None and checked[0] is value:
+            for resource, kind, state in checked[1]:
+                if resource.__class__ is not kind or resource.__dict__ != state:
+                    break
+            else:
+                return True
+        snapshots: Snapshots = []
+        if self._check(client, name, value, client, snapshots):
+            self._checked[name] = (value, snapshots)
+            return True
+        self._checked.pop(name, None)
+        return False
+
+    def _check(self, owner: Any, name: str, value: Any, client: Any, snapshots: Snapshots) -> bool:
+        known = self._made.get((owner.__class__, name), _UNKNOWN)
+        kind = self._learn(owner, name) if known is _UNKNOWN else known
+        if kind is None or value.__class__ is not kind:
+            return False
+        state = value.__dict__
+        if state.get("_client") is not client:
+            return False
+        client_class = client.__class__
+        for key, item in state.items():
+            if key == "_client":
+                continue
+            if key in _REQUEST_METHODS:
+                if not (
+                    item.__class__ is MethodType
+                    and item.__self__ is client
+                    and item.__func__ is getattr(client_class, key[1:], None)
+                ):
+                    return False
+            elif not self._check(value, key, item, client, snapshots):
+                return False
+        snapshots.append((value, kind, dict(state)))
+        return True
+
+    def _learn(self, owner: Any, name: str) -> type | None:
+        """The class ``owner``'s property ``name`` makes, if it is an SDK resource."""
+        prop = getattr(owner.__class__, name, None)
+        kind = None
+        if isinstance(prop, functools.cached_property):
+            try:
+                made = prop.func(owner)
+            except Exception:  # a property that cannot be made again: never kept
+                made = None
+            state = getattr(made, "__dict__", None)
+            if state is not None and state.get("_client") is not None:
+                kind = made.__class__
+        self._made[owner.__class__, name] = kind
+        return kind
+
+
+_UNKNOWN: Final[Any] = object()
 
 
 class _Attributes:

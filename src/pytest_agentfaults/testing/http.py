@@ -56,7 +56,6 @@ switches on.
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any, Final
 
 import httpx
@@ -68,7 +67,6 @@ from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import default_clock
-from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.hooks import current_emit
 from pytest_agentfaults.testing._clients import (
     Injected,
@@ -78,7 +76,6 @@ from pytest_agentfaults.testing._clients import (
     outcome,
     push,
     remove,
-    request_body,
     slow_stream,
 )
 from pytest_agentfaults.testing._fast_mock import patch_below
@@ -91,14 +88,13 @@ from pytest_agentfaults.testing._handoff import (
     transport_name,
 )
 from pytest_agentfaults.testing._http_fields import (
+    Digests,
     FactsCache,
-    client_fields,
+    attempt_fields,
     fault_facts,
-    request_headers,
-    response_header_fields,
 )
 from pytest_agentfaults.testing._httpd import serves_port
-from pytest_agentfaults.testing._light_routes import Calls, LightRoute
+from pytest_agentfaults.testing._light_routes import Calls, LightRoute, resolve_routes
 from pytest_agentfaults.testing._network import UnmatchedRequestError
 from pytest_agentfaults.testing._route_answer import Routed, passing_through
 from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
@@ -130,6 +126,8 @@ class HttpInjector:
         self.plan = plan
         self._router: HttpFaultRouter | None = None
         self._facts: FactsCache = {}  # this test's faults' labels and texts (`fault_facts`)
+        self._digests: Digests = {}  # this test's request bodies' digests (`attempt_fields`)
+        self._shown: dict[Any, str] = {}  # this test's request URLs as shown (`_decide`)
 
     def start(self) -> None:
         """Route httpx and httpx2 requests through this layer (the newest layer wins)."""
@@ -215,7 +213,13 @@ class HttpInjector:
             patch_below(library.mocker)
             return _SILENT, ""
         method = request.method
-        shown = str(url)
+        # ``str(url)`` of a URL parsed before (its parts, a value) in this test
+        parts = getattr(url, "_uri_reference", None)
+        shown = self._shown.get(parts) if parts is not None else None
+        if shown is None:
+            shown = str(url)
+            if parts is not None and len(self._shown) < 64:
+                self._shown[parts] = shown
         hit = self.plan.next_http_fault(method, shown)
         if hit is not None:
             outcome = self._inject(library, request, shown, *hit)
@@ -293,31 +297,7 @@ class HttpInjector:
         error: BaseException | None = None,
         fault: HTTPFault | None = None,
     ) -> None:
-        method = request.method
-        fields: dict[str, Any] = {"method": method, "url": url}
-        headers = request_headers(request.headers)
-        client = client_fields(headers, url).get("client")
-        if client is not None:
-            fields["client"] = client
-        if response is not None:
-            status = response.status_code
-            fields["status"] = status
-            if status >= 400:  # the retry fields of a failed response
-                fields.update(response_header_fields(status, response.headers))
-        if error is not None:
-            fields["error"] = ErrorRecord.from_exception(error)
-        retry_count = headers.get("x-stainless-retry-count")
-        detail = f"{method} {url}"
-        if retry_count is not None and retry_count.isdigit():
-            fields["retry_count"] = int(retry_count)
-            if retry_count != "0":
-                detail += f" (retry {retry_count})"
-        if fault is not None:
-            fields["fault"] = fault.label
-        body = request_body(request)
-        if body:
-            fields["body_sha"] = hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
-        fields["detail"] = detail
+        fields = attempt_fields(request, url, response, error, fault, self._digests)
         self._emit("http.request", fields, ("url", "client"))
 
     def _emit(self, type: str, fields: dict[str, Any], texts: tuple[str, ...]) -> None:
@@ -452,7 +432,7 @@ class HttpFaultRouter(respx.Router):
         if passing_through.get():  # let through by `Routed` already, recorded there
             raise PassThrough("passes through", request=request, origin=_ANY)
         try:
-            return super().handler(request)
+            return resolve_routes(self, request).response  # type: ignore[return-value]
         except AllMockedAssertionError:
             unrouted = self._unrouted(request)
             if isinstance(unrouted, _Refused):
