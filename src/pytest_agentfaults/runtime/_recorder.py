@@ -244,52 +244,40 @@ class Recorder:
 
     # ------------------------------------------------------------------ the run's own events
     # The events every run records (a model turn, a tool attempt: a failed one records
-    # three), each made field by field in its final order. An event's fields are then kept
-    # in the instance itself, not in a dict: half the cost of building a dict and dropping
-    # it (`__dict__` makes one the first time something asks for it). Their values are of
-    # their fields' types (`KEPT`), and ``detail`` comes redacted.
-
-    def _stamped(self, type: str, at: float) -> Event:
-        event = _new_event(Event)
-        event.run_id = self.run_id
-        event.agent = self.agent
-        event.parent_run_id = self.parent_run_id
-        event.type = type
-        event.seq = len(self.trace.events)
-        event.at = at
-        return event
+    # three), each made field by field: its own fields, then `_keep` stamps it (run, type,
+    # seq, time) and stores it, in one call. An event's fields are then kept in the instance
+    # itself, not in a dict: half the cost of building a dict and dropping it (`__dict__`
+    # makes one the first time something asks for it; dumps order the fields by their
+    # declaration, not by when they were set). Their values are of their fields' types
+    # (`KEPT`), and ``detail`` comes redacted.
 
     def run_start(self, detail: str) -> Event:
         """The ``run.start`` event."""
-        at = self.clock.now() - self.start
-        event = self._stamped("run.start", at)
+        event = _new_event(Event)
         event.detail = detail
-        return self._keep(event, at)
+        return self._keep(event, "run.start")
 
     def run_end(self, status: str, detail: str | None) -> Event:
         """The ``run.end`` event."""
-        at = self.clock.now() - self.start
-        event = self._stamped("run.end", at)
+        event = _new_event(Event)
         event.status = status
         event.detail = detail
-        return self._keep(event, at)
+        return self._keep(event, "run.end")
 
     def llm_request(self, attempt: int, detail: str) -> Event:
         """An ``llm.request`` event."""
-        at = self.clock.now() - self.start
-        event = self._stamped("llm.request", at)
+        event = _new_event(Event)
         event.attempt = attempt
         event.detail = detail
-        return self._keep(event, at)
+        return self._keep(event, "llm.request")
 
     def llm_response(self, attempt: int, status: str | None, detail: str) -> Event:
         """An ``llm.response`` event."""
-        at = self.clock.now() - self.start
-        event = self._stamped("llm.response", at)
+        event = _new_event(Event)
         event.attempt = attempt
         event.status = status
         event.detail = detail
-        return self._keep(event, at)
+        return self._keep(event, "llm.response")
 
     def tool_step(
         self,
@@ -301,8 +289,7 @@ class Recorder:
         marks: dict[str, Any],
     ) -> Event:
         """A ``tool.call`` or ``tool.result`` event of this runtime's tool ``tool``."""
-        at = self.clock.now() - self.start
-        event = self._stamped(type, at)
+        event = _new_event(Event)
         event.tool = tool
         event.call_id = call_id
         event.attempt = attempt
@@ -310,7 +297,7 @@ class Recorder:
         event.detail = detail
         if marks:
             event.__dict__.update(marks)
-        return self._keep(event, at)
+        return self._keep(event, type)
 
     def tool_error(
         self,
@@ -321,8 +308,7 @@ class Recorder:
         marks: dict[str, Any],
     ) -> Event:
         """A ``tool.error`` event of this runtime's tool ``tool``."""
-        at = self.clock.now() - self.start
-        event = self._stamped("tool.error", at)
+        event = _new_event(Event)
         event.tool = tool
         event.call_id = call_id
         event.framework = _OURS
@@ -330,7 +316,7 @@ class Recorder:
         event.error = error
         if marks:
             event.__dict__.update(marks)
-        return self._keep(event, at)
+        return self._keep(event, "tool.error")
 
     def tool_retry(
         self,
@@ -342,8 +328,7 @@ class Recorder:
         error: ErrorRecord,
     ) -> Event:
         """A ``tool.retry`` event of this runtime's tool ``tool``."""
-        at = self.clock.now() - self.start
-        event = self._stamped("tool.retry", at)
+        event = _new_event(Event)
         event.tool = tool
         event.call_id = call_id
         event.framework = _OURS
@@ -351,7 +336,7 @@ class Recorder:
         event.max_attempts = max_attempts
         event.delay = delay
         event.error = error
-        return self._keep(event, at)
+        return self._keep(event, "tool.retry")
 
     def tool_fault(
         self,
@@ -363,8 +348,7 @@ class Recorder:
         non_idempotent: bool,
     ) -> Event:
         """A ``tool.fault`` event: a fault the test kit injected into tool ``tool``."""
-        at = self.clock.now() - self.start
-        event = self._stamped("tool.fault", at)
+        event = _new_event(Event)
         event.tool = tool
         event.call_id = call_id
         event.attempt = attempt
@@ -373,18 +357,29 @@ class Recorder:
         event.detail = detail
         if non_idempotent:
             event.__dict__["idempotent"] = False
-        return self._keep(event, at)
+        return self._keep(event, "tool.fault")
 
-    def _keep(self, event: Event, at: float) -> Event:
-        """Store ``event`` (its fields validated when ``at`` is not a float), as `_record`."""
+    def _keep(self, event: Event, type: str) -> Event:
+        """Stamp ``event`` (its own fields set) as the next ``type`` event now, and store it.
+
+        As `_record` does: its fields are validated when the clock's time is not a float.
+        """
+        trace = self.trace
+        events = trace.events
+        at = self.clock.now() - self.start
+        event.run_id = self.run_id
+        event.agent = self.agent
+        event.parent_run_id = self.parent_run_id
+        event.type = type
+        event.seq = len(events)
+        event.at = at
         if at.__class__ is not float:
             event.__dict__ = validated(event.__dict__)
-        trace = self.trace
         buffer = _buffer.get()
         if buffer is not None and buffer[0] is trace:
             buffer[1].append((event, self))  # a parallel call: merged in order later
             return event
-        trace.events.append(event)
+        events.append(event)
         if self._collectors:
             for collector in self._collectors:
                 # `Trace.add`, inlined for a trace that numbers the event as its run did

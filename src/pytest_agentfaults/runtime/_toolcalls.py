@@ -28,7 +28,7 @@ from pytest_agentfaults.errors import (
 from pytest_agentfaults.runtime._drivers import Sleep, Steps
 from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime._fixers import run_fixer, run_function_fixer
-from pytest_agentfaults.runtime._idempotency import must_not_rerun, non_idempotent, with_recheck
+from pytest_agentfaults.runtime._idempotency import non_idempotent, with_recheck
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime._result import CancelToken, Usage
 from pytest_agentfaults.runtime._tool import BaseTool
@@ -46,6 +46,7 @@ from pytest_agentfaults.runtime.policy import (
     RaiseError,
     RespondWith,
     Retry,
+    RetryPlan,
 )
 
 if TYPE_CHECKING:
@@ -190,7 +191,8 @@ class ToolCalls:
         # A tool that must not run twice says so on its events, for the verdict.
         marks: dict[str, Any] = _NON_IDEMPOTENT if non_idempotent(tool) else {}
         sources: PolicySources | None = None  # built on the first failure only
-        resolved: tuple[FailureKind, Action] | None = None  # the last kind and its action
+        # the last kind, its action, and that action's plan when it is a `Retry`
+        resolved: tuple[FailureKind, Action, RetryPlan | None] | None = None
         raw = call.arguments
         call_id, clock, emit, timeout = call.id, self.clock, self.emit, config.timeout_seconds
         attempts = 0
@@ -271,12 +273,19 @@ class ToolCalls:
                         levels=(tool.on_error, self.on_tool_error.get(name), self.tool_defaults),
                         config=config,
                     )
-                resolved = (kind, sources.resolve(kind))
-            action = resolved[1]
+                action = sources.resolve(kind)
+                plan = (
+                    RetryPlan(action, config, non_idempotent=bool(marks))
+                    if isinstance(action, Retry)
+                    else None
+                )
+                resolved = (kind, action, plan)
+            else:
+                action, plan = resolved[1], resolved[2]
             try:
-                if isinstance(action, Retry):  # the usual action: no generator of its own
+                if plan is not None:  # the usual action: no generator of its own
                     step: Outcome | str | float = self.retried(
-                        action, failure, tool, call, attempts, used, config, record
+                        plan, failure, tool, call, attempts, used, config, record
                     )
                     if step.__class__ is not Outcome:
                         yield Sleep(clock, step)  # type: ignore[arg-type]
@@ -303,19 +312,20 @@ class ToolCalls:
 
     def retried(
         self,
-        action: Retry,
+        plan: RetryPlan,
         error: Exception,
         tool: BaseTool[Any, Any],
         call: ToolCall,
         attempts: int,
         used: dict[int, int],
         config: ResilienceConfig,
-        record: ErrorRecord | None = None,
+        record: ErrorRecord | None,
     ) -> Outcome | float:
-        """Apply a `Retry` to a failure: the wait before the next attempt, or the `Outcome`.
+        """Apply a `Retry` (its ``plan``) to a failure: the wait before the next try, or an end.
 
         ``record`` is the failure's trace record, when the caller has it already.
         """
+        action = plan.action
         key = id(action)
         runs = used.get(key, 0) + 1
         used[key] = runs
@@ -324,14 +334,14 @@ class ToolCalls:
         if record is None:
             record = self.record(error)
         retry = record.retryable if action.retry_on is None else action.should_retry(error)
-        name, max_attempts = tool.name, action.max_attempts
+        name, max_attempts = tool.name, plan.max_attempts
         if runs < max_attempts and retry:
-            if must_not_rerun(tool, error, action):
+            if plan.guarded and is_ambiguous(error):
                 # It may have taken effect: the model checks before calling it again.
                 if config.on_exhaustion == "raise":
                     return self.exhausted(name, error, attempts, config)
                 return self.fed_back(tool, error, attempts)
-            delay = action.delay(runs, config, self.uniform())
+            delay = plan.delay(runs, self.uniform())
             rec = self.rec
             if rec is not None:
                 rec.tool_retry(name, call.id, runs + 1, max_attempts, delay, record)
@@ -364,14 +374,7 @@ class ToolCalls:
         """Apply ``action`` to a failure: an `Outcome` ends the call, a str is new arguments."""
         emit, name = self.emit, tool.name
         key = id(action)
-        if isinstance(action, Retry):
-            waited = self.retried(action, error, tool, call, attempts, used, config)
-            if isinstance(waited, Outcome):
-                return waited
-            yield Sleep(self.clock, waited)
-            self.check_cancel()
-            return raw
-        if isinstance(action, Fix):
+        if isinstance(action, Fix):  # (a `Retry` is the caller's: see `retried`)
             rounds = used.get(key, 0) + 1
             used[key] = rounds
             if rounds > action.retries:

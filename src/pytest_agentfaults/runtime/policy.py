@@ -33,6 +33,7 @@ __all__ = [
     "RaiseError",
     "RespondWith",
     "Retry",
+    "RetryPlan",
     "feed_back",
     "fix",
     "raise_error",
@@ -142,6 +143,46 @@ class Retry:
             else self.jitter_factor,
             uniform=uniform,
         )
+
+
+class RetryPlan:
+    """A `Retry` as one tool call applies it: its constants worked out on the first failure.
+
+    The backoff's fields under the call's config (`Retry.delay` reads both on every retry)
+    and whether an ambiguous failure stops it (``guarded``: the tool must not run twice and
+    the action does not allow it anyway).
+    """
+
+    __slots__ = ("action", "base", "cap", "guarded", "jitter", "max_attempts", "strategy")
+
+    def __init__(self, action: Retry, config: ResilienceConfig, *, non_idempotent: bool) -> None:
+        self.action = action
+        self.max_attempts = action.max_attempts
+        self.guarded = non_idempotent and not action.allow_non_idempotent
+        self.strategy = action.strategy or config.strategy
+        self.base = config.base_delay if action.base_delay is None else action.base_delay
+        cap = config.max_delay
+        if action.max_delay is not None and action.max_delay < cap:
+            cap = action.max_delay
+        self.cap = cap
+        self.jitter = config.jitter_factor if action.jitter_factor is None else action.jitter_factor
+
+    def delay(self, retry_number: int, uniform: float) -> float:
+        """`Retry.delay` of ``retry_number`` under the call's config, given U = ``uniform``."""
+        if self.strategy != "exponential_jitter":
+            return backoff_delay(
+                self.strategy,
+                retry_number,
+                base_delay=self.base,
+                max_delay=self.cap,
+                jitter_factor=self.jitter,
+                uniform=uniform,
+            )
+        # The default strategy, as `backoff_delay` computes it (same operations, same order).
+        exponent = retry_number - 1
+        delay = self.base * 2.0 ** (1023 if exponent > 1023 else exponent)  # noqa: FURB136
+        delay *= 1.0 + uniform * self.jitter
+        return delay if delay < self.cap else self.cap  # noqa: FURB136
 
 
 @dataclass(frozen=True, slots=True)
