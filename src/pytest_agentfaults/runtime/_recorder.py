@@ -371,7 +371,7 @@ class Recorder:
         event.agent = self.agent
         event.parent_run_id = self.parent_run_id
         event.type = type
-        event.seq = len(events)
+        event.seq = seq = len(events)
         event.at = at
         if at.__class__ is not float:
             event.__dict__ = validated(event.__dict__)
@@ -380,11 +380,13 @@ class Recorder:
             buffer[1].append((event, self))  # a parallel call: merged in order later
             return event
         events.append(event)
-        if self._collectors:
-            for collector in self._collectors:
+        collectors = self._collectors
+        if collectors:
+            for collector in collectors:
                 # `Trace.add`, inlined for a trace that numbers the event as its run did
-                if collector.__class__ is Trace and event.seq == len(collector.events):
-                    collector.events.append(event)
+                kept = collector.events
+                if seq == len(kept) and collector.__class__ is Trace:
+                    kept.append(event)
                 else:
                     collector.add(event)
         if self._observers:

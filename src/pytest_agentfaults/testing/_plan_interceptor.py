@@ -76,7 +76,9 @@ class PlanInterceptor(Interceptor):
         name = attempt.tool.name
         plan = self.plan
         plan.tools_called.add(name)  # for the message of a tool fault that never fired
-        self._sort()
+        faults, (sorted_for, count) = plan.faults, self._sorted_for
+        if sorted_for is not faults or count != len(faults):  # `_sort`'s own check, inline
+            self._sort()
         filed = self._tools.get(name)
         if filed is None:
             return PROCEED
