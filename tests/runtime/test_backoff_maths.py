@@ -236,5 +236,5 @@ def test_a_retry_plan_waits_what_its_retry_would_under_the_same_config(
         own_cap = base
     config = af.ResilienceConfig(base_delay=min(base or 0.0, cap), max_delay=cap)
     action = Retry(4, strategy, base, own_cap, jitter)
-    plan = RetryPlan(action, config, non_idempotent=False)
+    plan = RetryPlan(action, config)
     assert plan.delay(n, u) == action.delay(n, config, u)

@@ -145,6 +145,7 @@ class Run:
             uniform=uniform,
             usage=usage,
             cancel=cancel,
+            memo=agent.run_memo,
         )
         self.turns = 0
         self.corrections = 0

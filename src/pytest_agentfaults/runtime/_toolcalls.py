@@ -42,10 +42,9 @@ from pytest_agentfaults.runtime.policy import (
     FailureKind,
     FeedBack,
     Fix,
-    PolicySources,
     RaiseError,
+    Resolutions,
     RespondWith,
-    Retry,
     RetryPlan,
 )
 
@@ -94,12 +93,12 @@ class ToolCalls:
     """
 
     __slots__ = (
-        "_plain",
         "_record",
         "builtins",
         "cancel",
         "clock",
         "emit",
+        "memo",
         "on_tool_error",
         "rec",
         "resilience",
@@ -122,6 +121,7 @@ class ToolCalls:
         tool_defaults: OnError | None = None,
         usage: Usage | None = None,
         cancel: CancelToken | None = None,
+        memo: Resolutions | None = None,
     ) -> None:
         self.tools = tools
         self.builtins = builtins or {}
@@ -135,7 +135,8 @@ class ToolCalls:
         self.usage = usage if usage is not None else Usage()
         self.cancel = cancel
         self._record: tuple[object, ErrorRecord] | None = None
-        self._plain: tuple[tuple[object, ...], ErrorRecord] | None = None
+        # the agent's (shared by its runs), else this pipeline's own
+        self.memo = memo if memo is not None else Resolutions()
 
     def check_cancel(self) -> None:
         """Raise `Cancelled` when the run's token was cancelled."""
@@ -159,12 +160,13 @@ class ToolCalls:
             # Its record follows from its class, its message and its ``retryable`` alone:
             # a failure like the last one (a retried call's, mostly) shares that record.
             key = (cls, str(error), getattr(error, "retryable", None))
-            plain = self._plain
+            memo = self.memo
+            plain = memo.plain
             if plain is not None and plain[0] == key:
                 record = plain[1]
             else:
                 record = ErrorRecord.from_exception(error)
-                self._plain = (key, record)
+                memo.plain = (key, record)
         else:
             record = ErrorRecord.from_exception(error)
         self._record = (error, record)
@@ -190,9 +192,9 @@ class ToolCalls:
         config = self.resilience.for_tool(name)
         # A tool that must not run twice says so on its events, for the verdict.
         marks: dict[str, Any] = _NON_IDEMPOTENT if non_idempotent(tool) else {}
-        sources: PolicySources | None = None  # built on the first failure only
-        # the last kind, its action, and that action's plan when it is a `Retry`
-        resolved: tuple[FailureKind, Action, RetryPlan | None] | None = None
+        # the last kind, its action, that action's plan when it is a `Retry`, and whether an
+        # ambiguous failure stops that retry (a tool that must not run twice)
+        resolved: tuple[FailureKind, Action, RetryPlan | None, bool] | None = None
         raw = call.arguments
         call_id, clock, emit, timeout = call.id, self.clock, self.emit, config.timeout_seconds
         attempts = 0
@@ -268,24 +270,20 @@ class ToolCalls:
 
             # The same kind resolves to the same action all through the call.
             if resolved is None or resolved[0] != kind:
-                if sources is None:
-                    sources = PolicySources(
-                        levels=(tool.on_error, self.on_tool_error.get(name), self.tool_defaults),
-                        config=config,
-                    )
-                action = sources.resolve(kind)
-                plan = (
-                    RetryPlan(action, config, non_idempotent=bool(marks))
-                    if isinstance(action, Retry)
-                    else None
+                action, plan = self.memo.resolve(
+                    kind,
+                    name,
+                    (tool.on_error, self.on_tool_error.get(name), self.tool_defaults),
+                    config,
                 )
-                resolved = (kind, action, plan)
+                guarded = plan is not None and bool(marks) and not plan.action.allow_non_idempotent
+                resolved = (kind, action, plan, guarded)
             else:
-                action, plan = resolved[1], resolved[2]
+                action, plan, guarded = resolved[1], resolved[2], resolved[3]
             try:
                 if plan is not None:  # the usual action: no generator of its own
                     step: Outcome | str | float = self.retried(
-                        plan, failure, tool, call, attempts, used, config, record
+                        plan, failure, tool, call, attempts, used, config, record, guarded
                     )
                     if step.__class__ is not Outcome:
                         yield Sleep(clock, step)  # type: ignore[arg-type]
@@ -320,10 +318,12 @@ class ToolCalls:
         used: dict[int, int],
         config: ResilienceConfig,
         record: ErrorRecord | None,
+        guarded: bool,
     ) -> Outcome | float:
         """Apply a `Retry` (its ``plan``) to a failure: the wait before the next try, or an end.
 
-        ``record`` is the failure's trace record, when the caller has it already.
+        ``record`` is the failure's trace record, when the caller has it already; ``guarded``
+        says an ambiguous failure ends the retries (a tool that must not run twice).
         """
         action = plan.action
         key = id(action)
@@ -336,7 +336,7 @@ class ToolCalls:
         retry = record.retryable if action.retry_on is None else action.should_retry(error)
         name, max_attempts = tool.name, plan.max_attempts
         if runs < max_attempts and retry:
-            if plan.guarded and is_ambiguous(error):
+            if guarded and is_ambiguous(error):
                 # It may have taken effect: the model checks before calling it again.
                 if config.on_exhaustion == "raise":
                     return self.exhausted(name, error, attempts, config)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from pytest_agentfaults.errors import UsageError, kind_and_retryable
+from pytest_agentfaults.runtime._event import ErrorRecord
 from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig, backoff_delay
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "Fixer",
     "OnError",
     "RaiseError",
+    "Resolutions",
     "RespondWith",
     "Retry",
     "RetryPlan",
@@ -146,19 +148,17 @@ class Retry:
 
 
 class RetryPlan:
-    """A `Retry` as one tool call applies it: its constants worked out on the first failure.
+    """A `Retry` under one config, its backoff's fields worked out once.
 
-    The backoff's fields under the call's config (`Retry.delay` reads both on every retry)
-    and whether an ambiguous failure stops it (``guarded``: the tool must not run twice and
-    the action does not allow it anyway).
+    `Retry.delay` reads the action and the config at every retry; a plan reads them when
+    it is made (a tool call's first failure, or the agent's first run that needs it).
     """
 
-    __slots__ = ("action", "base", "cap", "guarded", "jitter", "max_attempts", "strategy")
+    __slots__ = ("action", "base", "cap", "jitter", "max_attempts", "strategy")
 
-    def __init__(self, action: Retry, config: ResilienceConfig, *, non_idempotent: bool) -> None:
+    def __init__(self, action: Retry, config: ResilienceConfig) -> None:
         self.action = action
         self.max_attempts = action.max_attempts
-        self.guarded = non_idempotent and not action.allow_non_idempotent
         self.strategy = action.strategy or config.strategy
         self.base = config.base_delay if action.base_delay is None else action.base_delay
         cap = config.max_delay
@@ -345,6 +345,50 @@ class PolicySources:
         if self._config_retry is None:
             self._config_retry = _config_retry(self.config.max_retries + 1)
         return self._config_retry
+
+
+class Resolutions:
+    """What the tool calls of one agent work out on a failure, reused by its later runs.
+
+    Pure values, each kept with what it follows from, and reused only while those are the
+    very objects in force: per tool and kind of failure, the action resolved (and the plan
+    of a `Retry`) from the policy levels and the config; the trace record of the last plain
+    transient failure (see `ToolCalls.record`), a function of its class, message and
+    ``retryable``.
+    """
+
+    __slots__ = ("actions", "plain")
+
+    def __init__(self) -> None:
+        # (tool, kind) -> (its policy levels, the config, the action, a retry's plan)
+        self.actions: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self.plain: tuple[tuple[object, ...], ErrorRecord] | None = None
+
+    def resolve(
+        self,
+        kind: FailureKind,
+        tool: str,
+        levels: tuple[OnError | None, OnError | None, OnError | None],
+        config: ResilienceConfig,
+    ) -> tuple[Action, RetryPlan | None]:
+        """The action for a ``kind`` failure of ``tool``, and a retry's plan (`PolicySources`).
+
+        ``levels`` are the tool's own ``on_error``, the agent's for it and the agent's
+        defaults; ``config`` has the tool's overrides applied.
+        """
+        known = self.actions.get((tool, kind))
+        if (
+            known is not None
+            and known[0][0] is levels[0]
+            and known[0][1] is levels[1]
+            and known[0][2] is levels[2]
+            and known[1] is config
+        ):
+            return known[2], known[3]
+        action = PolicySources(levels=levels, config=config).resolve(kind)
+        plan = RetryPlan(action, config) if isinstance(action, Retry) else None
+        self.actions[(tool, kind)] = (levels, config, action, plan)
+        return action, plan
 
 
 def check_on_tool_error(value: Mapping[str, OnError] | None) -> dict[str, OnError]:
