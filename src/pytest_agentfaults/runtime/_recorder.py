@@ -79,8 +79,7 @@ class collecting:
 
     def __exit__(self, *exc_info: object) -> None:
         set_, self._set = self._set, []
-        while set_:
-            variable, token = set_.pop()
+        for variable, token in reversed(set_):
             variable.reset(token)
 
 
@@ -168,8 +167,10 @@ class Recorder:
             self._observers = tuple(observers)
             # The traces that also get this run's events: not its own, which has them already.
             collectors = _collectors.get()
-            if collectors:
-                collectors = tuple(c for c in collectors if c is not self.trace)
+            for collector in collectors:  # a loop, not a generator: every run under a test
+                if collector is self.trace:
+                    collectors = tuple(c for c in collectors if c is not self.trace)
+                    break
             self._collectors = collectors
         # Every event of this run starts as a copy of this, its first six fields in order;
         # `emit` overwrites type, seq and at. Copying a dict of the final layout and

@@ -197,6 +197,7 @@ class ToolCalls:
         resolved: tuple[FailureKind, Action, RetryPlan | None, bool] | None = None
         raw = call.arguments
         call_id, clock, emit, timeout = call.id, self.clock, self.emit, config.timeout_seconds
+        cancel = self.cancel
         attempts = 0
         used: dict[int, int] = {}
         last: tuple[str, dict[str, Any]] | None = None  # arguments checked, when reusable
@@ -230,10 +231,15 @@ class ToolCalls:
                     result = yield Attempt(
                         tool, checked, timeout, clock, emit, call_id, attempts, cut, rec
                     )
-                except NEVER_RECOVERED:
-                    raise
                 except Exception as exc:
-                    hard = isinstance(exc, _HARD)
+                    # The usual failure (a plain connection error, a timeout...) is none of
+                    # these, told by its class alone; others are checked by isinstance.
+                    if exc.__class__ in PLAIN_TRANSIENT:
+                        hard = False
+                    elif isinstance(exc, NEVER_RECOVERED):
+                        raise
+                    else:
+                        hard = isinstance(exc, _HARD)
                     if hard:
                         exc.tool = exc.tool or name  # type: ignore[attr-defined]
                     record = self.record(exc)
@@ -287,7 +293,8 @@ class ToolCalls:
                     )
                     if step.__class__ is not Outcome:
                         yield Sleep(clock, step)  # type: ignore[arg-type]
-                        self.check_cancel()
+                        if cancel is not None and cancel.cancelled:  # `check_cancel`, inline
+                            raise Cancelled
                         step = raw
                 else:
                     step = yield from self.recover(
