@@ -51,13 +51,17 @@ _OURS: Final = "agentfaults"
 # `Event.trusted`, inlined: an event is made here for every step of every run.
 _new_event: Final = object.__new__
 
-# Traces that collect every event recorded in this context (the plugin's `trace` fixture).
-_collectors: ContextVar[tuple[Trace, ...]] = ContextVar("agentfaults_collectors", default=())
+# What `collecting` set in this context, in one variable (one set and one reset a block):
+# the traces that collect every event recorded here (the plugin's `trace` fixture), and
+# the numbering of run ids of a ``fresh_run_ids`` block (None: the process-wide one).
+_collecting: ContextVar[tuple[tuple[Trace, ...], Iterator[int] | None]] = ContextVar(
+    "agentfaults_collecting", default=((), None)
+)
 
 
 def active_collectors() -> tuple[Trace, ...]:
     """The traces collecting events in this context (empty: nothing records)."""
-    return _collectors.get()
+    return _collecting.get()[0]
 
 
 class collecting:
@@ -90,18 +94,16 @@ def start_collecting(
 
     Also the plugin's per-test switch (`_test_context`); reset them last set first.
     """
-    set_: list[tuple[ContextVar[Any], Token[Any]]] = []
+    outer, run_ids = _collecting.get()
     if fresh_run_ids:
         # Runs started in the block are numbered from 1 (the plugin's per-test trace):
         # no id depends on what ran before in the process (same seed, same bytes).
-        set_.append((_scoped_run_ids, _scoped_run_ids.set(itertools.count(1))))
-    outer = () if only else _collectors.get()
-    set_.append((_collectors, _collectors.set((*outer, trace))))
-    return set_
+        run_ids = itertools.count(1)
+    collectors = (trace,) if only else (*outer, trace)
+    return [(_collecting, _collecting.set((collectors, run_ids)))]
 
 
 _run_ids = itertools.count(1)
-_scoped_run_ids: ContextVar[Iterator[int] | None] = ContextVar("agentfaults_run_ids", default=None)
 
 # While the parallel tool calls of one turn run, each keeps its events here, per context:
 # (the trace they belong to, [(event, recorder)]). `_parallel` merges them in order.
@@ -119,7 +121,7 @@ def buffer_events(trace: Trace) -> list[tuple[Event, Recorder]]:
 
 def new_run_id() -> str:
     """A short id: unique in a ``collecting(fresh_run_ids=True)`` block, else in the process."""
-    scoped = _scoped_run_ids.get()
+    scoped = _collecting.get()[1]
     return f"run-{next(scoped if scoped is not None else _run_ids)}"
 
 
@@ -166,7 +168,7 @@ class Recorder:
             self.parent_run_id = None
             self._observers = tuple(observers)
             # The traces that also get this run's events: not its own, which has them already.
-            collectors = _collectors.get()
+            collectors = _collecting.get()[0]
             for collector in collectors:  # a loop, not a generator: every run under a test
                 if collector is self.trace:
                     collectors = tuple(c for c in collectors if c is not self.trace)
