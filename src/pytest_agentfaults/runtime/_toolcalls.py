@@ -209,12 +209,15 @@ class ToolCalls:
                 checked = dict(last[1])  # a retry with the same arguments: checked already
             else:
                 checked = tool.check_arguments(raw)
-                if type(checked) is dict and all(
-                    type(value) in _SCALARS for value in checked.values()
-                ):
+                if type(checked) is dict:
                     # Only values no attempt can change are reused (a list the tool
-                    # appended to must come fresh from the arguments again).
-                    last = (raw, checked)
+                    # appended to must come fresh from the arguments again). A loop, not
+                    # ``all(<generator>)``: every tool call comes here.
+                    for value in checked.values():
+                        if type(value) not in _SCALARS:
+                            break
+                    else:
+                        last = (raw, checked)
             if isinstance(checked, InvalidArgsError):
                 # The message already quotes the raw arguments: no detail needed.
                 self.tool_error(call, None, checked)
