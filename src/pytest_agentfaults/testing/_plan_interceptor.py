@@ -18,7 +18,7 @@ from pytest_agentfaults.runtime.hooks import (
     Interceptor,
     ModelCall,
 )
-from pytest_agentfaults.testing._fault import LLMFault, ToolFault
+from pytest_agentfaults.testing._fault import LLMFault, ToolAction, ToolFault
 from pytest_agentfaults.testing.scripted import ScriptedModel
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class PlanInterceptor(Interceptor):
         # tool -> (its faults, those on the tool itself (not ``function=``), the target's key)
         self._tools: dict[str, tuple[list[ToolFault], list[ToolFault], tuple[str, str]]] = {}
         self._llm: dict[str | None, list[LLMFault]] = {}
-        # id(fault) -> (what it injects, its description): each hit of a fault says the same
+        # id(fault) -> (what it injects, `injects`' answer): each hit of a fault says the same
         self._described: dict[int, tuple[Any, ...]] = {}
 
     def _sort(self) -> None:
@@ -89,7 +89,7 @@ class PlanInterceptor(Interceptor):
         if hit is None:
             return PROCEED
         fault, occurrence = hit
-        action = fault.action
+        action, text, shown = self.injects(fault)
         if action is None:
             fault.check()  # raises: the fault says nothing to inject
         plan.record(fault, name, action or "", occurrence)
@@ -100,7 +100,7 @@ class PlanInterceptor(Interceptor):
                 attempt.call_id,
                 attempt.number,
                 action,
-                redact(self.described(fault)),
+                shown,
                 _any_non_idempotent(named),
             )
         else:
@@ -110,7 +110,7 @@ class PlanInterceptor(Interceptor):
                 "attempt": attempt.number,
                 "framework": "agentfaults",
                 "status": action,
-                "detail": self.described(fault),
+                "detail": text,
             }
             if _any_non_idempotent(named):
                 fields["idempotent"] = False
@@ -125,8 +125,11 @@ class PlanInterceptor(Interceptor):
             attempt.clock.sleep(fault.delay)
         return PROCEED
 
-    def described(self, fault: ToolFault) -> str:
-        """``fault.describe()``, made once per fault while what it injects stays the same."""
+    def injects(self, fault: ToolFault) -> tuple[ToolAction | None, str, str]:
+        """``fault.action``, ``fault.describe()``, and that text redacted for an event.
+
+        Worked out once per fault while what it injects stays the same: each follows from it.
+        """
         kept = self._described.get(id(fault))
         if (
             kept is not None
@@ -137,8 +140,9 @@ class PlanInterceptor(Interceptor):
         ):
             return kept[4]  # type: ignore[no-any-return]
         text = fault.describe()
-        self._described[id(fault)] = (fault.raises, fault.returns, fault.delay, fault.tool, text)
-        return text
+        said = (fault.action, text, redact(text))
+        self._described[id(fault)] = (fault.raises, fault.returns, fault.delay, fault.tool, said)
+        return said
 
     def declares_non_idempotent(self, tool: str) -> bool:
         return _any_non_idempotent(self.tool_faults(tool))
