@@ -104,7 +104,7 @@ class Jitter:
 
     def __call__(self) -> float:
         stream = branch_jitter(self) or self._rng or self.stream()
-        return float(stream.random())
+        return stream.random()
 
     def stream(self) -> Any:
         """The run's random stream for jitter, made on first use."""

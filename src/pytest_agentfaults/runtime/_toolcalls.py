@@ -292,7 +292,7 @@ class ToolCalls:
             try:
                 if plan is not None:  # the usual action: no generator of its own
                     step: Outcome | str | float = self.retried(
-                        plan, failure, tool, call, attempts, used, config, record, guarded
+                        plan, failure, tool, call_id, attempts, used, config, record, guarded
                     )
                     if step.__class__ is not Outcome:
                         yield Sleep(clock, step)  # type: ignore[arg-type]
@@ -323,7 +323,7 @@ class ToolCalls:
         plan: RetryPlan,
         error: Exception,
         tool: BaseTool[Any, Any],
-        call: ToolCall,
+        call_id: str | None,
         attempts: int,
         used: dict[int, int],
         config: ResilienceConfig,
@@ -332,8 +332,9 @@ class ToolCalls:
     ) -> Outcome | float:
         """Apply a `Retry` (its ``plan``) to a failure: the wait before the next try, or an end.
 
-        ``record`` is the failure's trace record, when the caller has it already; ``guarded``
-        says an ambiguous failure ends the retries (a tool that must not run twice).
+        ``call_id`` is the tool call's id; ``record`` the failure's trace record, when the
+        caller has it already; ``guarded`` says an ambiguous failure ends the retries (a tool
+        that must not run twice).
         """
         action = plan.action
         key = id(action)
@@ -354,14 +355,14 @@ class ToolCalls:
             delay = plan.delay(runs, self.uniform())
             rec = self.rec
             if rec is not None:
-                rec.tool_retry(name, call.id, runs + 1, max_attempts, delay, record)
+                rec.tool_retry(name, call_id, runs + 1, max_attempts, delay, record)
             self.usage.retries += 1
             return delay
         if runs >= max_attempts > 1:  # every attempt the policy allows failed
             self.emit(
                 "tool.exhausted",
                 tool=name,
-                call_id=call.id,
+                call_id=call_id,
                 framework=_OURS,
                 attempt=runs,
                 max_attempts=max_attempts,
