@@ -68,7 +68,9 @@ class PlanInterceptor(Interceptor):
 
     def tool_faults(self, tool: str) -> list[ToolFault]:
         """The plan's faults on ``tool`` (``function=`` ones included), in declared order."""
-        self._sort()
+        faults, (sorted_for, count) = self.plan.faults, self._sorted_for
+        if sorted_for is not faults or count != len(faults):  # `_sort`'s own check, inline
+            self._sort()
         filed = self._tools.get(tool)
         return [] if filed is None else filed[0]
 
@@ -169,7 +171,9 @@ class PlanInterceptor(Interceptor):
         others count every agent's calls, except one an ``agent=`` fault answered (as
         for http targets: the first that hits answers, later ones do not see the call).
         """
-        self._sort()
+        faults, (sorted_for, count) = self.plan.faults, self._sorted_for
+        if sorted_for is not faults or count != len(faults):  # `_sort`'s own check, inline
+            self._sort()
         llm = self._llm
         if not llm:
             return None
