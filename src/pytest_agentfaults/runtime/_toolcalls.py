@@ -292,7 +292,15 @@ class ToolCalls:
             try:
                 if plan is not None:  # the usual action: no generator of its own
                     step: Outcome | str | float = self.retried(
-                        plan, failure, tool, call_id, attempts, used, config, record, guarded
+                        plan,
+                        failure,
+                        tool,
+                        call_id,
+                        attempts,
+                        used,
+                        config,
+                        self.record(failure) if record is None else record,
+                        guarded,
                     )
                     if step.__class__ is not Outcome:
                         yield Sleep(clock, step)  # type: ignore[arg-type]
@@ -327,14 +335,13 @@ class ToolCalls:
         attempts: int,
         used: dict[int, int],
         config: ResilienceConfig,
-        record: ErrorRecord | None,
+        record: ErrorRecord,
         guarded: bool,
     ) -> Outcome | float:
         """Apply a `Retry` (its ``plan``) to a failure: the wait before the next try, or an end.
 
-        ``call_id`` is the tool call's id; ``record`` the failure's trace record, when the
-        caller has it already; ``guarded`` says an ambiguous failure ends the retries (a tool
-        that must not run twice).
+        ``call_id`` is the tool call's id; ``record`` the failure's trace record; ``guarded``
+        says an ambiguous failure ends the retries (a tool that must not run twice).
         """
         action = plan.action
         key = id(action)
@@ -342,8 +349,6 @@ class ToolCalls:
         used[key] = runs
         # By default the error's trace record, built once, already says it: it is what
         # `Retry.should_retry` would classify.
-        if record is None:
-            record = self.record(error)
         retry = record.retryable if action.retry_on is None else action.should_retry(error)
         name, max_attempts = tool.name, plan.max_attempts
         if runs < max_attempts and retry:

@@ -420,8 +420,7 @@ class ActivePlan:
 
     def __exit__(self, *exc_info: object) -> None:
         handle, self._handle = self._handle, None
-        if handle is not None:
-            self._plan.deactivate(handle)
+        self._plan.deactivate(handle)
 
 
 _epochs = itertools.count(1)
