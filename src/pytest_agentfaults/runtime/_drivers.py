@@ -90,11 +90,11 @@ def drive(steps: Steps[T], _runners: list[asyncio.Runner] | None = None) -> T:
                     value = _attempt_sync(effect, runners[0] if runners else None)
                 elif type(effect) is ModelCall:
                     value = _model_call_sync(effect)
-                elif type(effect) is Parallel:
-                    value = _parallel.run_sync(effect, lambda branch: drive(branch, runners))
-                else:
+                elif type(effect) is Sleep:
                     value = None
-                    effect.clock.sleep(effect.seconds)  # type: ignore[union-attr]
+                    effect.clock.sleep(effect.seconds)
+                else:
+                    value = _parallel.run_sync(effect, lambda branch: drive(branch, runners))  # type: ignore[arg-type]
             except BaseException as exc:
                 value = None
                 error = exc
