@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import pytest_agentfaults as af
 from pytest_agentfaults.runtime.backoff import active_seed, backoff_delay, seeded_jitter
+from pytest_agentfaults.runtime.policy import Retry, RetryPlan
 
 STRATEGIES = ["exponential_jitter", "exponential", "linear", "fixed", "none"]
 
@@ -215,3 +216,25 @@ def test_the_validation_message_names_a_nested_field_by_its_dotted_path():
     assert str(info.value).splitlines()[1] == (
         "  tool_overrides.fetch: Input should be a valid dictionary (got 5)"
     )
+
+
+@given(
+    strategy=st.sampled_from([*STRATEGIES, None]),
+    n=st.integers(1, 1100),
+    base=st.one_of(st.none(), delays),
+    own_cap=st.one_of(st.none(), delays),
+    cap=delays,
+    jitter=st.one_of(st.none(), st.floats(0, 1)),
+    u=uniforms,
+)
+def test_a_retry_plan_waits_what_its_retry_would_under_the_same_config(
+    strategy, n, base, own_cap, cap, jitter, u
+):
+    # The plan a tool call works out once must wait, retry after retry, what `Retry.delay`
+    # computes from the action and the config each time: to the last bit.
+    if base is not None and own_cap is not None and own_cap < base:
+        own_cap = base
+    config = af.ResilienceConfig(base_delay=min(base or 0.0, cap), max_delay=cap)
+    action = Retry(4, strategy, base, own_cap, jitter)
+    plan = RetryPlan(action, config)
+    assert plan.delay(n, u) == action.delay(n, config, u)

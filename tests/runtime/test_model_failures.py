@@ -335,3 +335,22 @@ def test_loop_until_gives_up_after_max_iterations():
 def test_loop_until_checks_its_arguments():
     with pytest.raises(af.UsageError, match="max_iterations"):
         agent_with([]).loop_until(bool, max_iterations=0)
+
+
+def test_cancel_during_a_model_retrys_wait_stops_before_the_model_is_asked_again():
+    token = af.CancelToken()
+    model = ScriptedModel([fail.http(503), say("too late")], strict=False)
+
+    def stop_on_retry(event):
+        if event.type == "llm.retry":
+            token.cancel("stop")
+
+    agent = agent_with(
+        model,
+        on_llm_error=lambda exc, attempt: af.LlmErrorDecision.retry(max_attempts=3),
+        observer=stop_on_retry,
+    )
+    result = agent.run("x", cancel=token)
+    assert result.status == "cancelled"
+    assert len(model.requests) == 1  # the wait ended the run: no second model call
+    assert result.trace.of("run.cancelled")[0].reason == "stop"

@@ -171,3 +171,60 @@ def test_the_shorthands_build_their_actions():
     assert isinstance(af.raise_error(), RaiseError)
     assert af.retry(retry_on=KeyError).retry_on == (KeyError,)
     assert af.retry().max_attempts == 3
+
+
+def _flaky_agent(fails: int) -> tuple[af.Agent, list[int]]:
+    left = [fails]
+
+    @af.tool
+    def fetch() -> str:
+        """Fetch; fails first."""
+        if left[0]:
+            left[0] -= 1
+            raise ConnectionError("reset")
+        return "ok"
+
+    model = af.ScriptedModel([af.call_tool("fetch"), af.say("done")])
+    agent = af.Agent("bot", model=model, tools=[fetch], clock=af.VirtualClock())
+    return agent, left
+
+
+def _run_again(agent: af.Agent, left: list[int], fails: int) -> af.RunResult:
+    agent.model.reset()  # type: ignore[union-attr]
+    left[0] = fails
+    return agent.run("go")
+
+
+def test_a_later_run_follows_the_policy_in_force_then_not_the_first_runs():
+    # An agent's runs reuse what a failure resolved to, but only while the same policy
+    # objects are in force: changing one between runs changes what the next run does.
+    agent, left = _flaky_agent(1)
+    assert _run_again(agent, left, 1).usage.retries == 1
+    agent.tool_defaults = af.OnError(execution=af.feed_back())
+    fed_back = _run_again(agent, left, 1)
+    assert fed_back.usage.retries == 0
+    assert fed_back.trace.of("tool.retry") == []
+    agent.tool_defaults = None
+    agent.resilience = af.ResilienceConfig(max_retries=0)
+    assert _run_again(agent, left, 1).usage.retries == 0
+    agent.resilience = af.ResilienceConfig(max_retries=2, strategy="fixed", base_delay=0.5)
+    again = _run_again(agent, left, 2)
+    assert again.usage.retries == 2
+    assert [e.delay for e in again.trace.of("tool.retry")] == [0.5, 0.5]
+
+
+def test_a_later_run_records_its_own_failures_message_not_an_earlier_ones():
+    agent, left = _flaky_agent(0)
+    messages = iter(["reset", "refused by peer"])
+
+    def fetch() -> str:
+        """Fetch; fails once with the next message."""
+        if left[0]:
+            left[0] -= 1
+            raise ConnectionError(next(messages))
+        return "ok"
+
+    agent.tools["fetch"] = af.tool(fetch)
+    first, second = _run_again(agent, left, 1), _run_again(agent, left, 1)
+    assert first.trace.of("tool.error")[0].error.message == "reset"
+    assert second.trace.of("tool.error")[0].error.message == "refused by peer"

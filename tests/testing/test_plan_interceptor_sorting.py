@@ -72,3 +72,36 @@ def test_idempotence_declared_by_a_fault_marks_its_events():
     (fault,) = result.trace.of("tool.fault")
     assert fault.idempotent is False
     assert result.trace.of("tool.call")[0].idempotent is False
+
+
+def test_a_fault_added_between_two_attempts_of_one_call_hits_the_retry():
+    # Added after the call's first attempt failed: the call asked the plan about the tool
+    # before that, so the retry's own check is what must see the new fault.
+    failures = [1]
+
+    @af.tool
+    def fetch() -> str:
+        """Fetch; fails once."""
+        if failures[0]:
+            failures[0] -= 1
+            raise ConnectionError("reset")
+        return "ok"
+
+    model = ScriptedModel([call_tool("fetch"), say("done")])
+    agent = af.Agent("bot", model=model, tools=[fetch], clock=af.VirtualClock())
+    plan = FaultPlan()
+    plan.tool("other").raises(ValueError)
+
+    def add_a_fault(event: af.Event) -> None:
+        if event.type == "tool.error" and not plan.of("tool")[1:]:
+            plan.tool("fetch").raises(TimeoutError("slow"))
+
+    agent.observers = (*agent.observers, add_a_fault)
+    with plan.active():
+        result = agent.run("go")
+    assert [e.attempt for e in result.trace.of("tool.fault", tool="fetch")] == [2]
+    assert [e.error.type for e in result.trace.of("tool.error")] == [
+        "ConnectionError",
+        "TimeoutError",
+    ]
+    assert result.trace.count("tool.result", tool="fetch") == 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pytest_agentfaults.errors import ToolTimeoutError, UsageError
 from pytest_agentfaults.runtime import _parallel
@@ -61,6 +61,8 @@ class Sleep:
 
 
 Effect = Sleep | Attempt | ModelCall | Parallel
+#: what ends a sync attempt at its deadline (one tuple, not built at each failed attempt)
+_CUT: Final = (AttemptDeadlineExceeded, DeadlineExpired)
 Steps = Generator[Effect, Any, T]
 
 
@@ -88,11 +90,11 @@ def drive(steps: Steps[T], _runners: list[asyncio.Runner] | None = None) -> T:
                     value = _attempt_sync(effect, runners[0] if runners else None)
                 elif type(effect) is ModelCall:
                     value = _model_call_sync(effect)
-                elif type(effect) is Parallel:
-                    value = _parallel.run_sync(effect, lambda branch: drive(branch, runners))
-                else:
+                elif type(effect) is Sleep:
                     value = None
-                    effect.clock.sleep(effect.seconds)  # type: ignore[union-attr]
+                    effect.clock.sleep(effect.seconds)
+                else:
+                    value = _parallel.run_sync(effect, lambda branch: drive(branch, runners))  # type: ignore[arg-type]
             except BaseException as exc:
                 value = None
                 error = exc
@@ -154,7 +156,7 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
                     # This attempt's context (deadline, recorder), not the runner's first one.
                     bounded = _bounded(effect, result, start)
                     result = runner.run(bounded, context=contextvars.copy_context())
-    except (AttemptDeadlineExceeded, DeadlineExpired):
+    except _CUT:
         raise _timed_out(effect) from None
     finally:
         if deadline is not None:

@@ -418,6 +418,24 @@ KEPT: Final[dict[str, frozenset[object]]] = {
 }
 
 
+def _share_field_names() -> None:
+    """Make every declared field one of the names ``Event`` instances share, at import.
+
+    CPython 3.11+ keeps an instance's attributes in an array laid out by names its class
+    shares, and an attribute store on the hot path is specialised only for a shared name.
+    The class stops taking new names after a few dozen instances, so which names get in
+    would depend on which events a process made first (a happy run first: no ``delay``, no
+    ``error``, and each ``tool.retry`` of a later failing run builds a dict). One instance
+    given every declared field, first, settles it.
+    """
+    first = object.__new__(Event)
+    for name in _ORDER:
+        setattr(first, name, None)
+
+
+_share_field_names()
+
+
 def validated(fields: dict[str, Any]) -> dict[str, Any]:
     """``fields`` as validation makes them (raises pydantic's `ValidationError`)."""
     return _EVENT_FIELDS.validate_python(fields)

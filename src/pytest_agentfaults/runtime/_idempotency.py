@@ -11,31 +11,17 @@ did not happen) are retried as for any tool.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pytest_agentfaults.errors import is_ambiguous
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.hooks import declared_non_idempotent
 
-if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.policy import Retry
-
-__all__ = ["must_not_rerun", "non_idempotent", "with_recheck"]
+__all__ = ["non_idempotent", "with_recheck"]
 
 
 def non_idempotent(tool: BaseTool[Any, Any]) -> bool:
     """Whether ``tool`` must not run twice, by its own mark or the test's declaration."""
     return not tool.idempotent or declared_non_idempotent(tool.name)
-
-
-def must_not_rerun(tool: BaseTool[Any, Any], error: BaseException, action: Retry) -> bool:
-    """Whether ``action`` must not re-run ``tool`` after ``error``."""
-    # `non_idempotent`, inlined: asked after every failed attempt
-    return (
-        not action.allow_non_idempotent
-        and (not tool.idempotent or declared_non_idempotent(tool.name))
-        and is_ambiguous(error)
-    )
 
 
 def recheck_advice(tool: str) -> str:

@@ -51,13 +51,17 @@ _OURS: Final = "agentfaults"
 # `Event.trusted`, inlined: an event is made here for every step of every run.
 _new_event: Final = object.__new__
 
-# Traces that collect every event recorded in this context (the plugin's `trace` fixture).
-_collectors: ContextVar[tuple[Trace, ...]] = ContextVar("agentfaults_collectors", default=())
+# What `collecting` set in this context, in one variable (one set and one reset a block):
+# the traces that collect every event recorded here (the plugin's `trace` fixture), and
+# the numbering of run ids of a ``fresh_run_ids`` block (None: the process-wide one).
+_collecting: ContextVar[tuple[tuple[Trace, ...], Iterator[int] | None]] = ContextVar(
+    "agentfaults_collecting", default=((), None)
+)
 
 
 def active_collectors() -> tuple[Trace, ...]:
     """The traces collecting events in this context (empty: nothing records)."""
-    return _collectors.get()
+    return _collecting.get()[0]
 
 
 class collecting:
@@ -79,8 +83,7 @@ class collecting:
 
     def __exit__(self, *exc_info: object) -> None:
         set_, self._set = self._set, []
-        while set_:
-            variable, token = set_.pop()
+        for variable, token in reversed(set_):
             variable.reset(token)
 
 
@@ -91,18 +94,16 @@ def start_collecting(
 
     Also the plugin's per-test switch (`_test_context`); reset them last set first.
     """
-    set_: list[tuple[ContextVar[Any], Token[Any]]] = []
+    outer, run_ids = _collecting.get()
     if fresh_run_ids:
         # Runs started in the block are numbered from 1 (the plugin's per-test trace):
         # no id depends on what ran before in the process (same seed, same bytes).
-        set_.append((_scoped_run_ids, _scoped_run_ids.set(itertools.count(1))))
-    outer = () if only else _collectors.get()
-    set_.append((_collectors, _collectors.set((*outer, trace))))
-    return set_
+        run_ids = itertools.count(1)
+    collectors = (trace,) if only else (*outer, trace)
+    return [(_collecting, _collecting.set((collectors, run_ids)))]
 
 
 _run_ids = itertools.count(1)
-_scoped_run_ids: ContextVar[Iterator[int] | None] = ContextVar("agentfaults_run_ids", default=None)
 
 # While the parallel tool calls of one turn run, each keeps its events here, per context:
 # (the trace they belong to, [(event, recorder)]). `_parallel` merges them in order.
@@ -120,7 +121,7 @@ def buffer_events(trace: Trace) -> list[tuple[Event, Recorder]]:
 
 def new_run_id() -> str:
     """A short id: unique in a ``collecting(fresh_run_ids=True)`` block, else in the process."""
-    scoped = _scoped_run_ids.get()
+    scoped = _collecting.get()[1]
     return f"run-{next(scoped if scoped is not None else _run_ids)}"
 
 
@@ -167,9 +168,11 @@ class Recorder:
             self.parent_run_id = None
             self._observers = tuple(observers)
             # The traces that also get this run's events: not its own, which has them already.
-            collectors = _collectors.get()
-            if collectors:
-                collectors = tuple(c for c in collectors if c is not self.trace)
+            collectors = _collecting.get()[0]
+            for collector in collectors:  # a loop, not a generator: every run under a test
+                if collector is self.trace:
+                    collectors = tuple(c for c in collectors if c is not self.trace)
+                    break
             self._collectors = collectors
         # Every event of this run starts as a copy of this, its first six fields in order;
         # `emit` overwrites type, seq and at. Copying a dict of the final layout and
@@ -244,52 +247,40 @@ class Recorder:
 
     # ------------------------------------------------------------------ the run's own events
     # The events every run records (a model turn, a tool attempt: a failed one records
-    # three), each made field by field in its final order. An event's fields are then kept
-    # in the instance itself, not in a dict: half the cost of building a dict and dropping
-    # it (`__dict__` makes one the first time something asks for it). Their values are of
-    # their fields' types (`KEPT`), and ``detail`` comes redacted.
-
-    def _stamped(self, type: str, at: float) -> Event:
-        event = _new_event(Event)
-        event.run_id = self.run_id
-        event.agent = self.agent
-        event.parent_run_id = self.parent_run_id
-        event.type = type
-        event.seq = len(self.trace.events)
-        event.at = at
-        return event
+    # three), each made field by field: its own fields, then `_keep` stamps it (run, type,
+    # seq, time) and stores it, in one call. An event's fields are then kept in the instance
+    # itself, not in a dict: half the cost of building a dict and dropping it (`__dict__`
+    # makes one the first time something asks for it; dumps order the fields by their
+    # declaration, not by when they were set). Their values are of their fields' types
+    # (`KEPT`), and ``detail`` comes redacted.
 
     def run_start(self, detail: str) -> Event:
         """The ``run.start`` event."""
-        at = self.clock.now() - self.start
-        event = self._stamped("run.start", at)
+        event = _new_event(Event)
         event.detail = detail
-        return self._keep(event, at)
+        return self._keep(event, "run.start")
 
     def run_end(self, status: str, detail: str | None) -> Event:
         """The ``run.end`` event."""
-        at = self.clock.now() - self.start
-        event = self._stamped("run.end", at)
+        event = _new_event(Event)
         event.status = status
         event.detail = detail
-        return self._keep(event, at)
+        return self._keep(event, "run.end")
 
     def llm_request(self, attempt: int, detail: str) -> Event:
         """An ``llm.request`` event."""
-        at = self.clock.now() - self.start
-        event = self._stamped("llm.request", at)
+        event = _new_event(Event)
         event.attempt = attempt
         event.detail = detail
-        return self._keep(event, at)
+        return self._keep(event, "llm.request")
 
     def llm_response(self, attempt: int, status: str | None, detail: str) -> Event:
         """An ``llm.response`` event."""
-        at = self.clock.now() - self.start
-        event = self._stamped("llm.response", at)
+        event = _new_event(Event)
         event.attempt = attempt
         event.status = status
         event.detail = detail
-        return self._keep(event, at)
+        return self._keep(event, "llm.response")
 
     def tool_step(
         self,
@@ -301,8 +292,7 @@ class Recorder:
         marks: dict[str, Any],
     ) -> Event:
         """A ``tool.call`` or ``tool.result`` event of this runtime's tool ``tool``."""
-        at = self.clock.now() - self.start
-        event = self._stamped(type, at)
+        event = _new_event(Event)
         event.tool = tool
         event.call_id = call_id
         event.attempt = attempt
@@ -310,7 +300,7 @@ class Recorder:
         event.detail = detail
         if marks:
             event.__dict__.update(marks)
-        return self._keep(event, at)
+        return self._keep(event, type)
 
     def tool_error(
         self,
@@ -321,8 +311,7 @@ class Recorder:
         marks: dict[str, Any],
     ) -> Event:
         """A ``tool.error`` event of this runtime's tool ``tool``."""
-        at = self.clock.now() - self.start
-        event = self._stamped("tool.error", at)
+        event = _new_event(Event)
         event.tool = tool
         event.call_id = call_id
         event.framework = _OURS
@@ -330,7 +319,7 @@ class Recorder:
         event.error = error
         if marks:
             event.__dict__.update(marks)
-        return self._keep(event, at)
+        return self._keep(event, "tool.error")
 
     def tool_retry(
         self,
@@ -342,8 +331,7 @@ class Recorder:
         error: ErrorRecord,
     ) -> Event:
         """A ``tool.retry`` event of this runtime's tool ``tool``."""
-        at = self.clock.now() - self.start
-        event = self._stamped("tool.retry", at)
+        event = _new_event(Event)
         event.tool = tool
         event.call_id = call_id
         event.framework = _OURS
@@ -351,7 +339,7 @@ class Recorder:
         event.max_attempts = max_attempts
         event.delay = delay
         event.error = error
-        return self._keep(event, at)
+        return self._keep(event, "tool.retry")
 
     def tool_fault(
         self,
@@ -363,8 +351,7 @@ class Recorder:
         non_idempotent: bool,
     ) -> Event:
         """A ``tool.fault`` event: a fault the test kit injected into tool ``tool``."""
-        at = self.clock.now() - self.start
-        event = self._stamped("tool.fault", at)
+        event = _new_event(Event)
         event.tool = tool
         event.call_id = call_id
         event.attempt = attempt
@@ -373,23 +360,36 @@ class Recorder:
         event.detail = detail
         if non_idempotent:
             event.__dict__["idempotent"] = False
-        return self._keep(event, at)
+        return self._keep(event, "tool.fault")
 
-    def _keep(self, event: Event, at: float) -> Event:
-        """Store ``event`` (its fields validated when ``at`` is not a float), as `_record`."""
+    def _keep(self, event: Event, type: str) -> Event:
+        """Stamp ``event`` (its own fields set) as the next ``type`` event now, and store it.
+
+        As `_record` does: its fields are validated when the clock's time is not a float.
+        """
+        trace = self.trace
+        events = trace.events
+        at = self.clock.now() - self.start
+        event.run_id = self.run_id
+        event.agent = self.agent
+        event.parent_run_id = self.parent_run_id
+        event.type = type
+        event.seq = seq = len(events)
+        event.at = at
         if at.__class__ is not float:
             event.__dict__ = validated(event.__dict__)
-        trace = self.trace
         buffer = _buffer.get()
         if buffer is not None and buffer[0] is trace:
             buffer[1].append((event, self))  # a parallel call: merged in order later
             return event
-        trace.events.append(event)
-        if self._collectors:
-            for collector in self._collectors:
+        events.append(event)
+        collectors = self._collectors
+        if collectors:
+            for collector in collectors:
                 # `Trace.add`, inlined for a trace that numbers the event as its run did
-                if collector.__class__ is Trace and event.seq == len(collector.events):
-                    collector.events.append(event)
+                kept = collector.events
+                if seq == len(kept) and collector.__class__ is Trace:
+                    kept.append(event)
                 else:
                     collector.add(event)
         if self._observers:

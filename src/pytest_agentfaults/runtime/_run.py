@@ -104,7 +104,7 @@ class Jitter:
 
     def __call__(self) -> float:
         stream = branch_jitter(self) or self._rng or self.stream()
-        return float(stream.random())
+        return stream.random()
 
     def stream(self) -> Any:
         """The run's random stream for jitter, made on first use."""
@@ -145,15 +145,19 @@ class Run:
             uniform=uniform,
             usage=usage,
             cancel=cancel,
+            memo=agent.run_memo,
         )
         self.turns = 0
         self.corrections = 0
         self.fell_back = False
-        budget = agent.budget
+        # The budget's caps, read once: a pydantic model's field values are its __dict__,
+        # and each attribute read of a model goes the slow way (the run checks a cap at
+        # every turn, model call and tool call).
+        self.caps = caps = agent.budget.__dict__
         self.token_caps = (
-            budget.max_input_tokens is not None
-            or budget.max_output_tokens is not None
-            or budget.max_total_tokens is not None
+            caps["max_input_tokens"] is not None
+            or caps["max_output_tokens"] is not None
+            or caps["max_total_tokens"] is not None
         )
 
     # ------------------------------------------------------------------ the loop
@@ -307,7 +311,7 @@ class Run:
         self.calls.check_cancel()
 
     def check_budget(self, limit: str, used: int) -> None:
-        cap = getattr(self.agent.budget, limit)
+        cap = self.caps[limit]
         if cap is not None and used >= cap:
             raise BudgetExceededError(f"budget {limit}={cap} reached", limit=limit, value=cap)
 

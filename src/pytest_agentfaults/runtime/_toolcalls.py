@@ -28,7 +28,7 @@ from pytest_agentfaults.errors import (
 from pytest_agentfaults.runtime._drivers import Sleep, Steps
 from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime._fixers import run_fixer, run_function_fixer
-from pytest_agentfaults.runtime._idempotency import must_not_rerun, non_idempotent, with_recheck
+from pytest_agentfaults.runtime._idempotency import non_idempotent, with_recheck
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime._result import CancelToken, Usage
 from pytest_agentfaults.runtime._tool import BaseTool
@@ -42,10 +42,10 @@ from pytest_agentfaults.runtime.policy import (
     FailureKind,
     FeedBack,
     Fix,
-    PolicySources,
     RaiseError,
+    Resolutions,
     RespondWith,
-    Retry,
+    RetryPlan,
 )
 
 if TYPE_CHECKING:
@@ -93,12 +93,12 @@ class ToolCalls:
     """
 
     __slots__ = (
-        "_plain",
         "_record",
         "builtins",
         "cancel",
         "clock",
         "emit",
+        "memo",
         "on_tool_error",
         "rec",
         "resilience",
@@ -121,6 +121,7 @@ class ToolCalls:
         tool_defaults: OnError | None = None,
         usage: Usage | None = None,
         cancel: CancelToken | None = None,
+        memo: Resolutions | None = None,
     ) -> None:
         self.tools = tools
         self.builtins = builtins or {}
@@ -134,7 +135,8 @@ class ToolCalls:
         self.usage = usage if usage is not None else Usage()
         self.cancel = cancel
         self._record: tuple[object, ErrorRecord] | None = None
-        self._plain: tuple[tuple[object, ...], ErrorRecord] | None = None
+        # the agent's (shared by its runs), else this pipeline's own
+        self.memo = memo if memo is not None else Resolutions()
 
     def check_cancel(self) -> None:
         """Raise `Cancelled` when the run's token was cancelled."""
@@ -158,12 +160,13 @@ class ToolCalls:
             # Its record follows from its class, its message and its ``retryable`` alone:
             # a failure like the last one (a retried call's, mostly) shares that record.
             key = (cls, str(error), getattr(error, "retryable", None))
-            plain = self._plain
+            memo = self.memo
+            plain = memo.plain
             if plain is not None and plain[0] == key:
                 record = plain[1]
             else:
                 record = ErrorRecord.from_exception(error)
-                self._plain = (key, record)
+                memo.plain = (key, record)
         else:
             record = ErrorRecord.from_exception(error)
         self._record = (error, record)
@@ -189,10 +192,12 @@ class ToolCalls:
         config = self.resilience.for_tool(name)
         # A tool that must not run twice says so on its events, for the verdict.
         marks: dict[str, Any] = _NON_IDEMPOTENT if non_idempotent(tool) else {}
-        sources: PolicySources | None = None  # built on the first failure only
-        resolved: tuple[FailureKind, Action] | None = None  # the last kind and its action
+        # the last kind, its action, that action's plan when it is a `Retry`, and whether an
+        # ambiguous failure stops that retry (a tool that must not run twice)
+        resolved: tuple[FailureKind, Action, RetryPlan | None, bool] | None = None
         raw = call.arguments
         call_id, clock, emit, timeout = call.id, self.clock, self.emit, config.timeout_seconds
+        cancel = self.cancel
         attempts = 0
         used: dict[int, int] = {}
         last: tuple[str, dict[str, Any]] | None = None  # arguments checked, when reusable
@@ -204,12 +209,15 @@ class ToolCalls:
                 checked = dict(last[1])  # a retry with the same arguments: checked already
             else:
                 checked = tool.check_arguments(raw)
-                if type(checked) is dict and all(
-                    type(value) in _SCALARS for value in checked.values()
-                ):
+                if type(checked) is dict:
                     # Only values no attempt can change are reused (a list the tool
-                    # appended to must come fresh from the arguments again).
-                    last = (raw, checked)
+                    # appended to must come fresh from the arguments again). A loop, not
+                    # ``all(<generator>)``: every tool call comes here.
+                    for value in checked.values():
+                        if type(value) not in _SCALARS:
+                            break
+                    else:
+                        last = (raw, checked)
             if isinstance(checked, InvalidArgsError):
                 # The message already quotes the raw arguments: no detail needed.
                 self.tool_error(call, None, checked)
@@ -226,10 +234,15 @@ class ToolCalls:
                     result = yield Attempt(
                         tool, checked, timeout, clock, emit, call_id, attempts, cut, rec
                     )
-                except NEVER_RECOVERED:
-                    raise
                 except Exception as exc:
-                    hard = isinstance(exc, _HARD)
+                    # The usual failure (a plain connection error, a timeout...) is none of
+                    # these, told by its class alone; others are checked by isinstance.
+                    if exc.__class__ in PLAIN_TRANSIENT:
+                        hard = False
+                    elif isinstance(exc, NEVER_RECOVERED):
+                        raise
+                    else:
+                        hard = isinstance(exc, _HARD)
                     if hard:
                         exc.tool = exc.tool or name  # type: ignore[attr-defined]
                     record = self.record(exc)
@@ -266,21 +279,33 @@ class ToolCalls:
 
             # The same kind resolves to the same action all through the call.
             if resolved is None or resolved[0] != kind:
-                if sources is None:
-                    sources = PolicySources(
-                        levels=(tool.on_error, self.on_tool_error.get(name), self.tool_defaults),
-                        config=config,
-                    )
-                resolved = (kind, sources.resolve(kind))
-            action = resolved[1]
+                action, plan = self.memo.resolve(
+                    kind,
+                    name,
+                    (tool.on_error, self.on_tool_error.get(name), self.tool_defaults),
+                    config,
+                )
+                guarded = plan is not None and bool(marks) and not plan.action.allow_non_idempotent
+                resolved = (kind, action, plan, guarded)
+            else:
+                action, plan, guarded = resolved[1], resolved[2], resolved[3]
             try:
-                if isinstance(action, Retry):  # the usual action: no generator of its own
+                if plan is not None:  # the usual action: no generator of its own
                     step: Outcome | str | float = self.retried(
-                        action, failure, tool, call, attempts, used, config, record
+                        plan,
+                        failure,
+                        tool,
+                        call_id,
+                        attempts,
+                        used,
+                        config,
+                        self.record(failure) if record is None else record,
+                        guarded,
                     )
                     if step.__class__ is not Outcome:
                         yield Sleep(clock, step)  # type: ignore[arg-type]
-                        self.check_cancel()
+                        if cancel is not None and cancel.cancelled:  # `check_cancel`, inline
+                            raise Cancelled
                         step = raw
                 else:
                     step = yield from self.recover(
@@ -303,45 +328,46 @@ class ToolCalls:
 
     def retried(
         self,
-        action: Retry,
+        plan: RetryPlan,
         error: Exception,
         tool: BaseTool[Any, Any],
-        call: ToolCall,
+        call_id: str | None,
         attempts: int,
         used: dict[int, int],
         config: ResilienceConfig,
-        record: ErrorRecord | None = None,
+        record: ErrorRecord,
+        guarded: bool,
     ) -> Outcome | float:
-        """Apply a `Retry` to a failure: the wait before the next attempt, or the `Outcome`.
+        """Apply a `Retry` (its ``plan``) to a failure: the wait before the next try, or an end.
 
-        ``record`` is the failure's trace record, when the caller has it already.
+        ``call_id`` is the tool call's id; ``record`` the failure's trace record; ``guarded``
+        says an ambiguous failure ends the retries (a tool that must not run twice).
         """
+        action = plan.action
         key = id(action)
         runs = used.get(key, 0) + 1
         used[key] = runs
         # By default the error's trace record, built once, already says it: it is what
         # `Retry.should_retry` would classify.
-        if record is None:
-            record = self.record(error)
         retry = record.retryable if action.retry_on is None else action.should_retry(error)
-        name, max_attempts = tool.name, action.max_attempts
+        name, max_attempts = tool.name, plan.max_attempts
         if runs < max_attempts and retry:
-            if must_not_rerun(tool, error, action):
+            if guarded and is_ambiguous(error):
                 # It may have taken effect: the model checks before calling it again.
                 if config.on_exhaustion == "raise":
                     return self.exhausted(name, error, attempts, config)
                 return self.fed_back(tool, error, attempts)
-            delay = action.delay(runs, config, self.uniform())
+            delay = plan.delay(runs, self.uniform())
             rec = self.rec
             if rec is not None:
-                rec.tool_retry(name, call.id, runs + 1, max_attempts, delay, record)
+                rec.tool_retry(name, call_id, runs + 1, max_attempts, delay, record)
             self.usage.retries += 1
             return delay
         if runs >= max_attempts > 1:  # every attempt the policy allows failed
             self.emit(
                 "tool.exhausted",
                 tool=name,
-                call_id=call.id,
+                call_id=call_id,
                 framework=_OURS,
                 attempt=runs,
                 max_attempts=max_attempts,
@@ -364,14 +390,7 @@ class ToolCalls:
         """Apply ``action`` to a failure: an `Outcome` ends the call, a str is new arguments."""
         emit, name = self.emit, tool.name
         key = id(action)
-        if isinstance(action, Retry):
-            waited = self.retried(action, error, tool, call, attempts, used, config)
-            if isinstance(waited, Outcome):
-                return waited
-            yield Sleep(self.clock, waited)
-            self.check_cancel()
-            return raw
-        if isinstance(action, Fix):
+        if isinstance(action, Fix):  # (a `Retry` is the caller's: see `retried`)
             rounds = used.get(key, 0) + 1
             used[key] = rounds
             if rounds > action.retries:

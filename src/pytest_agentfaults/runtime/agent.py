@@ -32,7 +32,7 @@ from pytest_agentfaults.runtime.decisions import LlmErrorDecision
 from pytest_agentfaults.runtime.events import Observer, Trace
 from pytest_agentfaults.runtime.models.base import Message, Model, ToolSpec
 from pytest_agentfaults.runtime.output import OutputSpec
-from pytest_agentfaults.runtime.policy import OnError, check_on_tool_error
+from pytest_agentfaults.runtime.policy import OnError, Resolutions, check_on_tool_error
 from pytest_agentfaults.runtime.tools import Tool
 
 __all__ = ["Agent", "Loop"]
@@ -158,6 +158,9 @@ class Agent(Generic[OutputT]):
         self.observers = observers(observer)
         self.stream = stream
         self._function: Callable[[str], Any] | None = None
+        #: internal: what this agent's runs work out on a tool failure and reuse (pure
+        #: values, checked against what is in force before each use)
+        self.run_memo = Resolutions()
         self.refresh_specs()
 
     def refresh_specs(self) -> None:

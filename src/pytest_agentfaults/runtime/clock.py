@@ -208,7 +208,18 @@ class VirtualClock:
         if not ((kind is float or kind is int) and 0 <= seconds < _INF):
             seconds = _wait("sleep", seconds)
         self.sleeps.append(seconds)
-        self._move(seconds)
+        # `_move`, inlined: every retry's backoff waits here.
+        branch = _branch.get()
+        cell = branch[1] if branch is not None and branch[0] is self else None
+        now = self._now if cell is None else cell[0]
+        active = _deadline.get()
+        if active is not None and active[0] is self and now + seconds > active[1]:
+            self._store(max(now, active[1]))
+            raise AttemptDeadlineExceeded(active[1])
+        if cell is None:
+            self._now = now + seconds
+        else:
+            cell[0] = now + seconds
 
     def _move(self, seconds: float) -> None:
         # `now` and `_store`, inlined: every virtual wait (each retry's backoff) comes here.

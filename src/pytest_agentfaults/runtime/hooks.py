@@ -9,8 +9,8 @@ the runtime (the HTTP fault router) the event recorder of the run in progress.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._tool import BaseTool
@@ -152,19 +152,19 @@ _current_emit: ContextVar[Callable[..., object] | None] = ContextVar(
 )
 
 
-def current_emit() -> Callable[..., object] | None:
-    """The event recorder of the run in progress in this context, if any."""
-    return _current_emit.get()
+# `current_emit`, `set_current_emit`, `reset_current_emit` and `active_interceptors` are
+# the variables' own methods, not functions around them: the drivers call them at every
+# model call and tool attempt of every run, and a Python frame costs more than the lookup.
 
-
-def set_current_emit(emit: Callable[..., object]) -> Token[Callable[..., object] | None]:
-    """Make ``emit`` the `current_emit` of this context until `reset_current_emit`."""
-    return _current_emit.set(emit)
-
-
-def reset_current_emit(token: Token[Callable[..., object] | None]) -> None:
-    """Undo `set_current_emit`."""
-    _current_emit.reset(token)
+#: ``current_emit()``: the event recorder of the run in progress in this context, if any.
+current_emit: Final = _current_emit.get
+#: ``set_current_emit(emit)``: make ``emit`` the `current_emit` of this context until
+#: ``reset_current_emit(token)`` with the token it returns.
+set_current_emit: Final = _current_emit.set
+#: ``reset_current_emit(token)``: undo `set_current_emit`.
+reset_current_emit: Final = _current_emit.reset
+#: ``active_interceptors()``: the interceptors in force in this context, oldest first.
+active_interceptors: Final = _interceptors.get
 
 
 def install_interceptor(interceptor: Interceptor) -> None:
@@ -183,11 +183,6 @@ def remove_interceptor(interceptor: Interceptor) -> None:
         _interceptors.set(())
     elif interceptor in current:
         _interceptors.set(tuple(i for i in current if i is not interceptor))
-
-
-def active_interceptors() -> tuple[Interceptor, ...]:
-    """The interceptors in force in this context, oldest first."""
-    return _interceptors.get()
 
 
 def declared_non_idempotent(tool: str) -> bool:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from pytest_agentfaults.errors import UsageError, kind_and_retryable
+from pytest_agentfaults.runtime._event import ErrorRecord
 from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig, backoff_delay
 
 __all__ = [
@@ -31,8 +32,10 @@ __all__ = [
     "Fixer",
     "OnError",
     "RaiseError",
+    "Resolutions",
     "RespondWith",
     "Retry",
+    "RetryPlan",
     "feed_back",
     "fix",
     "raise_error",
@@ -142,6 +145,44 @@ class Retry:
             else self.jitter_factor,
             uniform=uniform,
         )
+
+
+class RetryPlan:
+    """A `Retry` under one config, its backoff's fields worked out once.
+
+    `Retry.delay` reads the action and the config at every retry; a plan reads them when
+    it is made (a tool call's first failure, or the agent's first run that needs it).
+    """
+
+    __slots__ = ("action", "base", "cap", "jitter", "max_attempts", "strategy")
+
+    def __init__(self, action: Retry, config: ResilienceConfig) -> None:
+        self.action = action
+        self.max_attempts = action.max_attempts
+        self.strategy = action.strategy or config.strategy
+        self.base = config.base_delay if action.base_delay is None else action.base_delay
+        cap = config.max_delay
+        if action.max_delay is not None and action.max_delay < cap:
+            cap = action.max_delay
+        self.cap = cap
+        self.jitter = config.jitter_factor if action.jitter_factor is None else action.jitter_factor
+
+    def delay(self, retry_number: int, uniform: float) -> float:
+        """`Retry.delay` of ``retry_number`` under the call's config, given U = ``uniform``."""
+        if self.strategy != "exponential_jitter":
+            return backoff_delay(
+                self.strategy,
+                retry_number,
+                base_delay=self.base,
+                max_delay=self.cap,
+                jitter_factor=self.jitter,
+                uniform=uniform,
+            )
+        # The default strategy, as `backoff_delay` computes it (same operations, same order).
+        exponent = retry_number - 1
+        delay = self.base * 2.0 ** (1023 if exponent > 1023 else exponent)  # noqa: FURB136
+        delay *= 1.0 + uniform * self.jitter
+        return delay if delay < self.cap else self.cap  # noqa: FURB136
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +345,50 @@ class PolicySources:
         if self._config_retry is None:
             self._config_retry = _config_retry(self.config.max_retries + 1)
         return self._config_retry
+
+
+class Resolutions:
+    """What the tool calls of one agent work out on a failure, reused by its later runs.
+
+    Pure values, each kept with what it follows from, and reused only while those are the
+    very objects in force: per tool and kind of failure, the action resolved (and the plan
+    of a `Retry`) from the policy levels and the config; the trace record of the last plain
+    transient failure (see `ToolCalls.record`), a function of its class, message and
+    ``retryable``.
+    """
+
+    __slots__ = ("actions", "plain")
+
+    def __init__(self) -> None:
+        # (tool, kind) -> (its policy levels, the config, the action, a retry's plan)
+        self.actions: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self.plain: tuple[tuple[object, ...], ErrorRecord] | None = None
+
+    def resolve(
+        self,
+        kind: FailureKind,
+        tool: str,
+        levels: tuple[OnError | None, OnError | None, OnError | None],
+        config: ResilienceConfig,
+    ) -> tuple[Action, RetryPlan | None]:
+        """The action for a ``kind`` failure of ``tool``, and a retry's plan (`PolicySources`).
+
+        ``levels`` are the tool's own ``on_error``, the agent's for it and the agent's
+        defaults; ``config`` has the tool's overrides applied.
+        """
+        known = self.actions.get((tool, kind))
+        if (
+            known is not None
+            and known[0][0] is levels[0]
+            and known[0][1] is levels[1]
+            and known[0][2] is levels[2]
+            and known[1] is config
+        ):
+            return known[2], known[3]
+        action = PolicySources(levels=levels, config=config).resolve(kind)
+        plan = RetryPlan(action, config) if isinstance(action, Retry) else None
+        self.actions[(tool, kind)] = (levels, config, action, plan)
+        return action, plan
 
 
 def check_on_tool_error(value: Mapping[str, OnError] | None) -> dict[str, OnError]:

@@ -18,7 +18,7 @@ from pytest_agentfaults.runtime.hooks import (
     Interceptor,
     ModelCall,
 )
-from pytest_agentfaults.testing._fault import LLMFault, ToolFault
+from pytest_agentfaults.testing._fault import LLMFault, ToolAction, ToolFault
 from pytest_agentfaults.testing.scripted import ScriptedModel
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class PlanInterceptor(Interceptor):
         # tool -> (its faults, those on the tool itself (not ``function=``), the target's key)
         self._tools: dict[str, tuple[list[ToolFault], list[ToolFault], tuple[str, str]]] = {}
         self._llm: dict[str | None, list[LLMFault]] = {}
-        # id(fault) -> (what it injects, its description): each hit of a fault says the same
+        # id(fault) -> (what it injects, `injects`' answer): each hit of a fault says the same
         self._described: dict[int, tuple[Any, ...]] = {}
 
     def _sort(self) -> None:
@@ -68,7 +68,9 @@ class PlanInterceptor(Interceptor):
 
     def tool_faults(self, tool: str) -> list[ToolFault]:
         """The plan's faults on ``tool`` (``function=`` ones included), in declared order."""
-        self._sort()
+        faults, (sorted_for, count) = self.plan.faults, self._sorted_for
+        if sorted_for is not faults or count != len(faults):  # `_sort`'s own check, inline
+            self._sort()
         filed = self._tools.get(tool)
         return [] if filed is None else filed[0]
 
@@ -76,7 +78,9 @@ class PlanInterceptor(Interceptor):
         name = attempt.tool.name
         plan = self.plan
         plan.tools_called.add(name)  # for the message of a tool fault that never fired
-        self._sort()
+        faults, (sorted_for, count) = plan.faults, self._sorted_for
+        if sorted_for is not faults or count != len(faults):  # `_sort`'s own check, inline
+            self._sort()
         filed = self._tools.get(name)
         if filed is None:
             return PROCEED
@@ -87,7 +91,7 @@ class PlanInterceptor(Interceptor):
         if hit is None:
             return PROCEED
         fault, occurrence = hit
-        action = fault.action
+        action, text, shown = self.injects(fault)
         if action is None:
             fault.check()  # raises: the fault says nothing to inject
         plan.record(fault, name, action or "", occurrence)
@@ -98,7 +102,7 @@ class PlanInterceptor(Interceptor):
                 attempt.call_id,
                 attempt.number,
                 action,
-                redact(self.described(fault)),
+                shown,
                 _any_non_idempotent(named),
             )
         else:
@@ -108,7 +112,7 @@ class PlanInterceptor(Interceptor):
                 "attempt": attempt.number,
                 "framework": "agentfaults",
                 "status": action,
-                "detail": self.described(fault),
+                "detail": text,
             }
             if _any_non_idempotent(named):
                 fields["idempotent"] = False
@@ -123,8 +127,11 @@ class PlanInterceptor(Interceptor):
             attempt.clock.sleep(fault.delay)
         return PROCEED
 
-    def described(self, fault: ToolFault) -> str:
-        """``fault.describe()``, made once per fault while what it injects stays the same."""
+    def injects(self, fault: ToolFault) -> tuple[ToolAction | None, str, str]:
+        """``fault.action``, ``fault.describe()``, and that text redacted for an event.
+
+        Worked out once per fault while what it injects stays the same: each follows from it.
+        """
         kept = self._described.get(id(fault))
         if (
             kept is not None
@@ -135,8 +142,9 @@ class PlanInterceptor(Interceptor):
         ):
             return kept[4]  # type: ignore[no-any-return]
         text = fault.describe()
-        self._described[id(fault)] = (fault.raises, fault.returns, fault.delay, fault.tool, text)
-        return text
+        said = (fault.action, text, redact(text))
+        self._described[id(fault)] = (fault.raises, fault.returns, fault.delay, fault.tool, said)
+        return said
 
     def declares_non_idempotent(self, tool: str) -> bool:
         return _any_non_idempotent(self.tool_faults(tool))
@@ -163,7 +171,9 @@ class PlanInterceptor(Interceptor):
         others count every agent's calls, except one an ``agent=`` fault answered (as
         for http targets: the first that hits answers, later ones do not see the call).
         """
-        self._sort()
+        faults, (sorted_for, count) = self.plan.faults, self._sorted_for
+        if sorted_for is not faults or count != len(faults):  # `_sort`'s own check, inline
+            self._sort()
         llm = self._llm
         if not llm:
             return None

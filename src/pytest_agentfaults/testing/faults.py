@@ -22,8 +22,7 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar, Token
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -71,6 +70,7 @@ __all__ = [
     "HTTP_KINDS",
     "LLM_KINDS",
     "TRANSIENT_LLM_KINDS",
+    "ActivePlan",
     "Fault",
     "FaultPlan",
     "FiredFault",
@@ -251,14 +251,9 @@ class FaultPlan:
 
     # ------------------------------------------------------------------ activation
 
-    @contextmanager
-    def active(self) -> Iterator[FaultPlan]:
+    def active(self) -> ActivePlan:
         """Inject this plan's faults into every agent run (and HTTP request) in the block."""
-        handle = self.activate()
-        try:
-            yield self
-        finally:
-            self.deactivate(handle)
+        return ActivePlan(self)
 
     def activate(self) -> object:
         """Switch the plan on; returns a handle for `deactivate` (`active` does both)."""
@@ -342,10 +337,10 @@ class FaultPlan:
         occurrence = self._occurrences.get(key, 0) + 1
         self._occurrences[key] = occurrence
         for fault in candidates:
-            if fault.done:
+            if fault.hits >= fault.times:  # `fault.done`, asked at every attempt
                 continue
-            fault.seen += 1
-            if fault.seen < fault.at:
+            seen = fault.seen = fault.seen + 1
+            if seen < fault.at:
                 return None
             if fault.probability is not None:
                 if self._rng is None:
@@ -404,6 +399,28 @@ class FaultPlan:
         item = fired_fault(fault.target, redact(name), kind, occurrence, fault)
         self.fired.append(item)
         return item
+
+
+class ActivePlan:
+    """What `FaultPlan.active` returns: the plan switched on for a ``with`` block.
+
+    A class rather than a ``@contextmanager``: no generator to make and run through for
+    each test's plan.
+    """
+
+    __slots__ = ("_handle", "_plan")
+
+    def __init__(self, plan: FaultPlan) -> None:
+        self._plan = plan
+        self._handle: object = None
+
+    def __enter__(self) -> FaultPlan:
+        self._handle = self._plan.activate()
+        return self._plan
+
+    def __exit__(self, *exc_info: object) -> None:
+        handle, self._handle = self._handle, None
+        self._plan.deactivate(handle)
 
 
 _epochs = itertools.count(1)
