@@ -37,8 +37,12 @@ class Totals:
             from pytest_agentfaults._plugin_report import phase_of  # noqa: PLC0415 - lazy
 
             self.session.phases.setdefault(report.nodeid, []).append(phase_of(report))
-        shipped = getattr(report, "agentfaults", None)
-        if shipped is None or report.when != "teardown":
+        if report.when != "teardown":
+            return  # only the teardown report carries the test's counts (`ship`)
+        # from the report's attributes: a `getattr` that misses makes and drops an
+        # AttributeError, for every test of the session that shipped nothing
+        shipped = report.__dict__.get("agentfaults")
+        if shipped is None:
             return
         session = self.session
         if session.totals is None:

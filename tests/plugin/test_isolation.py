@@ -272,6 +272,28 @@ def test_a_step_that_fails_to_switch_off_does_not_stop_the_others():
     assert [str(e) for e in state.stop()] == ["cannot restore"]  # and only once
 
 
+def test_an_interrupt_while_switching_off_switches_the_rest_off_then_goes_on():
+    from pytest_agentfaults.runtime import hooks
+    from pytest_agentfaults.runtime.clock import VirtualClock, default_clock
+    from pytest_agentfaults.testing.session import TestState
+
+    class InterruptedClock(VirtualClock):
+        def unpatch_sleep(self) -> None:
+            super().unpatch_sleep()
+            raise KeyboardInterrupt
+
+    outer, outer_clock = hooks.active_interceptors(), default_clock()
+    state = TestState("t", seed=1, real_time=False)
+    state.clock = InterruptedClock()
+    state.plan.tool("fetch").raises(ValueError("x"))
+    state.start()
+    assert default_clock() is state.clock
+    with pytest.raises(KeyboardInterrupt):
+        state.stop()
+    assert hooks.active_interceptors() == outer  # the plan, and the context, switched off
+    assert default_clock() is outer_clock
+
+
 def test_a_run_in_a_copy_of_the_tests_context_sees_its_faults(suite):
     result = suite(
         """

@@ -14,7 +14,6 @@ import sys
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from pytest_agentfaults.runtime.snapshot import SnapshotSettings
 from pytest_agentfaults.testing._fault import Fault, without_addresses
 from pytest_agentfaults.testing._frameworks import install_adapters
 from pytest_agentfaults.testing._trace_text import clip, exhausted_after, render_events
-from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan
 from pytest_agentfaults.testing.report import (
     Phase,
@@ -173,19 +171,38 @@ class TestState:
         Every step runs even if an earlier one fails; the failures are returned, so the
         caller can report them without leaving anything of this test switched on.
         """
-        # Bound methods and partials, no closures: this runs for every test.
-        steps: list[Callable[[], object]] = [self.clock.unpatch_sleep]
-        if self._adapters is not None:
-            steps.append(self._adapters)
-            self._adapters = None
-        if self._plan_handle is not None:
-            handle, self._plan_handle = self._plan_handle, None
-            steps.append(partial(self.plan.deactivate, handle))
+        # Each step inline, not `run_all` over a list of partials: every test stops its
+        # state. Every step runs whatever an earlier one raised; a KeyboardInterrupt (or
+        # another BaseException) in one lets the others run first, then goes on.
         errors: list[Exception] = []
+        interrupt: BaseException | None = None
         try:
-            errors = run_all(steps)
-        finally:  # a KeyboardInterrupt in a step goes on after this, like the others
-            errors.extend(leave_test(self._entered))  # empties it: undone once
+            self.clock.unpatch_sleep()
+        except Exception as error:
+            errors.append(error)
+        except BaseException as stopped:
+            interrupt = stopped
+        adapters = self._adapters
+        if adapters is not None:
+            self._adapters = None
+            try:
+                adapters()
+            except Exception as error:
+                errors.append(error)
+            except BaseException as stopped:
+                interrupt = interrupt or stopped
+        handle = self._plan_handle
+        if handle is not None:
+            self._plan_handle = None
+            try:
+                self.plan.deactivate(handle)
+            except Exception as error:
+                errors.append(error)
+            except BaseException as stopped:
+                interrupt = interrupt or stopped
+        errors.extend(leave_test(self._entered))  # empties it: undone once
+        if interrupt is not None:
+            raise interrupt
         return errors
 
     # ------------------------------------------------------------------ reporting
