@@ -68,9 +68,7 @@ class PlanInterceptor(Interceptor):
 
     def tool_faults(self, tool: str) -> list[ToolFault]:
         """The plan's faults on ``tool`` (``function=`` ones included), in declared order."""
-        faults, (sorted_for, count) = self.plan.faults, self._sorted_for
-        if sorted_for is not faults or count != len(faults):  # `_sort`'s own check, inline
-            self._sort()
+        self._sort()
         filed = self._tools.get(tool)
         return [] if filed is None else filed[0]
 
@@ -78,9 +76,7 @@ class PlanInterceptor(Interceptor):
         name = attempt.tool.name
         plan = self.plan
         plan.tools_called.add(name)  # for the message of a tool fault that never fired
-        faults, (sorted_for, count) = plan.faults, self._sorted_for
-        if sorted_for is not faults or count != len(faults):  # `_sort`'s own check, inline
-            self._sort()
+        self._sort()
         filed = self._tools.get(name)
         if filed is None:
             return PROCEED
@@ -171,9 +167,7 @@ class PlanInterceptor(Interceptor):
         others count every agent's calls, except one an ``agent=`` fault answered (as
         for http targets: the first that hits answers, later ones do not see the call).
         """
-        faults, (sorted_for, count) = self.plan.faults, self._sorted_for
-        if sorted_for is not faults or count != len(faults):  # `_sort`'s own check, inline
-            self._sort()
+        self._sort()
         llm = self._llm
         if not llm:
             return None

@@ -337,7 +337,7 @@ class FaultPlan:
         occurrence = self._occurrences.get(key, 0) + 1
         self._occurrences[key] = occurrence
         for fault in candidates:
-            if fault.hits >= fault.times:  # `fault.done`, asked at every attempt
+            if fault.done:
                 continue
             seen = fault.seen = fault.seen + 1
             if seen < fault.at:
