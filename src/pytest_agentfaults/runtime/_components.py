@@ -34,6 +34,9 @@ BUILTIN_TOOLS: Final[dict[str, Tool[Any, Any]]] = {
 }
 
 
+_SEQUENCES: Final = frozenset({list, tuple})
+
+
 def as_model(model: Model | str) -> Model:
     """``model`` itself when it is an `af.Model`; a model string resolved to its client."""
     if isinstance(model, str):
@@ -51,7 +54,11 @@ def as_model(model: Model | str) -> Model:
 
 def tool_table(tools: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> dict[str, Tool[Any, Any]]:
     """The agent's tools by name, functions made into tools; two with one name are an error."""
-    if isinstance(tools, str | bytes) or not isinstance(tools, Iterable):  # type: ignore[unreachable]
+    # A list or a tuple (what nearly every agent gets) skips the check through `Iterable`'s
+    # ABC machinery.
+    if tools.__class__ not in _SEQUENCES and (
+        isinstance(tools, str | bytes) or not isinstance(tools, Iterable)  # type: ignore[unreachable]
+    ):
         raise UsageError(f"tools must be a list of tools or functions, got {tools!r}")
     table: dict[str, Tool[Any, Any]] = {}
     for item in tools:

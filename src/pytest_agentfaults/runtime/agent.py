@@ -11,7 +11,7 @@ result.output, result.status, result.trace.retries("fetch")
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, overload
+from typing import Any, Final, Generic, overload
 
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._components import (
@@ -38,6 +38,9 @@ from pytest_agentfaults.runtime.tools import Tool
 __all__ = ["Agent", "Loop"]
 
 LlmErrorHandler = Callable[[Exception, int], LlmErrorDecision]
+
+#: the caps of an agent given no ``budget=``: `Budget` is frozen and holds only ints
+_DEFAULT_BUDGET: Final = Budget()
 
 
 class Agent(Generic[OutputT]):
@@ -136,7 +139,11 @@ class Agent(Generic[OutputT]):
             raise UsageError(f"resilience must be af.ResilienceConfig(...), got {resilience!r}")
         self.resilience = resilience or ResilienceConfig()
         self.on_tool_error = check_on_tool_error(on_tool_error)
-        unknown = sorted(set(self.on_tool_error) - set(self.tools) - set(self.builtin_tools))
+        unknown = (
+            sorted(set(self.on_tool_error) - set(self.tools) - set(self.builtin_tools))
+            if self.on_tool_error
+            else None  # none named: three sets and a sort less for each agent built
+        )
         if unknown:
             raise UsageError(
                 f"on_tool_error names unknown tool(s) {', '.join(unknown)}; "
@@ -153,7 +160,9 @@ class Agent(Generic[OutputT]):
         self.output_spec = None if output_type is str else OutputSpec(output_type)
         if budget is not None and not isinstance(budget, Budget):
             raise UsageError(f"budget must be af.Budget(...), got {budget!r}")
-        self.budget = budget or Budget()
+        # The default caps are one frozen model of plain ints, shared: building a pydantic
+        # model for each agent costs as much as the rest of the agent.
+        self.budget = budget or _DEFAULT_BUDGET
         self._clock = clock
         self.observers = observers(observer)
         self.stream = stream

@@ -126,16 +126,22 @@ class ScriptedModel:
         on_exhausted: OnExhausted = "raise",
         strict: bool = True,
     ) -> None:
-        if isinstance(steps, ScriptStep | str):
+        # A list (the usual script) is neither: no check through `ScriptStep`'s ABC machinery.
+        if steps.__class__ is not list and isinstance(steps, ScriptStep | str):
             raise UsageError(f"ScriptedModel() takes a list of steps, got one: [{steps!r}]")
         if on_exhausted not in ON_EXHAUSTED:
             raise UsageError(
                 f"ScriptedModel(on_exhausted={on_exhausted!r}); use one of "
                 + ", ".join(map(repr, ON_EXHAUSTED))
             )
-        self._steps: tuple[ScriptStep, ...] = tuple(
-            _as_step(step, f"ScriptedModel(): step {index}") for index, step in enumerate(steps)
-        )
+        script: list[ScriptStep] = []
+        for index, step in enumerate(steps):
+            # A step made by say(), call_tool() ... is one by its class: `isinstance` through
+            # the ABC machinery, and the message that names the step, only for the others.
+            if ScriptStep not in step.__class__.__mro__:
+                step = _as_step(step, f"ScriptedModel(): step {index}")  # noqa: PLW2901
+            script.append(step)
+        self._steps: tuple[ScriptStep, ...] = tuple(script)
         if on_exhausted == "repeat_last" and not self._steps:
             raise UsageError('ScriptedModel([], on_exhausted="repeat_last") has no step to repeat')
         self.name = name

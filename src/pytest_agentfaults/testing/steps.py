@@ -43,6 +43,10 @@ StepFunction: TypeAlias = Callable[[ModelRequest], "ScriptStep | str | Awaitable
 
 _SHOWN_CHARS: Final = 200
 
+#: ``json.dumps(arguments, ensure_ascii=False)`` with its encoder made once: `json.dumps`
+#: makes a new encoder for each call given an option, the most of what `call_tool` costs
+_arguments_json: Final = json.JSONEncoder(ensure_ascii=False).encode
+
 
 def answer(
     content: str,
@@ -321,7 +325,7 @@ def make_call_tool(name: object, raw_args: object, args: Mapping[str, Any]) -> C
             )
         return CallTool(name, raw_args)
     try:
-        arguments = json.dumps(dict(args), ensure_ascii=False)
+        arguments = _arguments_json(dict(args))
     except (TypeError, ValueError) as exc:
         raise UsageError(
             f"call_tool({name!r}): the arguments cannot be written as JSON ({exc}); "
