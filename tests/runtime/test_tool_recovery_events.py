@@ -118,3 +118,40 @@ def test_a_retried_failure_that_then_speaks_of_credentials_is_not_retried_again(
     errors = [e.error for e in result.trace.of("tool.error", tool="fetch")]
     assert [e.retryable for e in errors] == [True, False]
     assert result.trace.retries("fetch") == 1
+
+
+def test_each_failure_is_recorded_with_its_own_message_and_class_across_agents():
+    # The record of a plain transient failure is reused while one like it recurs; another
+    # message, class or ``retryable`` (in another agent's run too) gets its own record.
+    def flaky(error: Exception):
+        raised = []
+
+        @af.tool(on_error=af.OnError(execution=af.retry(max_attempts=2, strategy="fixed")))
+        def fetch(url: str) -> str:
+            """Fetch a page."""
+            if not raised:
+                raised.append(error)
+                raise error
+            return "page"
+
+        model = ScriptedModel([call_tool("fetch", url="https://a.test"), say("ok")])
+        agent = af.Agent("bot", model=model, tools=[fetch], clock=af.VirtualClock())
+        [failed] = agent.run("go").trace.of("tool.error")
+        return failed.error
+
+    late = TimeoutError("slow")
+    late.retryable = False  # type: ignore[attr-defined]
+    records = [
+        flaky(ConnectionError("reset")),
+        flaky(ConnectionError("reset")),
+        flaky(ConnectionError("refused")),
+        flaky(TimeoutError("slow")),
+        flaky(late),
+    ]
+    assert [(r.type, r.message, r.retryable) for r in records] == [
+        ("ConnectionError", "reset", True),
+        ("ConnectionError", "reset", True),
+        ("ConnectionError", "refused", True),
+        ("TimeoutError", "slow", True),
+        ("TimeoutError", "slow", False),
+    ]

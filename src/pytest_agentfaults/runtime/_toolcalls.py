@@ -63,6 +63,11 @@ _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 _HARD: Final = (ToolExecutionError, EscalationError)
 #: the ``framework`` field of this runtime's tool events (other frameworks' tools have theirs)
 _OURS: Final = "agentfaults"
+#: The trace record of the last plain transient failure recorded, with its key (class,
+#: message, ``retryable``): a pure function of that key (the message is redacted by
+#: pattern alone), and an `ErrorRecord` is frozen, so every pipeline shares it. Kept per
+#: agent, each test's new agent built it again for its first failure (~11k instructions).
+_last_plain: Final[list[tuple[tuple[object, ...], ErrorRecord] | None]] = [None]
 
 
 class Cancelled(Exception):
@@ -160,13 +165,12 @@ class ToolCalls:
             # Its record follows from its class, its message and its ``retryable`` alone:
             # a failure like the last one (a retried call's, mostly) shares that record.
             key = (cls, str(error), getattr(error, "retryable", None))
-            memo = self.memo
-            plain = memo.plain
+            plain = _last_plain[0]
             if plain is not None and plain[0] == key:
                 record = plain[1]
             else:
                 record = ErrorRecord.from_exception(error)
-                memo.plain = (key, record)
+                _last_plain[0] = (key, record)
         else:
             record = ErrorRecord.from_exception(error)
         self._record = (error, record)

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from pytest_agentfaults.errors import UsageError, kind_and_retryable
-from pytest_agentfaults.runtime._event import ErrorRecord
 from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig, backoff_delay
 
 __all__ = [
@@ -352,17 +351,14 @@ class Resolutions:
 
     Pure values, each kept with what it follows from, and reused only while those are the
     very objects in force: per tool and kind of failure, the action resolved (and the plan
-    of a `Retry`) from the policy levels and the config; the trace record of the last plain
-    transient failure (see `ToolCalls.record`), a function of its class, message and
-    ``retryable``.
+    of a `Retry`) from the policy levels and the config.
     """
 
-    __slots__ = ("actions", "plain")
+    __slots__ = ("actions",)
 
     def __init__(self) -> None:
         # (tool, kind) -> (its policy levels, the config, the action, a retry's plan)
         self.actions: dict[tuple[str, str], tuple[Any, ...]] = {}
-        self.plain: tuple[tuple[object, ...], ErrorRecord] | None = None
 
     def resolve(
         self,
