@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import pytest_agentfaults as af
@@ -108,3 +110,21 @@ def test_a_tool_marker_takes_the_tool_itself_and_refuses_an_exception_to_return(
     message = str(caught.value)
     assert message.startswith("@pytest.mark.inject_fault(tool='fetch', returns=")
     assert "use raises=ConnectionError('x')" in message
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"tool": "fetch", "returns": {"ok": False}, "idempotent": False, "strict": False},
+        {"llm": "rate_limit", "retry_after": 2, "times": 2, "probability": 0.5},
+        {"http": 503, "url": "/v1/chat", "method": "post", "retry_after": 3, "at": 3},
+    ],
+)
+def test_fresh_copies_every_setting_of_each_kind_of_fault(kwargs) -> None:
+    fault = parse_marker((), kwargs)
+    fault.seen, fault.hits = 7, 7
+    twin = fault.fresh()
+    assert type(twin) is type(fault)
+    for field in dataclasses.fields(fault):
+        expected = 0 if field.name in ("seen", "hits") else getattr(fault, field.name)
+        assert getattr(twin, field.name) == expected, field.name

@@ -161,11 +161,16 @@ class FaultBase:
     def fresh(self) -> Self:
         """A copy that has not hit anything yet (a marker's fault, for one more test).
 
-        Built through the constructor; the field names are looked up once per class (the
-        plugin calls this for every marker of every test).
+        Built through the constructor, given only the fields that differ from their
+        defaults (the progress counters never: they start again at their default, 0); the
+        fields are looked up once per class. The plugin calls this for every marker of
+        every test, and a keyword costs the constructor more than a comparison.
         """
-        values = {name: getattr(self, name) for name in _init_names(type(self))}
-        values["seen"] = values["hits"] = 0
+        values: dict[str, Any] = {}
+        for name, default in _init_fields(type(self)):
+            value = getattr(self, name)
+            if value is not default:
+                values[name] = value
         return type(self)(**values)
 
     def check(self) -> None:
@@ -394,15 +399,27 @@ def fired_fault(target: Target, name: str, kind: str, occurrence: int, fault: Fa
 # ----------------------------------------------------------------------------- helpers
 
 
-_INIT_NAMES: Final[dict[type, tuple[str, ...]]] = {}
+_INIT_FIELDS: Final[dict[type, tuple[tuple[str, object], ...]]] = {}
+#: the default of a field that has none to compare with (a ``default_factory``'s): unequal
+#: to every value, so the value is always given
+_NO_DEFAULT: Final = object()
+#: the progress counters, which a fresh copy leaves at their defaults
+_PROGRESS: Final = frozenset({"seen", "hits"})
 
 
-def _init_names(cls: type) -> tuple[str, ...]:
-    """The constructor's field names of a fault class (looked up once per class)."""
-    names = _INIT_NAMES.get(cls)
-    if names is None:
-        names = _INIT_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.init)
-    return names
+def _init_fields(cls: type) -> tuple[tuple[str, object], ...]:
+    """A fault class's constructor fields but the progress counters, with their defaults.
+
+    Looked up once per class.
+    """
+    known = _INIT_FIELDS.get(cls)
+    if known is None:
+        known = _INIT_FIELDS[cls] = tuple(
+            (f.name, _NO_DEFAULT if f.default is dataclasses.MISSING else f.default)
+            for f in dataclasses.fields(cls)
+            if f.init and f.name not in _PROGRESS
+        )
+    return known
 
 
 _ADDRESS: Final = re.compile(r" at 0x[0-9a-fA-F]+>")
