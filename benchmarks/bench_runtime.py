@@ -13,7 +13,9 @@ Run:  python benchmarks/bench_runtime.py        (needs the `bench` extra)
    active `FaultPlan` (what ``inject_fault(tool=..., raises=ConnectionError, times=2)``
    installs) and every event also collected into the test's trace (the ``trace`` fixture).
 
-Figures are medians of several repeats; what matters is the ratio, measured in one run.
+Figures are medians of several repeats; what matters is the ratio, measured in one run
+(the agent runs and pydantic-ai's, and `tool.invoke` and tenacity, with their repeats
+alternated).
 """
 
 from __future__ import annotations
@@ -36,6 +38,24 @@ def per_call_us(fn: Callable[[], object], number: int, repeat: int = 7) -> float
     fn()  # warm up
     times = timeit.repeat(fn, number=number, repeat=repeat)
     return statistics.median(times) / number * 1e6
+
+
+def paired_us(
+    ours: Callable[[], object], ours_n: int, theirs: Callable[[], object], theirs_n: int
+) -> tuple[float, float]:
+    """Median per call of each, their repeats alternated (ours, theirs, ours, ...).
+
+    A slow spell of a shared machine then lands on both sides of the ratio, not on
+    whichever side happened to be timed during it.
+    """
+    ours()
+    theirs()
+    mine: list[float] = []
+    other: list[float] = []
+    for _ in range(7):
+        mine.append(timeit.timeit(ours, number=ours_n) / ours_n)
+        other.append(timeit.timeit(theirs, number=theirs_n) / theirs_n)
+    return statistics.median(mine) * 1e6, statistics.median(other) * 1e6
 
 
 def add(a: int, b: int) -> int:
@@ -265,18 +285,18 @@ def fixer_runs() -> tuple[Callable[[], object], Callable[[], object]]:
 
 def main() -> None:
     print("pytest-agentfaults runtime benchmarks (median per call)\n")
-    ours = per_call_us(ours_agent_run(), 2000)
-    theirs = per_call_us(pydantic_ai_agent_run(), 200)
+    ours, theirs = paired_us(ours_agent_run(), 2000, pydantic_ai_agent_run(), 200)
     print("1. agent run, one tool call over two scripted turns")
     print(f"   pytest-agentfaults        {ours:9.1f} us   (target <= 100 us)")
     print(f"   pydantic-ai FunctionModel {theirs:9.1f} us")
-    print(f"   ratio                     {theirs / ours:9.1f}x faster (target >= 30x)")
-    ours_f = per_call_us(ours_agent_run_with_faults(), 2000)
-    theirs_f = per_call_us(pydantic_ai_agent_run_with_faults(), 200)
+    print(f"   ratio                     {theirs / ours:9.1f}x faster (target >= 100x)")
+    ours_f, theirs_f = paired_us(
+        ours_agent_run_with_faults(), 2000, pydantic_ai_agent_run_with_faults(), 200
+    )
     print("   with the tool failing twice first (retried):")
     print(f"   pytest-agentfaults        {ours_f:9.1f} us")
     print(f"   pydantic-ai FunctionModel {theirs_f:9.1f} us  (ModelRetry twice)")
-    print(f"   ratio                     {theirs_f / ours_f:9.1f}x faster (target >= 30x)")
+    print(f"   ratio                     {theirs_f / ours_f:9.1f}x faster (target >= 100x)")
     ours_i = per_call_us(ours_agent_run_with_injected_faults(), 2000)
     print("   the faults injected by a FaultPlan, events also in a test's trace (as a test):")
     print(f"   pytest-agentfaults        {ours_i:9.1f} us")
@@ -286,7 +306,7 @@ def main() -> None:
     layer, whole = ours_recovery_layer()
     layer_us = per_call_us(layer, 50_000)
     whole_us = per_call_us(whole, 20_000)
-    ten = per_call_us(tenacity_retry(), 20_000)
+    invoke_us, ten = paired_us(ours_invoke(), 50_000, tenacity_retry(), 20_000)
     print("2. tool call on the happy path")
     print(f"   plain function call       {direct:9.2f} us")
     print(
@@ -298,7 +318,6 @@ def main() -> None:
         f"   ratio of added cost       {(ten - direct) / (layer_us - direct):9.1f}x cheaper "
         "than tenacity (target >= 10x)"
     )
-    invoke_us = per_call_us(ours_invoke(), 50_000)
     print(f"   tool.invoke(args)         {invoke_us:9.2f} us  (validation included)")
     print(
         f"   ratio tenacity / invoke   {ten / invoke_us:9.1f}x cheaper than tenacity "

@@ -39,6 +39,7 @@ import argparse
 import ctypes
 import gc
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Generator
@@ -97,8 +98,12 @@ def main() -> None:
     parser.add_argument("suite", choices=sorted(SUITES))
     parser.add_argument("n", type=int)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
+    # One fixed directory, not a random temporary name: paths end up in pytest's strings
+    # and dicts, and a random name moved the count by ~10k a test between two runs.
+    directory = Path(tempfile.gettempdir()) / f"agentfaults-callgrind-{args.suite}"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir()
+    try:
         (directory / "pytest.ini").write_text(INI)
         (directory / "test_plain.py").write_text(PLAIN.format(count=args.n))
         (directory / "test_shell.py").write_text(SHELL.format(count=args.n))
@@ -112,6 +117,9 @@ def main() -> None:
         gc.collect()
         counted = Counted(_toggle())
         assert pytest.main(command, plugins=[counted]) == 0
+    finally:
+        os.chdir(tempfile.gettempdir())
+        shutil.rmtree(directory, ignore_errors=True)
     print(f"{args.suite}: {counted.tests} tests counted")
 
 

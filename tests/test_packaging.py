@@ -127,3 +127,29 @@ def test_the_reference_documents_exactly_all():
     assert (documented - optional) | twins | {"__version__"} == set(af.__all__)
     # one public path: nothing is documented through a private module
     assert all(t.count(".") == 1 for t in targets), targets
+
+
+def test_a_name_follows_its_module_when_that_module_is_imported_again(monkeypatch):
+    # pytester's in-process runs unload the modules a run imported: the next `af.X` must
+    # be the class of the module loaded now, not the one `af` found before
+    import sys
+
+    before = af.ScriptedModel
+    name = before.__module__ if before.__module__ != "pytest_agentfaults" else None
+    module = name or "pytest_agentfaults.testing.scripted"
+    monkeypatch.delitem(sys.modules, module)
+    again = importlib.import_module(module)  # a fresh module object, a new class
+    assert again.ScriptedModel is not before
+    assert af.ScriptedModel is again.ScriptedModel
+    assert af.ScriptedModel.__module__ == "pytest_agentfaults"  # published again
+
+
+def test_a_name_shows_a_monkeypatched_attribute_of_its_module(monkeypatch):
+    import sys
+
+    af.say  # noqa: B018 - found once, so the next reads take the fast path
+    sentinel = object()
+    monkeypatch.setattr(sys.modules["pytest_agentfaults.testing.steps"], "say", sentinel)
+    assert af.say is sentinel
+    monkeypatch.undo()
+    assert af.say is not sentinel

@@ -28,6 +28,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from pytest_agentfaults._failure import ToolFailure
     from pytest_agentfaults.errors import (
         AgentFaultsError,
@@ -335,19 +337,29 @@ def __getattr__(name: str) -> Any:
     # unloaded and imported again (pytester's in-process runs do that) is never half stale.
     if name in _LAZY:
         module, attribute = _LAZY[name]
-        # A test names af.X at each use: a module already loaded skips the import machinery,
-        # unless it is still being imported (another thread's import is waited for).
         loaded = sys.modules.get(module)
+        # A test names af.X at each use: the module this name was last found in, still
+        # the one loaded, answers at once (it was fully imported then; and the attribute
+        # is read again, so a monkeypatched one shows).
+        if loaded is not None and _found_in.get(name) is loaded:
+            return getattr(loaded, attribute)
+        # Another thread may still be importing it: the import machinery waits for that.
         if loaded is None or getattr(loaded.__spec__, "_initializing", False):
             loaded = importlib.import_module(module)
         value = getattr(loaded, attribute)
         _publish(value, attribute)
+        _found_in[name] = loaded
         return value
     if name == "__version__":
         from importlib.metadata import version  # noqa: PLC0415 - lazy: reads the metadata
 
         return version("pytest-agentfaults")
     raise AttributeError(f"module 'pytest_agentfaults' has no attribute {name!r}")
+
+
+#: each lazy name -> the module it was found in (`__getattr__`'s fast path); a module
+#: imported again is another object, so the slow path runs (and publishes) again for it
+_found_in: dict[str, ModuleType] = {}
 
 
 def _publish(value: Any, attribute: str) -> None:

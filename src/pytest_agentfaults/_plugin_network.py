@@ -13,6 +13,7 @@ tests; a test switches it on and off by two attribute writes, not a ContextVar t
 
 from __future__ import annotations
 
+import sys
 from contextvars import Token
 from typing import Any
 
@@ -114,9 +115,13 @@ def start_network_late(item: pytest.Item) -> None:
 
 
 def _start_guard(item: pytest.Item, sockets: bool) -> None:
-    from pytest_agentfaults.testing._network import NetworkGuard  # noqa: PLC0415 - lazy
+    # lazy: the kit loads on the first test that uses it; after that, found in sys.modules
+    # (a ``from`` import looks for attributes the module lacks, ~7k instructions a test)
+    network: Any = sys.modules.get("pytest_agentfaults.testing._network")
+    if network is None:
+        from pytest_agentfaults.testing import _network as network  # noqa: PLC0415
 
-    guard = NetworkGuard(item.nodeid, sockets=sockets)
+    guard = network.NetworkGuard(item.nodeid, sockets=sockets)
     guard.start()
     item.stash[_GUARD] = guard
 
