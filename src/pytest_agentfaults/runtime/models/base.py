@@ -47,15 +47,23 @@ class Message(BaseModel):
     # ``thinking`` and ``redacted_thinking`` blocks: their signatures are checked).
     thinking: list[dict[str, Any]] = Field(default_factory=list)
 
+    # The constructors below go to the model's validator itself: what ``cls(**fields)``
+    # runs, less `BaseModel.__init__`'s frame and keywords (a run makes a user message and
+    # a tool result per call, ~4k instructions each that way).
+
     @classmethod
     def system(cls, content: str) -> Message:
         """A system message."""
-        return cls(role="system", content=content)
+        return cls.__pydantic_validator__.validate_python(  # type: ignore[no-any-return]
+            {"role": "system", "content": content}
+        )
 
     @classmethod
     def user(cls, content: str) -> Message:
         """A user message."""
-        return cls(role="user", content=content)
+        return cls.__pydantic_validator__.validate_python(  # type: ignore[no-any-return]
+            {"role": "user", "content": content}
+        )
 
     @classmethod
     def assistant(
@@ -73,7 +81,9 @@ class Message(BaseModel):
     @classmethod
     def tool_result(cls, content: str, *, tool_call_id: str, name: str) -> Message:
         """The result of one tool call, as fed back to the model."""
-        return cls(role="tool", content=content, tool_call_id=tool_call_id, name=name)
+        return cls.__pydantic_validator__.validate_python(  # type: ignore[no-any-return]
+            {"role": "tool", "content": content, "tool_call_id": tool_call_id, "name": name}
+        )
 
 
 class ToolSpec(BaseModel):
