@@ -238,16 +238,18 @@ def attempt_fields(
     return fields
 
 
-# a fault's settings -> its label, options and description, for one test (`fault_facts`)
+# a fault's settings -> its label, options and description (`fault_facts`)
 FactsCache = dict[tuple[Any, ...], tuple[str, dict[str, Any], str]]
+_facts: FactsCache = {}
 
 
-def fault_facts(fault: HTTPFault, cache: FactsCache) -> tuple[str, dict[str, Any], str]:
-    """``fault.label``, ``fault.options`` and ``fault.describe()``, worked out once a test.
+def fault_facts(fault: HTTPFault) -> tuple[str, dict[str, Any], str]:
+    """``fault.label``, ``fault.options`` and ``fault.describe()``, worked out once.
 
     All three follow from the fault's settings (each value with its class: a repr shows
-    ``True`` and ``1`` apart), which a fault keeps from hit to hit; ``cache`` is the
-    test's own (its HTTP layer's), so nothing is kept from one test to the next.
+    ``True`` and ``1`` apart), so they are remembered by those settings, for every test
+    that declares the same fault (a session's faults are few; bounded all the same).
+    The options are a dict no caller changes (`outcome` reads them as keywords).
     """
     status, retry_after, should_retry = fault.status, fault.retry_after, fault.should_retry
     after, delay, kind_status = fault.after, fault.delay, fault.kind_status
@@ -269,7 +271,10 @@ def fault_facts(fault: HTTPFault, cache: FactsCache) -> tuple[str, dict[str, Any
         kind_status,
         kind_status.__class__,
     )
-    facts = cache.get(key)
+    facts = _facts.get(key)
     if facts is None:
-        facts = cache[key] = (fault.label, fault.options, fault.describe())
+        facts = (fault.label, fault.options, fault.describe())
+        if len(_facts) >= 256:
+            _facts.clear()
+        _facts[key] = facts
     return facts

@@ -89,7 +89,6 @@ from pytest_agentfaults.testing._handoff import (
 )
 from pytest_agentfaults.testing._http_fields import (
     Digests,
-    FactsCache,
     attempt_fields,
     fault_facts,
 )
@@ -125,7 +124,6 @@ class HttpInjector:
     def __init__(self, plan: FaultPlan) -> None:
         self.plan = plan
         self._router: HttpFaultRouter | None = None
-        self._facts: FactsCache = {}  # this test's faults' labels and texts (`fault_facts`)
         self._digests: Digests = {}  # this test's request bodies' digests (`attempt_fields`)
         self._shown: dict[Any, str] = {}  # this test's request URLs as shown (`_decide`)
 
@@ -254,7 +252,7 @@ class HttpInjector:
         __tracebackhide__ = True
         fault.check()
         method = request.method
-        kind, options, description = fault_facts(fault, self._facts)
+        kind, options, description = fault_facts(fault)
         # the plan and the recorder redact what they keep
         self.plan.record(fault, f"{method} {url}", kind, occurrence)
         self._emit(
