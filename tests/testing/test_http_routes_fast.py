@@ -317,6 +317,31 @@ def test_a_route_and_its_call_lists_are_freed_without_the_garbage_collector():
         gc.enable()
 
 
+def test_snapshots_before_any_call_share_one_list_that_rollbacks_never_change():
+    from pytest_agentfaults.testing._light_routes import NO_CALLS, resolve_routes
+    from pytest_agentfaults.testing.http import HttpFaultRouter
+
+    router = HttpFaultRouter()
+    router.start()
+    try:
+        route = router.get(API).respond(200, content=b"ok")
+        route.snapshot()  # before any call: the shared empty list
+        request = httpx.Request("GET", API)
+        resolve_routes(router, request)
+        assert len(route.calls) == 1
+        assert len(router.calls) == 1
+        route.rollback()
+        assert route.calls == []
+        assert route.calls is not NO_CALLS
+        route.calls.record(request, None)
+        assert NO_CALLS == []  # a rollback copies out of it: it stays empty
+    finally:
+        router.stop()
+    assert router.calls == []
+    assert list(router.routes) == []
+    assert NO_CALLS == []
+
+
 def test_a_route_call_list_as_a_mock_is_named_for_its_route():
     route = LightRoute(method="GET", url=API)
     route.snapshot()

@@ -49,7 +49,7 @@ from respx.models import (
 )
 from respx.patterns import M, Pattern
 
-__all__ = ["Calls", "LightRoute", "resolve_routes", "route_pattern"]
+__all__ = ["NO_CALLS", "Calls", "LightRoute", "resolve_routes", "route_pattern"]
 
 _NonCallableMock: Any = mock.NonCallableMock
 _MOCK_CLASS: Any = mock.NonCallableMock.__dict__["__class__"]  # the mock's property
@@ -182,12 +182,13 @@ class LightRoute(Route):
         return self.resolve(request, **context)
 
     def snapshot(self) -> None:
-        """As respx's, keeping the calls in a `Calls`."""
+        """As respx's, keeping the calls in a `Calls` (`NO_CALLS` for none yet)."""
         side_effect = self._side_effect
-        if isinstance(side_effect, Iterator):
+        if side_effect is not None and isinstance(side_effect, Iterator):
             side_effects = tuple(side_effect)
             self._side_effect = iter(side_effects)
             side_effect = iter(side_effects)
+        calls = self.calls
         self._snapshots.append(
             (
                 self._pattern,
@@ -195,9 +196,15 @@ class LightRoute(Route):
                 self._return_value,
                 side_effect,
                 self._pass_through,
-                Calls(self.calls, name=weakref.ref(self)),
+                Calls(calls, name=weakref.ref(self)) if calls else NO_CALLS,
             )
         )
+
+
+#: the calls of a snapshot taken before any call (every route's first, every router's):
+#: one list for all of them, as `rollback` only copies out of a snapshot, and no one else
+#: sees it
+NO_CALLS: Final = Calls()
 
 
 def resolve_routes(router: Any, request: httpx.Request) -> ResolvedRoute:

@@ -93,7 +93,7 @@ from pytest_agentfaults.testing._http_fields import (
     fault_facts,
 )
 from pytest_agentfaults.testing._httpd import serves_port
-from pytest_agentfaults.testing._light_routes import Calls, LightRoute, resolve_routes
+from pytest_agentfaults.testing._light_routes import NO_CALLS, Calls, LightRoute, resolve_routes
 from pytest_agentfaults.testing._network import UnmatchedRequestError
 from pytest_agentfaults.testing._route_answer import Routed, passing_through
 from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
@@ -359,7 +359,10 @@ class HttpFaultRouter(respx.Router):
         return self.add(LightRoute(*patterns, **lookups), name=name)
 
     def snapshot(self) -> None:
-        """As respx's, keeping the calls in a `Calls`."""
+        """As respx's, keeping the calls in a `Calls` (a router's first two: `_NOTHING_YET`)."""
+        if not (self.routes._routes or self.calls):
+            self._snapshots.append(_NOTHING_YET)
+            return
         routes = RouteList(self.routes)
         self._snapshots.append((routes, Calls(self.calls)))
         for route in routes:
@@ -466,6 +469,9 @@ class HttpFaultRouter(respx.Router):
 
 
 _ANY: Final = respx.Route()  # the origin of a pass-through no route asked for
+#: a snapshot of no routes and no calls (what a router's `snapshot` takes when built and
+#: started): one for every router, as `rollback` only copies out of it
+_NOTHING_YET: Final = (RouteList(), NO_CALLS)
 
 
 class _Refused:
