@@ -125,7 +125,8 @@ class HttpInjector:
         self.plan = plan
         self._router: HttpFaultRouter | None = None
         self._digests: Digests = {}  # this test's request bodies' digests (`attempt_fields`)
-        self._shown: dict[Any, str] = {}  # this test's request URLs as shown (`_decide`)
+        #: this test's request URLs as shown, and whether loopback (`_decide`)
+        self._shown: dict[Any, tuple[str, bool]] = {}
 
     def start(self) -> None:
         """Route httpx and httpx2 requests through this layer (the newest layer wins)."""
@@ -200,24 +201,25 @@ class HttpInjector:
         """What to do with ``request``, and its URL as events show it (``str(url)``, once)."""
         __tracebackhide__ = True
         url = request.url
-        host = url.host
         transport = client._transport_for_url(url)
         kind = transport_kind(library.module, library.name, transport)
         network = kind == NETWORK
+        # ``str(url)``, and whether its host is loopback, of a URL parsed before (its
+        # parts, a value: both follow from them) in this test
+        parts = getattr(url, "_uri_reference", None)
+        known = self._shown.get(parts) if parts is not None else None
+        if known is None:
+            known = (str(url), is_loopback(url.host))
+            if parts is not None and len(self._shown) < 64:
+                self._shown[parts] = known
+        shown, loopback = known
         # an HTTPTransport, patched or not, hands a loopback request to the server (the
         # llm_server fixture refuses a pytest-httpx that would not): the server serves
         # the faults, and the request counts once
-        if kind != OWN and is_loopback(host) and serves_port(url):
+        if kind != OWN and loopback and serves_port(url):
             patch_below(library.mocker)
             return _SILENT, ""
         method = request.method
-        # ``str(url)`` of a URL parsed before (its parts, a value) in this test
-        parts = getattr(url, "_uri_reference", None)
-        shown = self._shown.get(parts) if parts is not None else None
-        if shown is None:
-            shown = str(url)
-            if parts is not None and len(self._shown) < 64:
-                self._shown[parts] = shown
         hit = self.plan.next_http_fault(method, shown)
         if hit is not None:
             outcome = self._inject(library, request, shown, *hit)
@@ -234,7 +236,7 @@ class HttpInjector:
                 router.note_bypass(request, transport)
             elif library.mocker.routers == [router]:  # else respx's mocker asks them all
                 return Routed(library, router, transport), shown
-        if not network or library.mocker.routers or is_loopback(host):
+        if not network or library.mocker.routers or loopback:
             patch_below(library.mocker)
             return _PASS, shown
         guard = current_guard()
