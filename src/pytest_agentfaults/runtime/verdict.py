@@ -92,7 +92,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.errors import AMBIGUOUS_ERROR_NAMES, UNSENT_ERROR_NAMES, UsageError
 from pytest_agentfaults.runtime._verdict_codes import ADVICE, CODES, advice_for
-from pytest_agentfaults.runtime._verdict_http import failed, group, judge_requests
+from pytest_agentfaults.runtime._verdict_http import count_attempts, failed, group, judge_requests
 
 if TYPE_CHECKING:
     # Only for annotations: events.py imports this module (Trace.verdict), not the reverse.
@@ -290,7 +290,7 @@ def verdict(
     return Verdict(
         kept,
         len(requests),
-        sum(len(r.attempts) for r in requests),
+        count_attempts(requests),
         len(retry_events),
         ignored,
         failures,

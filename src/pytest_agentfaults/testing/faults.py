@@ -169,12 +169,13 @@ class FaultPlan:
                     f"faults.http({key}={value!r}): {key}= must be a str "
                     + ("(a URL, or a part of one)" if key == "url" else "such as 'POST'")
                 )
+        given = [f"url={url!r}"] if url else []  # what the test wrote, for messages
+        if method:
+            given.append(f"method={method!r}")
         fault = HTTPFault(
             url=url,
             method=method.upper() if method else None,
-            source="faults.http("
-            + ", ".join(f"{k}={v!r}" for k, v in (("url", url), ("method", method)) if v)
-            + ")",
+            source=f"faults.http({', '.join(given)})",
         )
         self.faults.append(fault)
         if self._active:
