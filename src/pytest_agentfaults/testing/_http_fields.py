@@ -69,13 +69,14 @@ def request_headers(headers: Any) -> dict[str, str]:
     items = getattr(headers, "_list", None)  # httpx's and httpx2's own, as their methods read
     if items is None:
         items = [(name, name.lower(), value) for name, value in headers.raw]
-    hits = [(lower, value) for _, lower, value in items if lower in _READ]
     found: dict[str, str] = {}
-    if not hits:
-        return found
-    ascii_ok = getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE
-    for lower, raw_value in hits:
+    ascii_ok = None  # looked up at the first hit
+    for _, lower, raw_value in items:  # a loop, not a comprehension: no frame per request
+        if lower not in _READ:
+            continue
         name = _READ[lower]
+        if ascii_ok is None:
+            ascii_ok = getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE
         # an ascii value reads the same in every encoding the headers may fall back to
         value = (
             raw_value.decode("ascii")
@@ -147,17 +148,19 @@ def response_header_fields(status: int | None, headers: Any) -> dict[str, Any]:
     items = getattr(headers, "_list", None)
     if items is None:
         return response_fields(status, headers.multi_items())
-    hits = [(lower, value) for _, lower, value in items if lower in _RETRY_READ]
-    if not hits:
-        return {}
-    ascii_ok = getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE
-    lowered = {
-        _RETRY_READ[lower]: value.decode("ascii")
-        if ascii_ok and value.isascii()
-        else value.decode(headers.encoding)
-        for lower, value in hits
-    }
-    return _retry_fields(lowered)
+    lowered: dict[str, str] = {}
+    ascii_ok = None  # looked up at the first hit
+    for _, lower, value in items:  # a loop, not comprehensions: no frames per response
+        if lower not in _RETRY_READ:
+            continue
+        if ascii_ok is None:
+            ascii_ok = getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE
+        lowered[_RETRY_READ[lower]] = (
+            value.decode("ascii")
+            if ascii_ok and value.isascii()
+            else value.decode(headers.encoding)
+        )
+    return _retry_fields(lowered) if lowered else {}
 
 
 def _retry_fields(lowered: Mapping[str, str]) -> dict[str, Any]:
