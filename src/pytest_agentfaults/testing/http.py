@@ -351,7 +351,7 @@ class HttpFaultRouter(respx.Router):
         self.calls = Calls()
         self._snapshots = []
         self.snapshot()
-        self._mockers = [library.mocker for library in libraries()]
+        self._mockers = _mockers or _know_mockers()
         self._routes_must_be_called = True
         #: requests answered by a client's own transport, which routes never see
         self.bypassed: list[tuple[Any, str]] = []
@@ -471,6 +471,18 @@ class HttpFaultRouter(respx.Router):
 
 
 _ANY: Final = respx.Route()  # the origin of a pass-through no route asked for
+
+#: respx's mockers of the libraries (`libraries`), once known: every router registers
+#: with them
+_mockers: tuple[Any, ...] = ()
+
+
+def _know_mockers() -> tuple[Any, ...]:
+    global _mockers  # what `libraries` found, kept as it keeps them
+    _mockers = tuple(library.mocker for library in libraries())
+    return _mockers
+
+
 #: a snapshot of no routes and no calls (what a router's `snapshot` takes when built and
 #: started): one for every router, as `rollback` only copies out of it
 _NOTHING_YET: Final = (RouteList(), NO_CALLS)
