@@ -296,61 +296,6 @@ def test_a_call_list_is_a_full_mock_once_built():
         fresh.missing  # noqa: B018 # deleted from the mock: gone for good
 
 
-def test_a_route_and_its_call_lists_are_freed_without_the_garbage_collector():
-    # a route's call lists name the route (as respx's do); held strongly, route and lists
-    # would be a cycle that only a collection frees, with every request and answer recorded
-    import gc
-    import weakref
-
-    gc.collect()
-    gc.disable()
-    try:
-        route = LightRoute(method="GET", url=API)
-        route.respond(200, content=b"ok")
-        route.snapshot()
-        request = httpx.Request("GET", API)
-        route.calls.record(request, route.match(request))
-        gone = weakref.ref(route)
-        del route
-        assert gone() is None
-    finally:
-        gc.enable()
-
-
-def test_snapshots_before_any_call_share_one_list_that_rollbacks_never_change():
-    from pytest_agentfaults.testing._light_routes import NO_CALLS, resolve_routes
-    from pytest_agentfaults.testing.http import HttpFaultRouter
-
-    router = HttpFaultRouter()
-    router.start()
-    try:
-        route = router.get(API).respond(200, content=b"ok")
-        route.snapshot()  # before any call: the shared empty list
-        request = httpx.Request("GET", API)
-        resolve_routes(router, request)
-        assert len(route.calls) == 1
-        assert len(router.calls) == 1
-        route.rollback()
-        assert route.calls == []
-        assert route.calls is not NO_CALLS
-        route.calls.record(request, None)
-        assert NO_CALLS == []  # a rollback copies out of it: it stays empty
-    finally:
-        router.stop()
-    assert router.calls == []
-    assert list(router.routes) == []
-    assert NO_CALLS == []
-
-
-def test_a_route_call_list_as_a_mock_is_named_for_its_route():
-    route = LightRoute(method="GET", url=API)
-    route.snapshot()
-    calls = route.calls
-    assert calls._mock_name is route  # the mock part, built now, as respx names it
-    route.rollback()
-    assert route.calls._mock_name is route
-
-
 # ---------------------------------------------------------------------------- respx's semantics
 # What a route sees and raises is what it sees and raises under plain respx, whose mocker
 # answers below the connection pool: these pin the differences answering at the
