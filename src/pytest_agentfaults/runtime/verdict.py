@@ -92,7 +92,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.errors import AMBIGUOUS_ERROR_NAMES, UNSENT_ERROR_NAMES, UsageError
 from pytest_agentfaults.runtime._verdict_codes import ADVICE, CODES, advice_for
-from pytest_agentfaults.runtime._verdict_http import failed, group, judge_requests
+from pytest_agentfaults.runtime._verdict_http import count_attempts, failed, group, judge_requests
 
 if TYPE_CHECKING:
     # Only for annotations: events.py imports this module (Trace.verdict), not the reverse.
@@ -268,8 +268,8 @@ def verdict(
     ignored = _ignored(ignore)
     _check_thresholds(max_attempts, min_backoff, storm_rate, storm_window)
     events = list(trace)  # a Trace iterates over its events
+    retry_events, failures, tools = _survey(events)
     requests = group(events)
-    retry_events = [e for e in events if e.type in RETRY_TYPES]
     found = judge_requests(
         requests,
         events,
@@ -282,29 +282,42 @@ def verdict(
     if retry_events:
         cap = max_attempts if max_attempts is not None else _DEFAULT_CAP
         findings.extend(_judge_retries(retry_events, cap, min_backoff))
-    findings.extend(_non_idempotent_reruns(events))
+    if tools:  # only a tool's events can be reruns of a tool
+        findings.extend(_non_idempotent_reruns(events))
     kept = tuple(f for f in findings if f.code not in ignored) if ignored else tuple(findings)
+    # by position (findings, requests, attempts, retries, ignored, failures, events): a
+    # frozen dataclass's __init__ matches keywords one by one, on every test's verdict
     return Verdict(
-        findings=kept,
-        requests=len(requests),
-        attempts=sum(len(r.attempts) for r in requests),
-        retries=len(retry_events),
-        ignored=ignored,
-        failures=_failures(events),
-        events=len(events),
+        kept,
+        len(requests),
+        count_attempts(requests),
+        len(retry_events),
+        ignored,
+        failures,
+        len(events),
     )
 
 
-def _failures(events: Sequence[Event]) -> int:
-    """The failures in ``events``: error and fault events, and failed HTTP attempts."""
-    count = 0
+def _survey(events: Sequence[Event]) -> tuple[list[Event], int, bool]:
+    """One pass over ``events``: the retry events, the failures, whether any is a tool's.
+
+    The failures are the error and fault events, and the failed HTTP attempts.
+    """
+    retries: list[Event] = []
+    failures = 0
+    tools = False
     for e in events:
         kind = e.type
         if kind in _FAILURE_TYPES:
-            count += 1
-        elif kind == "http.request" and (failed(e) or e.__dict__.get("fault") is not None):
-            count += 1  # ``fault`` is no declared field: the event holds it, or it is None
-    return count
+            failures += 1
+        elif kind == "http.request":
+            if failed(e) or e.__dict__.get("fault") is not None:
+                failures += 1  # ``fault`` is no declared field: the event holds it, or not
+        elif kind in RETRY_TYPES:
+            retries.append(e)
+        if not tools and e.tool:
+            tools = True
+    return retries, failures, tools
 
 
 def _ignored(ignore: object) -> tuple[str, ...]:

@@ -69,13 +69,14 @@ def request_headers(headers: Any) -> dict[str, str]:
     items = getattr(headers, "_list", None)  # httpx's and httpx2's own, as their methods read
     if items is None:
         items = [(name, name.lower(), value) for name, value in headers.raw]
-    hits = [(lower, value) for _, lower, value in items if lower in _READ]
     found: dict[str, str] = {}
-    if not hits:
-        return found
-    ascii_ok = getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE
-    for lower, raw_value in hits:
+    ascii_ok = None  # looked up at the first hit
+    for _, lower, raw_value in items:  # a loop, not a comprehension: no frame per request
+        if lower not in _READ:
+            continue
         name = _READ[lower]
+        if ascii_ok is None:
+            ascii_ok = getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE
         # an ascii value reads the same in every encoding the headers may fall back to
         value = (
             raw_value.decode("ascii")
@@ -147,17 +148,19 @@ def response_header_fields(status: int | None, headers: Any) -> dict[str, Any]:
     items = getattr(headers, "_list", None)
     if items is None:
         return response_fields(status, headers.multi_items())
-    hits = [(lower, value) for _, lower, value in items if lower in _RETRY_READ]
-    if not hits:
-        return {}
-    ascii_ok = getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE
-    lowered = {
-        _RETRY_READ[lower]: value.decode("ascii")
-        if ascii_ok and value.isascii()
-        else value.decode(headers.encoding)
-        for lower, value in hits
-    }
-    return _retry_fields(lowered)
+    lowered: dict[str, str] = {}
+    ascii_ok = None  # looked up at the first hit
+    for _, lower, value in items:  # a loop, not comprehensions: no frames per response
+        if lower not in _RETRY_READ:
+            continue
+        if ascii_ok is None:
+            ascii_ok = getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE
+        lowered[_RETRY_READ[lower]] = (
+            value.decode("ascii")
+            if ascii_ok and value.isascii()
+            else value.decode(headers.encoding)
+        )
+    return _retry_fields(lowered) if lowered else {}
 
 
 def _retry_fields(lowered: Mapping[str, str]) -> dict[str, Any]:
@@ -238,16 +241,18 @@ def attempt_fields(
     return fields
 
 
-# a fault's settings -> its label, options and description, for one test (`fault_facts`)
+# a fault's settings -> its label, options and description (`fault_facts`)
 FactsCache = dict[tuple[Any, ...], tuple[str, dict[str, Any], str]]
+_facts: FactsCache = {}
 
 
-def fault_facts(fault: HTTPFault, cache: FactsCache) -> tuple[str, dict[str, Any], str]:
-    """``fault.label``, ``fault.options`` and ``fault.describe()``, worked out once a test.
+def fault_facts(fault: HTTPFault) -> tuple[str, dict[str, Any], str]:
+    """``fault.label``, ``fault.options`` and ``fault.describe()``, worked out once.
 
     All three follow from the fault's settings (each value with its class: a repr shows
-    ``True`` and ``1`` apart), which a fault keeps from hit to hit; ``cache`` is the
-    test's own (its HTTP layer's), so nothing is kept from one test to the next.
+    ``True`` and ``1`` apart), so they are remembered by those settings, for every test
+    that declares the same fault (a session's faults are few; bounded all the same).
+    The options are a dict no caller changes (`outcome` reads them as keywords).
     """
     status, retry_after, should_retry = fault.status, fault.retry_after, fault.should_retry
     after, delay, kind_status = fault.after, fault.delay, fault.kind_status
@@ -269,7 +274,10 @@ def fault_facts(fault: HTTPFault, cache: FactsCache) -> tuple[str, dict[str, Any
         kind_status,
         kind_status.__class__,
     )
-    facts = cache.get(key)
+    facts = _facts.get(key)
     if facts is None:
-        facts = cache[key] = (fault.label, fault.options, fault.describe())
+        facts = (fault.label, fault.options, fault.describe())
+        if len(_facts) >= 256:
+            _facts.clear()
+        _facts[key] = facts
     return facts

@@ -19,6 +19,10 @@ never changes one). Two more costs of respx go:
   same arguments (`_Pending`), its body read once instead of twice. Only for arguments
   that cannot change or fail later (bytes or str bodies, str headers); any other goes
   to respx at once.
+- a route's call lists name it weakly (respx's name it, which makes route and lists a
+  cycle that only the garbage collector frees, with every request and answer recorded
+  in them): a route is freed when its test lets go of it. A list's mock part, built on
+  first use, is named for the route as respx's is (for no route once the route is gone).
 - a pattern of the request's method and URL alone (method, scheme, host, port, path,
   params, url) is matched once per request URL (`_url_match`): the http_faults router
   sees the same few endpoints again and again.
@@ -26,6 +30,7 @@ never changes one). Two more costs of respx go:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from typing import Any, Final, Self
 from unittest import mock
@@ -44,7 +49,7 @@ from respx.models import (
 )
 from respx.patterns import M, Pattern
 
-__all__ = ["Calls", "LightRoute", "resolve_routes", "route_pattern"]
+__all__ = ["NO_CALLS", "Calls", "LightRoute", "resolve_routes", "route_pattern"]
 
 _NonCallableMock: Any = mock.NonCallableMock
 _MOCK_CLASS: Any = mock.NonCallableMock.__dict__["__class__"]  # the mock's property
@@ -60,7 +65,7 @@ class Calls(CallList):
 
     def __init__(self, *args: Any, name: Any = "respx") -> None:
         list.__init__(self, *args)
-        self.__dict__["_agentfaults_name"] = name
+        self.__dict__["_agentfaults_name"] = name  # a route's own: a weak reference to it
 
     @property  # type: ignore[misc]
     def __class__(self) -> Any:  # isinstance() asks it, as a mock's does
@@ -94,7 +99,10 @@ class Calls(CallList):
         try:
             cls = type(self)
             _SET_CLASS(self, type(cls.__name__, (cls,), {"__doc__": cls.__doc__}))
-            _NonCallableMock.__init__(self, name=state["_agentfaults_name"])
+            name = state["_agentfaults_name"]
+            if name.__class__ is weakref.ref:  # a route's list names the route, as respx's
+                name = name()
+            _NonCallableMock.__init__(self, name=name)
         finally:
             del state["_agentfaults_becoming"]
 
@@ -130,7 +138,7 @@ class LightRoute(Route):
         self._pass_through = False
         self._name = None
         self._snapshots: list[tuple[Any, ...]] = []
-        self.calls = Calls(name=self)
+        self.calls = Calls(name=weakref.ref(self))
         self.snapshot()
 
     # respx reads and sets ``_return_value`` itself: a `_Pending` answer becomes respx's
@@ -174,12 +182,13 @@ class LightRoute(Route):
         return self.resolve(request, **context)
 
     def snapshot(self) -> None:
-        """As respx's, keeping the calls in a `Calls`."""
+        """As respx's, keeping the calls in a `Calls` (`NO_CALLS` for none yet)."""
         side_effect = self._side_effect
-        if isinstance(side_effect, Iterator):
+        if side_effect is not None and isinstance(side_effect, Iterator):
             side_effects = tuple(side_effect)
             self._side_effect = iter(side_effects)
             side_effect = iter(side_effects)
+        calls = self.calls
         self._snapshots.append(
             (
                 self._pattern,
@@ -187,9 +196,15 @@ class LightRoute(Route):
                 self._return_value,
                 side_effect,
                 self._pass_through,
-                Calls(self.calls, name=self),
+                Calls(calls, name=weakref.ref(self)) if calls else NO_CALLS,
             )
         )
+
+
+#: the calls of a snapshot taken before any call (every route's first, every router's):
+#: one list for all of them, as `rollback` only copies out of a snapshot, and no one else
+#: sees it
+NO_CALLS: Final = Calls()
 
 
 def resolve_routes(router: Any, request: httpx.Request) -> ResolvedRoute:

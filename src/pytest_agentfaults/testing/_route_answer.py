@@ -145,9 +145,21 @@ def _as_httpx_headers(headers: Any) -> Any:
     items = getattr(headers, "_list", None)
     if items.__class__ is not list:
         return headers.raw
-    copy = httpx.Headers()
+    copy = httpx.Headers(_none(httpx))
     copy._list = list(items)  # noqa: SLF001 - the list httpx's own Headers(headers) copies
     return copy
+
+
+# library module -> an empty Headers of it, never changed: ``Headers(empty)`` makes a new
+# empty one as ``Headers()`` does, without asking whether None is a Mapping (an ABC check)
+_empty_headers: dict[Any, Any] = {}
+
+
+def _none(module: Any) -> Any:
+    empty = _empty_headers.get(module)
+    if empty is None:
+        empty = _empty_headers[module] = module.Headers()
+    return empty
 
 
 def _pool_errors(library: Library) -> Callable[[], AbstractContextManager[None]]:
@@ -197,7 +209,7 @@ def _as_library_headers(module: Any, headers: httpx.Headers) -> Any:
     items = getattr(headers, "_list", None)
     if items.__class__ is not list:
         return headers.raw
-    copy = module.Headers()
+    copy = module.Headers(_none(module))
     copy._list = list(items)  # noqa: SLF001 - the list the library's Headers(headers) copies
     return copy
 

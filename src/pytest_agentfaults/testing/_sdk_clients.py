@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import itertools
 import ssl
 import sys
 from collections.abc import Callable
@@ -161,9 +162,9 @@ class _Pristine:
         made = None
         if len(state) > len(built):
             resources = self.resources
-            made = [
+            made = [  # the names the last test added, looked up in C (no set of all names)
                 (name, state[name])
-                for name in state.keys() - built.keys()
+                for name in itertools.filterfalse(built.__contains__, state)
                 if resources.as_made(client, name, state[name])
             ]
         self.client.put_back(state)
@@ -277,10 +278,11 @@ class _Attributes:
 
     def put_back(self, state: dict[str, Any]) -> None:
         """One C-level copy of the attributes, then a fresh copy of each mutable one."""
-        kept = [(name, state[name]) for name in self.keep if name in state]
+        kept = [(name, state[name]) for name in self.keep if name in state] if self.keep else ()
         state.clear()
         state.update(self.state)
-        state.update(kept)
+        if kept:
+            state.update(kept)
         built = self.state
         for name, copy in self.copied:
             state[name] = copy(built[name])
@@ -288,6 +290,8 @@ class _Attributes:
 
 def _fresh_dict(value: dict[Any, Any]) -> dict[Any, Any]:
     # the lists among the values too: httpx's event hooks ({"request": [...], ...})
+    if not value:  # most of them (custom headers, mounts): no comprehension to run
+        return {}
     return {key: list(item) if type(item) is list else item for key, item in value.items()}
 
 

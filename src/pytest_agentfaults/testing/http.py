@@ -89,12 +89,11 @@ from pytest_agentfaults.testing._handoff import (
 )
 from pytest_agentfaults.testing._http_fields import (
     Digests,
-    FactsCache,
     attempt_fields,
     fault_facts,
 )
 from pytest_agentfaults.testing._httpd import serves_port
-from pytest_agentfaults.testing._light_routes import Calls, LightRoute, resolve_routes
+from pytest_agentfaults.testing._light_routes import NO_CALLS, Calls, LightRoute, resolve_routes
 from pytest_agentfaults.testing._network import UnmatchedRequestError
 from pytest_agentfaults.testing._route_answer import Routed, passing_through
 from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
@@ -125,9 +124,9 @@ class HttpInjector:
     def __init__(self, plan: FaultPlan) -> None:
         self.plan = plan
         self._router: HttpFaultRouter | None = None
-        self._facts: FactsCache = {}  # this test's faults' labels and texts (`fault_facts`)
         self._digests: Digests = {}  # this test's request bodies' digests (`attempt_fields`)
-        self._shown: dict[Any, str] = {}  # this test's request URLs as shown (`_decide`)
+        #: this test's request URLs as shown, and whether loopback (`_decide`)
+        self._shown: dict[Any, tuple[str, bool]] = {}
 
     def start(self) -> None:
         """Route httpx and httpx2 requests through this layer (the newest layer wins)."""
@@ -202,24 +201,25 @@ class HttpInjector:
         """What to do with ``request``, and its URL as events show it (``str(url)``, once)."""
         __tracebackhide__ = True
         url = request.url
-        host = url.host
         transport = client._transport_for_url(url)
         kind = transport_kind(library.module, library.name, transport)
         network = kind == NETWORK
+        # ``str(url)``, and whether its host is loopback, of a URL parsed before (its
+        # parts, a value: both follow from them) in this test
+        parts = getattr(url, "_uri_reference", None)
+        known = self._shown.get(parts) if parts is not None else None
+        if known is None:
+            known = (str(url), is_loopback(url.host))
+            if parts is not None and len(self._shown) < 64:
+                self._shown[parts] = known
+        shown, loopback = known
         # an HTTPTransport, patched or not, hands a loopback request to the server (the
         # llm_server fixture refuses a pytest-httpx that would not): the server serves
         # the faults, and the request counts once
-        if kind != OWN and is_loopback(host) and serves_port(url):
+        if kind != OWN and loopback and serves_port(url):
             patch_below(library.mocker)
             return _SILENT, ""
         method = request.method
-        # ``str(url)`` of a URL parsed before (its parts, a value) in this test
-        parts = getattr(url, "_uri_reference", None)
-        shown = self._shown.get(parts) if parts is not None else None
-        if shown is None:
-            shown = str(url)
-            if parts is not None and len(self._shown) < 64:
-                self._shown[parts] = shown
         hit = self.plan.next_http_fault(method, shown)
         if hit is not None:
             outcome = self._inject(library, request, shown, *hit)
@@ -236,7 +236,7 @@ class HttpInjector:
                 router.note_bypass(request, transport)
             elif library.mocker.routers == [router]:  # else respx's mocker asks them all
                 return Routed(library, router, transport), shown
-        if not network or library.mocker.routers or is_loopback(host):
+        if not network or library.mocker.routers or loopback:
             patch_below(library.mocker)
             return _PASS, shown
         guard = current_guard()
@@ -254,7 +254,7 @@ class HttpInjector:
         __tracebackhide__ = True
         fault.check()
         method = request.method
-        kind, options, description = fault_facts(fault, self._facts)
+        kind, options, description = fault_facts(fault)
         # the plan and the recorder redact what they keep
         self.plan.record(fault, f"{method} {url}", kind, occurrence)
         self._emit(
@@ -351,7 +351,7 @@ class HttpFaultRouter(respx.Router):
         self.calls = Calls()
         self._snapshots = []
         self.snapshot()
-        self._mockers = [library.mocker for library in libraries()]
+        self._mockers = _mockers or _know_mockers()
         self._routes_must_be_called = True
         #: requests answered by a client's own transport, which routes never see
         self.bypassed: list[tuple[Any, str]] = []
@@ -361,7 +361,10 @@ class HttpFaultRouter(respx.Router):
         return self.add(LightRoute(*patterns, **lookups), name=name)
 
     def snapshot(self) -> None:
-        """As respx's, keeping the calls in a `Calls`."""
+        """As respx's, keeping the calls in a `Calls` (a router's first two: `_NOTHING_YET`)."""
+        if not (self.routes._routes or self.calls):
+            self._snapshots.append(_NOTHING_YET)
+            return
         routes = RouteList(self.routes)
         self._snapshots.append((routes, Calls(self.calls)))
         for route in routes:
@@ -468,6 +471,21 @@ class HttpFaultRouter(respx.Router):
 
 
 _ANY: Final = respx.Route()  # the origin of a pass-through no route asked for
+
+#: respx's mockers of the libraries (`libraries`), once known: every router registers
+#: with them
+_mockers: tuple[Any, ...] = ()
+
+
+def _know_mockers() -> tuple[Any, ...]:
+    global _mockers  # what `libraries` found, kept as it keeps them
+    _mockers = tuple(library.mocker for library in libraries())
+    return _mockers
+
+
+#: a snapshot of no routes and no calls (what a router's `snapshot` takes when built and
+#: started): one for every router, as `rollback` only copies out of it
+_NOTHING_YET: Final = (RouteList(), NO_CALLS)
 
 
 class _Refused:
