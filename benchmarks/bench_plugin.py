@@ -199,16 +199,16 @@ def print_ratios(us: dict[str, float], suffix: str) -> None:
     """Print the three per-test ratios of one clock (``suffix``: "" wall, "-cpu" CPU)."""
     on, off = us["plain-on" + suffix], us["plain-off" + suffix]
     print(
-        f"  unmarked test  {on:7.1f} us vs {off:7.1f} us plain  {on / off:5.2f}x  (target <= 1.05x)"
+        f"  unmarked test  {on:7.1f} us vs {off:7.1f} us plain  {on / off:6.3f}x  (target <= 1.05x)"
     )
     on, off = us["plain-on-after" + suffix], us["plain-off-after" + suffix]
     print(
-        f"  unmarked test, runtime loaded {on:7.1f} us vs {off:7.1f} us  {on / off:5.2f}x"
+        f"  unmarked test, runtime loaded {on:7.1f} us vs {off:7.1f} us  {on / off:6.3f}x"
         "  (each test gets the kit's state)"
     )
     on = us["faulted-on" + suffix]
     print(
-        f"  fault-injected {on:7.1f} us vs {off:7.1f} us plain  {on / off:5.2f}x  (target <= 1.5x)"
+        f"  fault-injected {on:7.1f} us vs {off:7.1f} us plain  {on / off:6.3f}x  (target <= 1.5x)"
     )
 
 
