@@ -145,7 +145,7 @@ def _as_httpx_headers(headers: Any) -> Any:
     items = getattr(headers, "_list", None)
     if items.__class__ is not list:
         return headers.raw
-    copy = httpx.Headers(_none(httpx))
+    copy = httpx.Headers(_empty_of(httpx))
     copy._list = list(items)  # noqa: SLF001 - the list httpx's own Headers(headers) copies
     return copy
 
@@ -155,7 +155,7 @@ def _as_httpx_headers(headers: Any) -> Any:
 _empty_headers: dict[Any, Any] = {}
 
 
-def _none(module: Any) -> Any:
+def _empty_of(module: Any) -> Any:
     empty = _empty_headers.get(module)
     if empty is None:
         empty = _empty_headers[module] = module.Headers()
@@ -209,7 +209,7 @@ def _as_library_headers(module: Any, headers: httpx.Headers) -> Any:
     items = getattr(headers, "_list", None)
     if items.__class__ is not list:
         return headers.raw
-    copy = module.Headers(_none(module))
+    copy = module.Headers(_empty_of(module))
     copy._list = list(items)  # noqa: SLF001 - the list the library's Headers(headers) copies
     return copy
 
