@@ -19,6 +19,21 @@ children that would overwrite the file; the largest one is the session's.
 
 Without it every instruction is counted (use the difference of two N then). Add
 ``--cache-sim=yes --branch-sim=yes --LL=1048576,16,64`` for cache and branch figures.
+
+``--footprint`` measures what ONE test touches: the lines of code and data it reads or
+writes, which decide whether a test fits the host's L2 (1 MB a core). Only the middle
+test's protocol is simulated, starting with an empty cache, in an LL cache too large to
+evict anything, so its LL misses are the distinct 64-byte lines it touches:
+
+    PYTHONHASHSEED=0 CGCTL=/tmp/libcgctl.so valgrind --tool=callgrind --instr-atstart=no \
+        --collect-atstart=no --cache-sim=yes --LL=67108864,16,64 \
+        --callgrind-out-file=OUT.%p python benchmarks/callgrind_plugin.py faulted-on 100 \
+        --footprint
+
+(ILmr + DLmr + DLmw of the largest OUT's ``summary``, times 64 bytes). The library then
+also needs ``cg_start`` (``CALLGRIND_START_INSTRUMENTATION; CALLGRIND_TOGGLE_COLLECT``)
+and ``cg_stop`` (``CALLGRIND_TOGGLE_COLLECT; CALLGRIND_DUMP_STATS;
+CALLGRIND_STOP_INSTRUMENTATION``), as ``callgrind_sdk.py`` uses.
 Suites: ``plain-off`` (a plain test, no plugin), ``plain-on`` (the same with the plugin),
 ``shell-on`` (inject_fault + trace, an empty body: the plugin's own share) and
 ``faulted-on`` (bench_plugin.py's fault-injected test).
@@ -76,6 +91,29 @@ def _toggle() -> Callable[[], None]:
     return toggle
 
 
+class Footprint:
+    """Simulates only test ``index``'s protocol, starting from a cold cache."""
+
+    def __init__(self, index: int) -> None:
+        lib = ctypes.CDLL(os.environ["CGCTL"])
+        self.start: Callable[[], None] = lib.cg_start
+        self.stop: Callable[[], None] = lib.cg_stop
+        self.index = index
+        self.tests = 0
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self) -> Generator[None, object, object]:
+        chosen = self.tests == self.index
+        if chosen:
+            self.start()
+        try:
+            return (yield)
+        finally:
+            if chosen:
+                self.stop()
+            self.tests += 1
+
+
 class Counted:
     """Switches callgrind's collection on for each test's protocol, and off after it."""
 
@@ -97,6 +135,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("suite", choices=sorted(SUITES))
     parser.add_argument("n", type=int)
+    parser.add_argument(
+        "--footprint",
+        action="store_true",
+        help="simulate only the middle test, from a cold cache (see the module's docstring)",
+    )
     args = parser.parse_args()
     # One fixed directory, not a random temporary name: paths end up in pytest's strings
     # and dicts, and a random name moved the count by ~10k a test between two runs.
@@ -115,12 +158,15 @@ def main() -> None:
             assert pytest.main([*COMMON, "-p", "no:terminal", "test_plain.py"]) == 0
         assert pytest.main(command) == 0  # warm-up
         gc.collect()
-        counted = Counted(_toggle())
+        counted: Counted | Footprint = (
+            Footprint(args.n // 2) if args.footprint else Counted(_toggle())
+        )
         assert pytest.main(command, plugins=[counted]) == 0
     finally:
         os.chdir(tempfile.gettempdir())
         shutil.rmtree(directory, ignore_errors=True)
-    print(f"{args.suite}: {counted.tests} tests counted")
+    counted_tests = 1 if args.footprint else counted.tests
+    print(f"{args.suite}: {counted_tests} tests counted")
 
 
 if __name__ == "__main__":
