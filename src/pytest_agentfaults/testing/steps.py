@@ -54,14 +54,39 @@ _SHOWN_CHARS: Final = 200
 _arguments_json: Final = json.JSONEncoder(ensure_ascii=False).encode
 
 
+#: The last tool call `scripted_call` made, with what it follows from: its id, name and
+#: arguments text. A `ToolCall` is frozen and holds just those three strings, so answers
+#: may share one. A script's call comes again with the same id in each test (each model
+#: counts its ids from ``call_1``), and validating it again cost ~5k instructions a turn.
+_last_call: Final[list[tuple[str, str, str, ToolCall] | None]] = [None]
+
+
+def scripted_call(call_id: str, name: str, arguments: str) -> ToolCall:
+    """``ToolCall(id=call_id, name=name, arguments=arguments)``, shared with the last answer's.
+
+    A step's name and arguments are the same objects at each of its turns (checked by
+    identity, so a value that only compares equal is validated anew); ids are compared.
+    """
+    last = _last_call[0]
+    if last is not None and last[1] is name and last[2] is arguments and last[0] == call_id:
+        return last[3]
+    made = ToolCall(id=call_id, name=name, arguments=arguments)
+    _last_call[0] = (call_id, name, arguments, made)
+    return made
+
+
 def answer(
     content: str,
-    tool_calls: list[dict[str, str]],
+    tool_calls: list[dict[str, str]] | list[ToolCall],
     finish_reason: str,
     request: ModelRequest,
     model: str,
 ) -> ModelResponse:
-    """The assistant's answer to ``request``, with token usage counted in words."""
+    """The assistant's answer to ``request``, with token usage counted in words.
+
+    ``tool_calls`` are dicts for the validator to build, or calls made already
+    (`scripted_call`).
+    """
     input_tokens = 0
     for sent in request.messages:
         input_tokens += len(sent.content.split())
@@ -69,7 +94,8 @@ def answer(
             input_tokens += 1 + len(call.arguments.split())
     output_tokens = len(content.split())
     for made in tool_calls:
-        output_tokens += 1 + len(made["arguments"].split())
+        text = made["arguments"] if type(made) is dict else made.arguments  # type: ignore[union-attr]
+        output_tokens += 1 + len(text.split())
     # One validated construction from plain dicts on purpose: pydantic-core builds the nested
     # models faster than model_construct() (or one constructor per model) would, and steps
     # sit on the hot path of benchmarks. Through the model's validator itself: what
@@ -236,7 +262,7 @@ class ToolCallStep(ScriptStep):
     ) -> ModelResponse:
         """An assistant message with this one tool call (finish reason ``"tool_calls"``)."""
         name, arguments = self.target(request)
-        call = {"id": (next_call_id or CallIds())(), "name": name, "arguments": arguments}
+        call = scripted_call((next_call_id or CallIds())(), name, arguments)
         return answer("", [call], "tool_calls", request, model)
 
 
