@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_agentfaults.errors import (
     NEVER_RECOVERED,
@@ -165,7 +165,7 @@ class Run:
     # ------------------------------------------------------------------ the loop
 
     def main(self) -> Steps[RunResult[Any]]:
-        agent, rec = self.agent, self.rec
+        agent, rec, cancel = self.agent, self.rec, self.cancel
         # `initial_messages` refuses an empty history: the last message is the prompt.
         prompt = self.messages[-1].content
         rec.run_start(redact(preview(prompt)))
@@ -175,8 +175,11 @@ class Run:
                 return self.finish("ok", output)
             if agent.model is None:
                 raise UsageError(f"agent {agent.name!r} has no model; pass model=... to Agent()")  # noqa: TRY301
+            # The token's flag and the budget's cap, read here: a property and a method call
+            # cost more than the check itself, at every turn.
+            tool_cap = self.caps["max_tool_calls"]
             while True:
-                if self.stopping():
+                if cancel._cancelled:  # noqa: SLF001 - `stopping()`, inline
                     return self.cancelled()
                 response = yield from self.model_turn()
                 message = response.message  # a pydantic model: each read costs a lookup
@@ -194,10 +197,12 @@ class Run:
                     continue
                 # One call (the usual turn): run inline, without the parallel machinery.
                 call = calls[0]
-                if self.stopping():
+                if self.cancel._cancelled:  # noqa: SLF001 - (not `cancel`: mypy narrowed that)
                     return self.cancelled()
-                self.check_budget("max_tool_calls", self.usage.tool_calls)
-                self.usage.tool_calls += 1
+                usage = self.usage
+                if tool_cap is not None and usage.tool_calls >= tool_cap:
+                    self.over_budget("max_tool_calls")
+                usage.tool_calls += 1
                 outcome = yield from self.calls.tool_call(call)
                 self.messages.append(tool_message(outcome.content, call.id, call.name))
         except BudgetExceededError as exc:
@@ -313,16 +318,26 @@ class Run:
     def check_budget(self, limit: str, used: int) -> None:
         cap = self.caps[limit]
         if cap is not None and used >= cap:
-            raise BudgetExceededError(f"budget {limit}={cap} reached", limit=limit, value=cap)
+            self.over_budget(limit)
+
+    def over_budget(self, limit: str) -> NoReturn:
+        """Raise the `BudgetExceededError` of ``limit``, a cap reached."""
+        cap = self.caps[limit]
+        raise BudgetExceededError(f"budget {limit}={cap} reached", limit=limit, value=cap)
 
     # ------------------------------------------------------------------ model turns
 
     def model_turn(self) -> Steps[ModelResponse]:
-        agent, rec = self.agent, self.rec
-        self.check_budget("max_turns", self.turns)
+        agent, rec, caps = self.agent, self.rec, self.caps
+        # `check_budget`, inline: each turn and each model call checks a cap
+        cap = caps["max_turns"]
+        if cap is not None and self.turns >= cap:
+            self.over_budget("max_turns")
+        cap = caps["max_llm_calls"]
         attempt = 1
         while True:
-            self.check_budget("max_llm_calls", self.usage.llm_calls)
+            if cap is not None and self.usage.llm_calls >= cap:
+                self.over_budget("max_llm_calls")
             try:
                 response = yield from self.call_model(agent.model, attempt)  # type: ignore[arg-type]
             except NEVER_RECOVERED:

@@ -308,7 +308,8 @@ class ToolCalls:
                     )
                     if step.__class__ is not Outcome:
                         yield Sleep(clock, step)  # type: ignore[arg-type]
-                        if cancel is not None and cancel.cancelled:  # `check_cancel`, inline
+                        # `check_cancel`, inline (the token's flag: its property is a call)
+                        if cancel is not None and cancel._cancelled:  # noqa: SLF001
                             raise Cancelled
                         step = raw
                 else:
