@@ -64,9 +64,9 @@ def run_steps(
 ) -> Steps[RunResult[Any]]:
     """The steps of one run of ``agent`` (overrides already applied)."""
     history = initial_messages(agent, prompt, messages)
-    recorder = Recorder(
-        agent=agent.name, clock=agent.clock, observers=agent.observers, parent=parent, trace=trace
-    )
+    # Positional (agent, clock, trace, observers, parent): keywords given to a class go
+    # through a dict of them
+    recorder = Recorder(agent.name, agent.clock, trace, agent.observers, parent)
     return Run(agent, history, recorder, cancel or CancelToken()).main()
 
 
@@ -134,20 +134,23 @@ class Run:
         # Not a bound method of the run: the pipeline and every model request hold it, and
         # a run held by what it holds is freed by the garbage collector, not at once.
         self.uniform = uniform = Jitter()
+        # Positional, in parameter order (tools, resilience, clock, rec, uniform, builtins,
+        # on_tool_error, tool_defaults, usage, cancel, memo): keywords given to a class
+        # go through a dict of them, ~450 instructions each.
         self.calls = ToolCalls(
-            tools=agent.tools,
-            builtins={name: BUILTIN_TOOLS[name] for name in agent.builtin_tools}
+            agent.tools,
+            agent.resilience,
+            clock,
+            rec,
+            uniform,
+            {name: BUILTIN_TOOLS[name] for name in agent.builtin_tools}
             if agent.builtin_tools
             else None,
-            resilience=agent.resilience,
-            on_tool_error=agent.on_tool_error,
-            tool_defaults=agent.tool_defaults,
-            clock=clock,
-            rec=rec,
-            uniform=uniform,
-            usage=usage,
-            cancel=cancel,
-            memo=agent.run_memo,
+            agent.on_tool_error,
+            agent.tool_defaults,
+            usage,
+            cancel,
+            agent.run_memo,
         )
         self.turns = 0
         self.corrections = 0
@@ -246,16 +249,11 @@ class Run:
         return (yield from self.calls.tool_call(call))
 
     def finish(self, status: RunStatus, output: Any) -> RunResult[Any]:
+        rec = self.rec
         shown = None if output is None else preview(render_result(output))
-        self.rec.run_end(status, None if shown is None else redact(shown))
-        return RunResult(
-            output=output,
-            status=status,
-            trace=self.rec.trace,
-            messages=self.messages,
-            usage=self.usage,
-            run_id=self.rec.run_id,
-        )
+        rec.run_end(status, None if shown is None else redact(shown))
+        # Positional, in field order (output, status, trace, messages, usage, run_id)
+        return RunResult(output, status, rec.trace, self.messages, self.usage, rec.run_id)
 
     def check_output(self, response: ModelResponse) -> Steps[RunResult[Any] | None]:
         """Validate a final answer against ``output_type``; correct, fall back, or give up.
