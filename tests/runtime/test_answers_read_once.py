@@ -14,6 +14,7 @@ import pytest_agentfaults as af
 from pytest_agentfaults import ScriptedModel, call_tool, say
 from pytest_agentfaults.runtime.models import base
 from pytest_agentfaults.runtime.models.base import Message, ModelRequest, ModelResponse
+from pytest_agentfaults.runtime.output import soft_failure
 
 
 class Reply(ModelResponse):
@@ -115,3 +116,18 @@ def test_the_constructors_use_the_validator_the_class_holds_now(monkeypatch, mod
     built = build()
     assert isinstance(built, model)
     assert len(seen) == 1  # the class's validator of now, not one kept from before
+
+
+def test_an_answer_that_calls_a_tool_is_never_a_soft_failure():
+    calling = ModelResponse.model_validate(
+        {
+            "message": {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "c1", "name": "add", "arguments": "{}"}],
+            },
+            "finish_reason": "content_filter",
+        }
+    )
+    assert soft_failure(calling, "m") is None
+    assert soft_failure(calling.model_copy(update={"message": Message.assistant("")}), "m")
