@@ -195,7 +195,11 @@ def _model_call_sync(effect: ModelCall) -> ModelResponse:
                 return outcome.response  # type: ignore[no-any-return]
             if outcome is not PROCEED:
                 return outcome  # type: ignore[no-any-return]
-        return _sync_request(effect)
+        # `_sync_request`, inline for a model that has ``request`` (every model call)
+        request = getattr(effect.model, "request", None)
+        if request is not None:
+            return request(effect.request)  # type: ignore[no-any-return]
+        return _sync_request(effect)  # to say what is missing
     finally:
         reset_current_emit(token)
 

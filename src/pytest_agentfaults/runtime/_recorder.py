@@ -140,9 +140,10 @@ class Recorder:
         "trace",
     )
 
+    # Positional or keyword: a run passes them in this order, since keywords given to a
+    # class go through a dict of them (~450 instructions each), and every run makes one.
     def __init__(
         self,
-        *,
         agent: str,
         clock: Clock,
         trace: Trace | None = None,
@@ -174,17 +175,9 @@ class Recorder:
                     collectors = tuple(c for c in collectors if c is not self.trace)
                     break
             self._collectors = collectors
-        # Every event of this run starts as a copy of this, its first six fields in order;
-        # `emit` overwrites type, seq and at. Copying a dict of the final layout and
-        # overwriting costs a third less than merging three dicts into a new one.
-        self._stamp: dict[str, Any] = {
-            "run_id": self.run_id,
-            "agent": agent,
-            "parent_run_id": self.parent_run_id,
-            "type": "",
-            "seq": 0,
-            "at": 0.0,
-        }
+        # What `emit` copies for each event, made on its first use: most runs record only
+        # the run's own events (`_keep`), which never need it.
+        self._stamp: dict[str, Any] | None = None
 
     def emit(self, type: str, /, **fields: Any) -> Event:
         """Record one event now; returns it.
@@ -229,7 +222,20 @@ class Recorder:
         trace = self.trace
         events = trace.events
         at = self.clock.now() - self.start
-        data = self._stamp.copy()
+        stamp = self._stamp
+        if stamp is None:
+            # Every event `emit` records starts as a copy of this, its first six fields in
+            # order, then type, seq and at overwritten: copying a dict of the final layout
+            # and overwriting costs a third less than merging three dicts into a new one.
+            stamp = self._stamp = {
+                "run_id": self.run_id,
+                "agent": self.agent,
+                "parent_run_id": self.parent_run_id,
+                "type": "",
+                "seq": 0,
+                "at": 0.0,
+            }
+        data = stamp.copy()
         data["type"] = type
         data["seq"] = len(events)
         data["at"] = at

@@ -90,6 +90,7 @@ class CancelToken:
     ```
     """
 
+    # The runtime reads ``_cancelled`` at each step of a run: a property read is a call.
     __slots__ = ("_cancelled", "reason")
 
     def __init__(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_agentfaults.errors import (
     NEVER_RECOVERED,
@@ -38,12 +38,14 @@ from pytest_agentfaults.runtime.models.base import (
     ModelRequest,
     ModelResponse,
     ToolCall,
+    tool_message,
+    user_message,
 )
 from pytest_agentfaults.runtime.output import (
+    answer_failure,
     check_substitute,
     preview,
     render_result,
-    soft_failure,
 )
 
 if TYPE_CHECKING:
@@ -62,9 +64,9 @@ def run_steps(
 ) -> Steps[RunResult[Any]]:
     """The steps of one run of ``agent`` (overrides already applied)."""
     history = initial_messages(agent, prompt, messages)
-    recorder = Recorder(
-        agent=agent.name, clock=agent.clock, observers=agent.observers, parent=parent, trace=trace
-    )
+    # Positional (agent, clock, trace, observers, parent): keywords given to a class go
+    # through a dict of them
+    recorder = Recorder(agent.name, agent.clock, trace, agent.observers, parent)
     return Run(agent, history, recorder, cancel or CancelToken()).main()
 
 
@@ -132,20 +134,23 @@ class Run:
         # Not a bound method of the run: the pipeline and every model request hold it, and
         # a run held by what it holds is freed by the garbage collector, not at once.
         self.uniform = uniform = Jitter()
+        # Positional, in parameter order (tools, resilience, clock, rec, uniform, builtins,
+        # on_tool_error, tool_defaults, usage, cancel, memo): keywords given to a class
+        # go through a dict of them, ~450 instructions each.
         self.calls = ToolCalls(
-            tools=agent.tools,
-            builtins={name: BUILTIN_TOOLS[name] for name in agent.builtin_tools}
+            agent.tools,
+            agent.resilience,
+            clock,
+            rec,
+            uniform,
+            {name: BUILTIN_TOOLS[name] for name in agent.builtin_tools}
             if agent.builtin_tools
             else None,
-            resilience=agent.resilience,
-            on_tool_error=agent.on_tool_error,
-            tool_defaults=agent.tool_defaults,
-            clock=clock,
-            rec=rec,
-            uniform=uniform,
-            usage=usage,
-            cancel=cancel,
-            memo=agent.run_memo,
+            agent.on_tool_error,
+            agent.tool_defaults,
+            usage,
+            cancel,
+            agent.run_memo,
         )
         self.turns = 0
         self.corrections = 0
@@ -163,7 +168,7 @@ class Run:
     # ------------------------------------------------------------------ the loop
 
     def main(self) -> Steps[RunResult[Any]]:
-        agent, rec = self.agent, self.rec
+        agent, rec, cancel = self.agent, self.rec, self.cancel
         # `initial_messages` refuses an empty history: the last message is the prompt.
         prompt = self.messages[-1].content
         rec.run_start(redact(preview(prompt)))
@@ -173,8 +178,11 @@ class Run:
                 return self.finish("ok", output)
             if agent.model is None:
                 raise UsageError(f"agent {agent.name!r} has no model; pass model=... to Agent()")  # noqa: TRY301
+            # The token's flag and the budget's cap, read here: a property and a method call
+            # cost more than the check itself, at every turn.
+            tool_cap = self.caps["max_tool_calls"]
             while True:
-                if self.stopping():
+                if cancel._cancelled:  # noqa: SLF001 - `stopping()`, inline
                     return self.cancelled()
                 response = yield from self.model_turn()
                 message = response.message  # a pydantic model: each read costs a lookup
@@ -192,14 +200,14 @@ class Run:
                     continue
                 # One call (the usual turn): run inline, without the parallel machinery.
                 call = calls[0]
-                if self.stopping():
+                if self.cancel._cancelled:  # noqa: SLF001 - (not `cancel`: mypy narrowed that)
                     return self.cancelled()
-                self.check_budget("max_tool_calls", self.usage.tool_calls)
-                self.usage.tool_calls += 1
+                usage = self.usage
+                if tool_cap is not None and usage.tool_calls >= tool_cap:
+                    self.over_budget("max_tool_calls")
+                usage.tool_calls += 1
                 outcome = yield from self.calls.tool_call(call)
-                self.messages.append(
-                    Message.tool_result(outcome.content, tool_call_id=call.id, name=call.name)
-                )
+                self.messages.append(tool_message(outcome.content, call.id, call.name))
         except BudgetExceededError as exc:
             rec.emit("budget.exceeded", reason=str(exc), status=exc.limit, detail=str(exc.value))
             status: RunStatus = "budget_exceeded" if exc.limit in TOKEN_LIMITS else "max_iterations"
@@ -241,16 +249,11 @@ class Run:
         return (yield from self.calls.tool_call(call))
 
     def finish(self, status: RunStatus, output: Any) -> RunResult[Any]:
+        rec = self.rec
         shown = None if output is None else preview(render_result(output))
-        self.rec.run_end(status, None if shown is None else redact(shown))
-        return RunResult(
-            output=output,
-            status=status,
-            trace=self.rec.trace,
-            messages=self.messages,
-            usage=self.usage,
-            run_id=self.rec.run_id,
-        )
+        rec.run_end(status, None if shown is None else redact(shown))
+        # Positional, in field order (output, status, trace, messages, usage, run_id)
+        return RunResult(output, status, rec.trace, self.messages, self.usage, rec.run_id)
 
     def check_output(self, response: ModelResponse) -> Steps[RunResult[Any] | None]:
         """Validate a final answer against ``output_type``; correct, fall back, or give up.
@@ -313,16 +316,26 @@ class Run:
     def check_budget(self, limit: str, used: int) -> None:
         cap = self.caps[limit]
         if cap is not None and used >= cap:
-            raise BudgetExceededError(f"budget {limit}={cap} reached", limit=limit, value=cap)
+            self.over_budget(limit)
+
+    def over_budget(self, limit: str) -> NoReturn:
+        """Raise the `BudgetExceededError` of ``limit``, a cap reached."""
+        cap = self.caps[limit]
+        raise BudgetExceededError(f"budget {limit}={cap} reached", limit=limit, value=cap)
 
     # ------------------------------------------------------------------ model turns
 
     def model_turn(self) -> Steps[ModelResponse]:
-        agent, rec = self.agent, self.rec
-        self.check_budget("max_turns", self.turns)
+        agent, rec, caps = self.agent, self.rec, self.caps
+        # `check_budget`, inline: each turn and each model call checks a cap
+        cap = caps["max_turns"]
+        if cap is not None and self.turns >= cap:
+            self.over_budget("max_turns")
+        cap = caps["max_llm_calls"]
         attempt = 1
         while True:
-            self.check_budget("max_llm_calls", self.usage.llm_calls)
+            if cap is not None and self.usage.llm_calls >= cap:
+                self.over_budget("max_llm_calls")
             try:
                 response = yield from self.call_model(agent.model, attempt)  # type: ignore[arg-type]
             except NEVER_RECOVERED:
@@ -391,14 +404,14 @@ class Run:
         self.usage.llm_calls += 1
         try:
             response: ModelResponse = yield ModelCall(model, request)
-            _check_soft_failure(response, name)
+            finish, input_tokens, output_tokens, shown = _read_answer(response, name)
         except Exception as exc:
             rec.emit("llm.error", attempt=attempt, error=ErrorRecord.from_exception(exc))
             raise
-        usage = response.usage
-        self.usage.input_tokens += usage.input_tokens
-        self.usage.output_tokens += usage.output_tokens
-        rec.llm_response(attempt, response.finish_reason, redact(_describe_response(response)))
+        usage = self.usage
+        usage.input_tokens += input_tokens
+        usage.output_tokens += output_tokens
+        rec.llm_response(attempt, finish, redact(shown))
         if self.token_caps:
             check_tokens(agent.budget, self.usage, before_call=False)
         return response
@@ -435,18 +448,34 @@ class Run:
         return decision
 
 
-def _check_soft_failure(response: ModelResponse, model: str) -> None:
-    error = soft_failure(response, model)
-    if error is not None:
-        raise error
+def _read_answer(response: ModelResponse, model: str) -> tuple[str | None, int, int, str]:
+    """What a run reads of an answer: its finish reason, its token counts, its event detail.
 
-
-def _describe_response(response: ModelResponse) -> str:
-    message = response.message
-    calls = message.tool_calls
-    if calls:
-        return "tool calls: " + ", ".join(call.name for call in calls)
-    return preview(message.content)
+    Raises the error a blocked or empty final answer amounts to (`answer_failure`). A
+    `ModelResponse`'s fields are read from each model's ``__dict__``, once: an attribute
+    read of a pydantic model goes through its ``__getattr__`` hook (~400 instructions), and
+    a turn read eleven of them.
+    """
+    exact = type(response) is ModelResponse
+    if exact:
+        fields = response.__dict__
+        message = fields["message"].__dict__
+        calls, content, finish = message["tool_calls"], message["content"], fields["finish_reason"]
+    else:  # another class (a subclass, a look-alike): through its attributes, as ever
+        said = response.message
+        calls, content, finish = said.tool_calls, said.content, response.finish_reason
+    if calls:  # an answer that calls a tool is never a soft failure
+        shown = "tool calls: " + ", ".join([call.name for call in calls])
+    else:
+        error = answer_failure(calls, content, finish, model)
+        if error is not None:
+            raise error
+        shown = preview(content)
+    if exact:
+        usage = fields["usage"].__dict__
+        return finish, usage["input_tokens"], usage["output_tokens"], shown
+    counted = response.usage
+    return finish, counted.input_tokens, counted.output_tokens, shown
 
 
 def initial_messages(
@@ -456,7 +485,7 @@ def initial_messages(
     if agent.instructions and not any(m.role == "system" for m in history):
         history.insert(0, Message.system(agent.instructions))
     if prompt is not None:
-        history.append(Message.user(prompt))
+        history.append(user_message(prompt))
     if not history or history[-1].role not in ("user", "tool"):
         raise UsageError("run() needs a prompt (or messages ending with a user message)")
     return history

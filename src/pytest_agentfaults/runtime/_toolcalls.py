@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
@@ -58,6 +59,8 @@ __all__ = ["Cancelled", "Outcome", "ToolCalls"]
 
 
 _NON_IDEMPOTENT: Final[dict[str, Any]] = {"idempotent": False}
+#: no built-ins, no per-tool policies: one read-only mapping, not a new dict per run
+_EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 #: the failures no recovery policy handles: a hard failure, an escalation
 _HARD: Final = (ToolExecutionError, EscalationError)
@@ -80,7 +83,11 @@ def _no_event(type: str, /, **fields: Any) -> None:
 
 @dataclass(slots=True)
 class Outcome:
-    """The end of one tool call: what the model is told, and what happened."""
+    """The end of one tool call: what the model is told, and what happened.
+
+    Its fields are given by position where every tool call makes one: keywords given to a
+    class go through a dict of them.
+    """
 
     content: str
     value: Any = None
@@ -113,9 +120,10 @@ class ToolCalls:
         "usage",
     )
 
+    # Positional or keyword: a run passes them in this order, since keywords given to a
+    # class go through a dict of them (~450 instructions each), and every run makes one.
     def __init__(
         self,
-        *,
         tools: Mapping[str, BaseTool[Any, Any]],
         resilience: ResilienceConfig,
         clock: Clock,
@@ -129,9 +137,9 @@ class ToolCalls:
         memo: Resolutions | None = None,
     ) -> None:
         self.tools = tools
-        self.builtins = builtins or {}
+        self.builtins = builtins or _EMPTY
         self.resilience = resilience
-        self.on_tool_error = on_tool_error or {}
+        self.on_tool_error = on_tool_error or _EMPTY
         self.tool_defaults = tool_defaults
         self.clock = clock
         self.rec = rec
@@ -178,7 +186,10 @@ class ToolCalls:
 
     def tool_call(self, call: ToolCall) -> Steps[Outcome]:
         """Run one tool call the model asked for, through its recovery policy."""
-        rec, name = self.rec, call.name
+        # A `ToolCall` is a pydantic model: its three fields read from its dict, not one
+        # attribute read (~400 instructions) each
+        fields = call.__dict__
+        rec, name = self.rec, fields["name"]
         tool = self.tools.get(name)
         builtin = False
         if tool is None and name in self.builtins:
@@ -199,8 +210,8 @@ class ToolCalls:
         # the last kind, its action, that action's plan when it is a `Retry`, and whether an
         # ambiguous failure stops that retry (a tool that must not run twice)
         resolved: tuple[FailureKind, Action, RetryPlan | None, bool] | None = None
-        raw = call.arguments
-        call_id, clock, emit, timeout = call.id, self.clock, self.emit, config.timeout_seconds
+        raw = fields["arguments"]
+        call_id, clock, emit, timeout = fields["id"], self.clock, self.emit, config.timeout_seconds
         cancel = self.cancel
         attempts = 0
         used: dict[int, int] = {}
@@ -279,7 +290,7 @@ class ToolCalls:
                     if rec is not None:
                         detail = redact(preview(content))
                         rec.tool_step("tool.result", name, call_id, attempts, detail, {})
-                    return Outcome(content, value=result, attempts=attempts)
+                    return Outcome(content, result, None, attempts)  # positional: see `Outcome`
 
             # The same kind resolves to the same action all through the call.
             if resolved is None or resolved[0] != kind:
@@ -308,7 +319,8 @@ class ToolCalls:
                     )
                     if step.__class__ is not Outcome:
                         yield Sleep(clock, step)  # type: ignore[arg-type]
-                        if cancel is not None and cancel.cancelled:  # `check_cancel`, inline
+                        # `check_cancel`, inline (the token's flag: its property is a call)
+                        if cancel is not None and cancel._cancelled:  # noqa: SLF001
                             raise Cancelled
                         step = raw
                 else:

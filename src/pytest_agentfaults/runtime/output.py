@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BLOCKED_REASONS",
     "OutputSpec",
+    "answer_failure",
     "check_substitute",
     "preview",
     "render_result",
@@ -111,19 +112,26 @@ def check_substitute(
 def soft_failure(response: ModelResponse, model: str) -> MalformedResponseError | None:
     """The error a blocked or empty final answer amounts to (None for a usable answer)."""
     message = response.message
-    if message.tool_calls:
+    return answer_failure(message.tool_calls, message.content, response.finish_reason, model)
+
+
+def answer_failure(
+    tool_calls: list[Any], content: str, finish_reason: str | None, model: str
+) -> MalformedResponseError | None:
+    """`soft_failure` of an answer given by its parts (a run reads them once per answer)."""
+    if tool_calls:
         return None
-    reason = (response.finish_reason or "").lower()
+    reason = (finish_reason or "").lower()
     if reason in BLOCKED_REASONS:
         return MalformedResponseError(
-            f"model {model!r} blocked its answer (finish_reason={response.finish_reason!r})",
-            body=message.content,
+            f"model {model!r} blocked its answer (finish_reason={finish_reason!r})",
+            body=content,
             model=model,
         )
-    if not message.content.strip():
+    if not content.strip():
         return MalformedResponseError(
             f"model {model!r} returned an empty answer with no tool calls "
-            f"(finish_reason={response.finish_reason!r})",
+            f"(finish_reason={finish_reason!r})",
             model=model,
         )
     return None

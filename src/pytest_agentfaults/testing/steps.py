@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 from pytest_agentfaults.errors import UsageError
-from pytest_agentfaults.runtime.models.base import ModelRequest, ModelResponse, TokenUsage, ToolCall
+from pytest_agentfaults.runtime.models.base import (
+    ModelRequest,
+    ModelResponse,
+    TokenUsage,
+    ToolCall,
+    validate_response,
+)
 
 __all__ = [
     "CallTool",
@@ -48,14 +54,39 @@ _SHOWN_CHARS: Final = 200
 _arguments_json: Final = json.JSONEncoder(ensure_ascii=False).encode
 
 
+#: The last tool call `scripted_call` made, with what it follows from: its id, name and
+#: arguments text. A `ToolCall` is frozen and holds just those three strings, so answers
+#: may share one. A script's call comes again with the same id in each test (each model
+#: counts its ids from ``call_1``), and validating it again cost ~5k instructions a turn.
+_last_call: Final[list[tuple[str, str, str, ToolCall] | None]] = [None]
+
+
+def scripted_call(call_id: str, name: str, arguments: str) -> ToolCall:
+    """``ToolCall(id=call_id, name=name, arguments=arguments)``, shared with the last answer's.
+
+    A step's name and arguments are the same objects at each of its turns (checked by
+    identity, so a value that only compares equal is validated anew); ids are compared.
+    """
+    last = _last_call[0]
+    if last is not None and last[1] is name and last[2] is arguments and last[0] == call_id:
+        return last[3]
+    made = ToolCall(id=call_id, name=name, arguments=arguments)
+    _last_call[0] = (call_id, name, arguments, made)
+    return made
+
+
 def answer(
     content: str,
-    tool_calls: list[dict[str, str]],
+    tool_calls: list[dict[str, str]] | list[ToolCall],
     finish_reason: str,
     request: ModelRequest,
     model: str,
 ) -> ModelResponse:
-    """The assistant's answer to ``request``, with token usage counted in words."""
+    """The assistant's answer to ``request``, with token usage counted in words.
+
+    ``tool_calls`` are dicts for the validator to build, or calls made already
+    (`scripted_call`).
+    """
     input_tokens = 0
     for sent in request.messages:
         input_tokens += len(sent.content.split())
@@ -63,13 +94,14 @@ def answer(
             input_tokens += 1 + len(call.arguments.split())
     output_tokens = len(content.split())
     for made in tool_calls:
-        output_tokens += 1 + len(made["arguments"].split())
+        text = made["arguments"] if type(made) is dict else made.arguments  # type: ignore[union-attr]
+        output_tokens += 1 + len(text.split())
     # One validated construction from plain dicts on purpose: pydantic-core builds the nested
     # models faster than model_construct() (or one constructor per model) would, and steps
     # sit on the hot path of benchmarks. Through the model's validator itself: what
     # `model_validate` calls with no option given, less a fifth of the cost (its frame and
     # its keywords), and two answers a run.
-    return ModelResponse.__pydantic_validator__.validate_python(  # type: ignore[no-any-return]
+    return validate_response(
         {
             "message": {"role": "assistant", "content": content, "tool_calls": tool_calls},
             "finish_reason": finish_reason,
@@ -230,7 +262,7 @@ class ToolCallStep(ScriptStep):
     ) -> ModelResponse:
         """An assistant message with this one tool call (finish reason ``"tool_calls"``)."""
         name, arguments = self.target(request)
-        call = {"id": (next_call_id or CallIds())(), "name": name, "arguments": arguments}
+        call = scripted_call((next_call_id or CallIds())(), name, arguments)
         return answer("", [call], "tool_calls", request, model)
 
 
