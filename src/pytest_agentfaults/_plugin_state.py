@@ -73,6 +73,8 @@ class Session:
         self.direct_fixtures = False
         #: id(an item's fixture info) -> (the info, which of the kit's fixtures it names)
         self.kit_fixtures: dict[int, tuple[Any, tuple[str, ...]]] = {}
+        #: the session's `_plugin_totals.Totals` is registered (`count_reports`)
+        self.counting = False
 
 
 class CoverageSettings:

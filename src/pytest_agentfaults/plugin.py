@@ -160,8 +160,9 @@ def pytest_configure(config: pytest.Config) -> None:
         html=Path(html) if html else None,
     )
     config.stash[_SESSION].coverage = _coverage.settings(config)
-    worker = getattr(config, "workerinput", None) is not None
-    config.pluginmanager.register(_totals.Totals(config.stash[_SESSION], worker))
+    config.pluginmanager.register(_totals.SessionEnd(config.stash[_SESSION]))
+    if _totals.counts_from_the_start(config):
+        _totals.count_reports(config)  # else on the first report that carries counts
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed())
 
@@ -321,6 +322,8 @@ def pytest_runtest_makereport(
         # Nothing recorded, nothing declared, no file to write: nothing to ship (its
         # counts are all zero, and only a used test turns the summary on).
         return report
+    if not session.counting:  # before this report reaches pytest_runtest_logreport
+        _totals.count_reports(item.config)
     _ship(item, report, state, session, used=used)
     return report
 
