@@ -251,17 +251,18 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         state = stash[_STATE] if _STATE in stash else None  # noqa: SIM401
         if state is not None:
             errors.extend(state.stop())
-        errors.extend(_network.stop_network(item))
+        guard = _network.stop_network(item, errors)
     passed = state is not None and state.passed
     if state is not None and passed:
         try:
             state.plan.check()
         except Exception as error:
             errors.append(error)
-    try:
-        _network.check_network(item, passed=passed)
-    except Exception as error:
-        errors.append(error)
+    if guard is not None:
+        try:
+            _network.check_network(guard, passed=passed)
+        except Exception as error:
+            errors.append(error)
     if not errors:
         return
     if len(errors) == 1 and isinstance(errors[0], AssertionError):
@@ -284,7 +285,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         return (yield)
     except BaseException as interrupted:
         state = item.stash.get(_STATE, None)
-        for error in [*(state.stop() if state is not None else ()), *_network.stop_network(item)]:
+        errors = state.stop() if state is not None else []
+        _network.stop_network(item, errors)
+        for error in errors:
             interrupted.add_note(f"pytest-agentfaults could not switch off: {error!r}")
         raise
     finally:
