@@ -13,7 +13,7 @@ Light like ``plugin.py``: the standard library and pytest only at module level.
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
@@ -21,11 +21,16 @@ from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults._plugin_fixtures import ENDED
 from pytest_agentfaults._plugin_state import STATE
 
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing.session import TestState
+
 __all__ = ["end_test", "switch_off"]
 
 
-def end_test(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+def end_test(item: pytest.Item, call: pytest.CallInfo[None]) -> TestState | None:
     """Switch ``item`` off; if a check of the kit fails, make it the teardown's outcome.
+
+    Returns the test's state (None if it had none), for its teardown report.
 
     The strict checks (a strict fault that never fired, and the like) fail the test here,
     but only a test whose call passed: a failed, skipped or xfailed test's own outcome is
@@ -39,11 +44,11 @@ def end_test(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
     errors = state.stop() if state is not None else []
     guard = _network.stop_network(item, errors)
     if state is None and guard is None and not errors:
-        return  # nothing of the kit in this test (most tests): nothing to check
+        return None  # nothing of the kit in this test (most tests): nothing to check
     excinfo = call.excinfo
     if excinfo is not None:
         if not isinstance(excinfo.value, Exception):
-            return  # pytest.skip / fail / xfail in a finalizer: its outcome stands
+            return state  # pytest.skip / fail / xfail in a finalizer: its outcome stands
         errors.insert(0, excinfo.value)  # the finalizer's error first
     passed = state is not None and state.passed
     if state is not None and passed:
@@ -58,6 +63,7 @@ def end_test(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
             errors.append(error)
     if errors and (excinfo is None or len(errors) > 1):
         call.excinfo = _raised(item, errors)
+    return state
 
 
 def _raised(item: pytest.Item, errors: list[Exception]) -> pytest.ExceptionInfo[BaseException]:

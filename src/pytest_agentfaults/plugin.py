@@ -261,15 +261,18 @@ def pytest_runtest_makereport(
 
     And switch the test off before its teardown report is made (`_plugin_end.end_test`).
     """
-    if call.when == "teardown":
-        _end.end_test(item, call)
+    ending = call.when == "teardown"
+    state = _end.end_test(item, call) if ending else None  # the test's state, if any
     report = yield
     if report.longrepr is not None or report.sections:  # else nothing to redact
         _scrub_report(report)  # what the terminal, -rA and junit XML show of the test
     stash = item.stash
-    if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
+    if not ending:
+        if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
+            return report
+        state = stash[_STATE]
+    if state is None:
         return report
-    state = stash[_STATE]
     session = item.config.stash[_SESSION]
     failed = report.outcome == "failed"
     if failed or session.trace_mode == "always":  # else no section is wanted
