@@ -79,11 +79,13 @@ class NetworkPolicy:
     routes.
     """
 
-    __slots__ = ("guarded", "running")
+    __slots__ = ("guarded", "mode", "running")
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str = "kit") -> None:
         self.running: Any = None
         self.guarded = True
+        #: the session's ini ``agentfaults_network`` (kit, block or allow), for the plugin
+        self.mode = mode
 
     @property
     def test(self) -> str:

@@ -69,22 +69,22 @@ def start_network(item: pytest.Item, uses_kit: bool, *, allowed: bool | None = N
     ``allowed``: whether ``item`` has the ``allow_network`` marker, when the caller knows.
     """
     __tracebackhide__ = True
-    mode = item.config.stash[MODE]
+    policy = CURRENT.get()  # None: a session that never started (a plugin's own run)
+    mode = policy.mode if policy is not None else item.config.stash[MODE]
     if mode == "allow" or (_allowed(item) if allowed is None else allowed):
         return
     block = mode == "block"
     if uses_kit or block:
         _start_guard(item, sockets=block)
         return
-    policy = CURRENT.get()
-    if policy is not None:  # None: a session that never started (a plugin's own run)
+    if policy is not None:
         policy.running = item  # named only if it refuses a request: no string built here
         policy.guarded = False
 
 
 def start_session(config: pytest.Config) -> None:
     """Set `CURRENT` for the session: a policy that stands aside until a test names itself."""
-    policy = NetworkPolicy()
+    policy = NetworkPolicy(config.stash[MODE])
     config.stash[_TOKEN] = CURRENT.set(policy)
     config.stash[_POLICY] = policy
 

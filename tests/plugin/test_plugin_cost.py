@@ -434,3 +434,36 @@ def test_the_xdist_controller_counts_its_workers_tests(suite):
     result.stdout.fnmatch_lines(
         ["agentfaults: 3 faults injected, 3 retries, 0 fixer calls, 0 escalations"]
     )
+
+
+STATE_SEEN = """
+import pytest
+from pytest_agentfaults._plugin_state import STATE
+
+SEEN = []
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_setup(item):
+    SEEN.append((item.name, STATE in item.stash))
+
+def pytest_unconfigure(config):
+    print("STATE", SEEN)
+"""
+
+
+def test_a_test_gets_state_when_its_module_holds_the_kit_asked_once_per_module(pytester):
+    # A process of its own, where nothing loaded the runtime before: the first module's
+    # unmarked tests get no state; the second's, whose module imports the kit, do (each
+    # module's answer found once, then reused for its second test).
+    pytester.makeconftest(STATE_SEEN)
+    pytester.makepyfile(
+        test_a_plain="def test_a1():\n    pass\n\ndef test_a2():\n    pass\n",
+        test_b_kit="import pytest_agentfaults as af\n\n"
+        "def test_b1():\n    pass\n\ndef test_b2():\n    pass\n",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-s")
+    result.assert_outcomes(passed=4)
+    assert (
+        "STATE [('test_a1', False), ('test_a2', False), ('test_b1', True), ('test_b2', True)]"
+        in result.stdout.lines
+    )
