@@ -184,6 +184,19 @@ def test_a(bad_teardown):
 """,
         {"passed": 2, "errors": 1},
     ),
+    "another fixture's teardown calls pytest.fail": (
+        f"""
+@pytest.fixture
+def failing_teardown(everything):
+    yield everything
+    pytest.fail("teardown said no")
+
+{FAULT}
+def test_a(failing_teardown):
+    run_agent()
+""",
+        {"passed": 2, "errors": 1},
+    ),
     "the kit's unused-route report raises": (
         f"""
 class BadRepr:
