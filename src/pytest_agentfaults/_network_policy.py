@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from contextvars import ContextVar
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "CURRENT",
@@ -72,17 +72,25 @@ def blocked_message(what: str, host: str, test: str) -> str:
 class NetworkPolicy:
     """The running test, for the model clients' own check (set by the plugin).
 
-    One per pytest session, switched per test: ``test`` names the running test, and
-    ``guarded`` is True while this check stands aside: between tests, and once the test
-    kit's httpx guard is on for the test (a kit fixture asked for late): the guard then
-    decides, knowing the test's routes.
+    One per pytest session, switched per test: ``running`` is the running test (a pytest
+    item), named (`test`) only when a request is refused, and ``guarded`` is True while
+    this check stands aside: between tests, and once the test kit's httpx guard is on for
+    the test (a kit fixture asked for late): the guard then decides, knowing the test's
+    routes.
     """
 
-    __slots__ = ("guarded", "test")
+    __slots__ = ("guarded", "mode", "running")
 
-    def __init__(self, test: str) -> None:
-        self.test = test
-        self.guarded = False
+    def __init__(self, mode: str = "kit") -> None:
+        self.running: Any = None
+        self.guarded = True
+        #: the session's ini ``agentfaults_network`` (kit, block or allow), for the plugin
+        self.mode = mode
+
+    @property
+    def test(self) -> str:
+        """The running test's node id (``""`` between tests)."""
+        return str(getattr(self.running, "nodeid", ""))
 
 
 #: The session's policy; None outside pytest. It stands aside (``guarded``) between

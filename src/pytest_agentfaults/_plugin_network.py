@@ -5,10 +5,11 @@ Light, like ``plugin.py``: the standard library and pytest only. Per test, at se
 - ``@pytest.mark.allow_network``, or ini ``agentfaults_network = allow``: nothing;
 - a test that uses the kit, or any test under ``agentfaults_network = block``: the test
   kit's `NetworkGuard` on httpx and httpx2 (and, for ``block``, on ``socket.connect``);
-- any other test: `CURRENT` names it, so our own model clients refuse real hosts.
+- any other test: `CURRENT` holds it (named only if refused), so our own model clients
+  refuse real hosts.
 
 `CURRENT` is set once a session (`start_session`) to a policy that stands aside between
-tests; a test switches it on and off by two attribute writes, not a ContextVar token.
+tests; a test switches it on and off by attribute writes, not a ContextVar token or a stash.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ MODE = pytest.StashKey[str]()
 _GUARD = pytest.StashKey[Any]()
 _POLICY = pytest.StashKey[NetworkPolicy]()  # the session's (config.stash)
 _TOKEN = pytest.StashKey[Token[NetworkPolicy | None]]()  # ... and how to undo it
-_NAMED = pytest.StashKey[NetworkPolicy]()  # the test that switched it on (item.stash)
 
 
 def network_mode(config: pytest.Config) -> str:
@@ -69,24 +69,22 @@ def start_network(item: pytest.Item, uses_kit: bool, *, allowed: bool | None = N
     ``allowed``: whether ``item`` has the ``allow_network`` marker, when the caller knows.
     """
     __tracebackhide__ = True
-    mode = item.config.stash.get(MODE, "kit")
+    policy = CURRENT.get()  # None: a session that never started (a plugin's own run)
+    mode = policy.mode if policy is not None else item.config.stash[MODE]
     if mode == "allow" or (_allowed(item) if allowed is None else allowed):
         return
     block = mode == "block"
     if uses_kit or block:
         _start_guard(item, sockets=block)
         return
-    policy = item.config.stash.get(_POLICY, None)
-    if policy is not None:  # None: a session that never started (a plugin's own run)
-        policy.test = item.nodeid
+    if policy is not None:
+        policy.running = item  # named only if it refuses a request: no string built here
         policy.guarded = False
-        item.stash[_NAMED] = policy
 
 
 def start_session(config: pytest.Config) -> None:
     """Set `CURRENT` for the session: a policy that stands aside until a test names itself."""
-    policy = NetworkPolicy("")
-    policy.guarded = True
+    policy = NetworkPolicy(config.stash[MODE])
     config.stash[_TOKEN] = CURRENT.set(policy)
     config.stash[_POLICY] = policy
 
@@ -126,31 +124,33 @@ def _start_guard(item: pytest.Item, sockets: bool) -> None:
     item.stash[_GUARD] = guard
 
 
-def stop_network(item: pytest.Item) -> list[Exception]:
-    """Undo `start_network`; returns what failed (safe to call twice)."""
-    errors: list[Exception] = []
+def stop_network(item: pytest.Item, errors: list[Exception]) -> Any:
+    """Undo `start_network`, adding what failed to ``errors`` (safe to call twice).
+
+    Returns the test's guard, stopped and dropped from the item (items live all session),
+    for `check_network`; None if it had none.
+    """
     stash = item.stash  # `in`, not `stash.get`: a get that misses raises a KeyError
+    guard = None
     if _GUARD in stash:
+        guard = stash[_GUARD]
+        del stash[_GUARD]
         try:
-            stash[_GUARD].stop()
+            guard.stop()
         except Exception as error:
             errors.append(error)
-    if _NAMED in stash:
-        policy = stash[_NAMED]
-        del stash[_NAMED]
+    policy = CURRENT.get()
+    if policy is not None and policy.running is item:
+        policy.running = None
         policy.guarded = True  # stands aside again until the next test
-    return errors
+    return guard
 
 
-def check_network(item: pytest.Item, passed: bool) -> None:
-    """Drop the test's guard; if the test passed, fail it over the SDK requests it refused.
+def check_network(guard: Any, passed: bool) -> None:
+    """If the test passed, fail it over the SDK requests its ``guard`` refused.
 
     (See `NetworkGuard.check`.) A failed test's own error already names the request.
     """
     __tracebackhide__ = True
-    stash = item.stash
-    if _GUARD in stash:
-        guard = stash[_GUARD]
-        del stash[_GUARD]  # items live all session: keep no test's guard alive
-        if passed:
-            guard.check()
+    if passed:
+        guard.check()

@@ -73,6 +73,8 @@ class Session:
         self.direct_fixtures = False
         #: id(an item's fixture info) -> (the info, which of the kit's fixtures it names)
         self.kit_fixtures: dict[int, tuple[Any, tuple[str, ...]]] = {}
+        #: the session's `_plugin_totals.Totals` is registered (`count_reports`)
+        self.counting = False
 
 
 class CoverageSettings:
@@ -179,18 +181,24 @@ def may_use_kit(
     if declared or _RUNTIME in sys.modules:
         return True
     # Kept on the parent (a module or a class): its tests ask one after the other, and
-    # `item.module` walks up the tree.
+    # `item.module` walks up the tree. Two keys, one `in` each: a parent whose module does
+    # not hold the kit (nearly all of a suite that does not use it) answers in one.
     parent = item.parent
-    known = parent.stash.get(_IMPORTS_KIT, None) if parent is not None else None
-    if known is None:
-        module = getattr(item, "module", None)
-        known = module is not None and imports_the_kit(module, item.config.stash[SESSION])
-        if parent is not None:
-            parent.stash[_IMPORTS_KIT] = known
+    if parent is not None:
+        stash = parent.stash
+        if _NO_KIT in stash:
+            return False
+        if _KIT in stash:
+            return True
+    module = getattr(item, "module", None)
+    known = module is not None and imports_the_kit(module, item.config.stash[SESSION])
+    if parent is not None:
+        parent.stash[_KIT if known else _NO_KIT] = True
     return known
 
 
-_IMPORTS_KIT = pytest.StashKey[bool]()
+_KIT = pytest.StashKey[bool]()  # the parent's module holds the lazy package (or a name of it)
+_NO_KIT = pytest.StashKey[bool]()  # ... does not
 
 
 def declares_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool:

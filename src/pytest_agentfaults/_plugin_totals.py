@@ -11,9 +11,16 @@ from typing import Any
 import pytest
 
 from pytest_agentfaults import _plugin_coverage as _coverage
-from pytest_agentfaults._plugin_state import Session
+from pytest_agentfaults._plugin_state import SESSION, Session
 
-__all__ = ["Totals", "seed_line", "terminal_summary"]
+__all__ = [
+    "SessionEnd",
+    "Totals",
+    "count_reports",
+    "counts_from_the_start",
+    "seed_line",
+    "terminal_summary",
+]
 
 
 def seed_line(seed: int) -> str:
@@ -21,11 +28,38 @@ def seed_line(seed: int) -> str:
     return f"agentfaults: seed={seed} (reproduce with --agentfaults-seed={seed})"
 
 
+def count_reports(config: pytest.Config) -> None:
+    """Register the session's `Totals` (once): before its first report that carries counts.
+
+    A report carries counts only once the plugin `ship`-ped a test's (or an xdist worker
+    did), and only the HTML report wants the others: a session none of whose tests uses
+    the kit, without ``--agentfaults-html``, has no `Totals` and pays no hook call for
+    each of its reports.
+    """
+    session = config.stash[SESSION]
+    if session.counting:
+        return
+    session.counting = True
+    config.pluginmanager.register(Totals(session, getattr(config, "workerinput", None) is not None))
+
+
+def counts_from_the_start(config: pytest.Config) -> bool:
+    """Whether `Totals` must see every report: HTML phases, or an xdist controller.
+
+    The controller gets its workers' reports, shipped there, and never makes one itself.
+    """
+    session = config.stash[SESSION]
+    if session.html is not None:
+        return True
+    worker = getattr(config, "workerinput", None) is not None
+    return not worker and str(config.getoption("dist", "no") or "no") != "no"
+
+
 class Totals:
     """Adds each test's counts to its own session's totals (xdist workers' reports too).
 
     An object per config rather than a module-level hook, so a pytest run inside a pytest
-    run (pytester) keeps its totals apart.
+    run (pytester) keeps its totals apart. Registered by `count_reports`.
     """
 
     def __init__(self, session: Session, worker: bool = False) -> None:
@@ -59,6 +93,13 @@ class Totals:
             _coverage.session_matrix(session).add(
                 shipped["coverage"], report.nodeid, shipped["passed"]
             )
+
+
+class SessionEnd:
+    """Writes the HTML report and the fault coverage at the session's end (per config)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if getattr(session.config, "workerinput", None) is not None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agentfaults import _plugin_coverage as _coverage
+from pytest_agentfaults import _plugin_end as _end
 from pytest_agentfaults import _plugin_fixtures as _fixtures
 from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults import _plugin_totals as _totals
@@ -60,7 +61,6 @@ from pytest_agentfaults._plugin_state import (
     start_state as _start_state,
 )
 
-_ENDED = _fixtures.ENDED
 _state = _fixtures.state_of
 
 if TYPE_CHECKING:
@@ -160,8 +160,9 @@ def pytest_configure(config: pytest.Config) -> None:
         html=Path(html) if html else None,
     )
     config.stash[_SESSION].coverage = _coverage.settings(config)
-    worker = getattr(config, "workerinput", None) is not None
-    config.pluginmanager.register(_totals.Totals(config.stash[_SESSION], worker))
+    config.pluginmanager.register(_totals.SessionEnd(config.stash[_SESSION]))
+    if _totals.counts_from_the_start(config):
+        _totals.count_reports(config)  # else on the first report that carries counts
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed())
 
@@ -229,79 +230,49 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
-    """Switch the test's state off after every finalizer, whatever raised; then check it.
-
-    The strict checks (a strict fault that never fired, and the like) fail the test here,
-    but only a test whose call passed: a failed, skipped or xfailed test's own outcome is
-    the one to read.
-    Their error is reported together with any error of the finalizers.
-    """
-    __tracebackhide__ = True
-    errors: list[Exception] = []
-    try:
-        yield
-    except Exception as error:  # a finalizer failed: switch off and check all the same
-        errors.append(error)
-    finally:  # also for KeyboardInterrupt and pytest.exit, which end the session
-        stash = item.stash
-        stash[_ENDED] = True  # no kit switched on late from here (`running_trace`)
-        # `in`, not `stash.get`: a get that misses raises and catches a KeyError
-        state = stash[_STATE] if _STATE in stash else None  # noqa: SIM401
-        if state is not None:
-            errors.extend(state.stop())
-        errors.extend(_network.stop_network(item))
-    passed = state is not None and state.passed
-    if state is not None and passed:
-        try:
-            state.plan.check()
-        except Exception as error:
-            errors.append(error)
-    try:
-        _network.check_network(item, passed=passed)
-    except Exception as error:
-        errors.append(error)
-    if not errors:
-        return
-    if len(errors) == 1 and isinstance(errors[0], AssertionError):
-        # the kit's own check: its message says it all, in every --tb style (native too)
-        pytest.fail(str(errors[0]), pytrace=False)
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        raise ExceptionGroup(f"errors while tearing down {item.nodeid}", errors)
-
-
-@pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
-    """A safety net for a test that never reached its teardown (KeyboardInterrupt, exit).
+    """A safety net for a test whose teardown report was never made (KeyboardInterrupt, exit).
 
-    And names the running test for the kit's fixtures (`_running_item`).
+    The test's state is switched off with its teardown report (`_plugin_end.end_test`);
+    what skips that is switched off here. And names the running test for the kit's
+    fixtures (`_running_item`).
     """
     token = _ITEM.set(item)
     try:
-        return (yield)
+        result = yield
     except BaseException as interrupted:
-        state = item.stash.get(_STATE, None)
-        for error in [*(state.stop() if state is not None else ()), *_network.stop_network(item)]:
+        for error in _end.switch_off(item):
             interrupted.add_note(f"pytest-agentfaults could not switch off: {error!r}")
         raise
     finally:
         _ITEM.reset(token)
+    if _fixtures.ENDED not in item.stash:  # a protocol that made no teardown report
+        errors = _end.switch_off(item)
+        if errors:
+            raise errors[0]
+    return result
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Redact the report; attach the recovery trace, the counts and the trace file to it."""
+    """Redact the report; attach the recovery trace, the counts and the trace file to it.
+
+    And switch the test off before its teardown report is made (`_plugin_end.end_test`).
+    """
+    ending = call.when == "teardown"
+    state = _end.end_test(item, call) if ending else None  # the test's state, if any
     report = yield
     if report.longrepr is not None or report.sections:  # else nothing to redact
         _scrub_report(report)  # what the terminal, -rA and junit XML show of the test
     stash = item.stash
-    if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
+    if not ending:
+        if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
+            return report
+        state = stash[_STATE]
+    if state is None:
         return report
-    state = stash[_STATE]
     session = item.config.stash[_SESSION]
     failed = report.outcome == "failed"
     if failed or session.trace_mode == "always":  # else no section is wanted
@@ -321,6 +292,8 @@ def pytest_runtest_makereport(
         # Nothing recorded, nothing declared, no file to write: nothing to ship (its
         # counts are all zero, and only a used test turns the summary on).
         return report
+    if not session.counting:  # before this report reaches pytest_runtest_logreport
+        _totals.count_reports(item.config)
     _ship(item, report, state, session, used=used)
     return report
 

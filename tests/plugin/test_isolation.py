@@ -184,6 +184,19 @@ def test_a(bad_teardown):
 """,
         {"passed": 2, "errors": 1},
     ),
+    "another fixture's teardown calls pytest.fail": (
+        f"""
+@pytest.fixture
+def failing_teardown(everything):
+    yield everything
+    pytest.fail("teardown said no")
+
+{FAULT}
+def test_a(failing_teardown):
+    run_agent()
+""",
+        {"passed": 2, "errors": 1},
+    ),
     "the kit's unused-route report raises": (
         f"""
 class BadRepr:
@@ -411,3 +424,67 @@ def test_a_patch_the_test_made_under_the_kits_is_undone_by_the_test_not_revived(
     pytester.syspathinsert()
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+# The kit switches a test off where its teardown report is made; what makes no such
+# report still switches it off, in the plugin's protocol wrapper.
+WITHOUT_REPORTS = """
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    if item.name != "test_a":
+        return None
+    item.ihook.pytest_runtest_setup(item=item)  # setup, call and teardown, and no report
+    item.ihook.pytest_runtest_call(item=item)
+    item.ihook.pytest_runtest_teardown(item=item, nextitem=nextitem)
+    return True
+"""
+
+
+def test_nothing_survives_a_protocol_that_makes_no_reports(pytester):
+    body, _ = CASES["the test passes"]
+    pytester.makepyfile(test_suite=SUITE.replace("BODY", body))
+    pytester.makeconftest(WITHOUT_REPORTS)
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)  # test_z: test_a made no report
+    result.stdout.no_fnmatch_line("*test_z_nothing_leaked FAILED*")
+
+
+ENDING_TEARDOWNS = {
+    "a KeyboardInterrupt in another fixture's teardown": "raise KeyboardInterrupt",
+    "pytest.exit in another fixture's teardown": 'pytest.exit("stop here")',
+}
+
+LEAK_AT_THE_END = """
+import time, httpx, httpx2, respx.mocks
+REAL_SLEEP = time.sleep
+SEEN = []
+
+def pytest_unconfigure(config):
+    from pytest_agentfaults.runtime import hooks
+    SEEN.append(time.sleep is REAL_SLEEP)
+    SEEN.append(not any(m.routers for m in respx.mocks.Mocker.registry.values()))
+    SEEN.append(hooks.active_interceptors() == ())
+    print("LEAK CHECK", SEEN)
+"""
+
+
+@pytest.mark.parametrize("case", list(ENDING_TEARDOWNS))
+def test_nothing_survives_a_teardown_that_ends_the_session(pytester, case):
+    # pytest re-raises both before the teardown's report: the protocol wrapper switches
+    # the test off, and the leak check runs where pytest ends (test_z never runs)
+    body = f"""
+@pytest.fixture
+def ending(everything):
+    yield everything
+    {ENDING_TEARDOWNS[case]}
+
+{FAULT}
+def test_a(ending):
+    run_agent()
+"""
+    pytester.makepyfile(test_suite=SUITE.replace("BODY", body))
+    pytester.makeconftest(LEAK_AT_THE_END)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-s")
+    result.stdout.fnmatch_lines(["LEAK CHECK [[]True, True, True[]]"])

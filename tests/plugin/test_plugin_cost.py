@@ -360,3 +360,110 @@ def test_late(request):
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=1)
+
+
+COUNTED_LATE = """
+def test_unmarked_first():
+    pass
+
+def test_unmarked_second():
+    pass
+
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"), times=2)
+def test_kit_after_them():
+    assert make().run("go").output == "done"
+
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"), times=1)
+def test_kit_again():
+    assert make().run("go").output == "done"
+
+def test_unmarked_last():
+    pass
+"""
+
+TOTALS_SEEN = """
+from pytest_agentfaults._plugin_totals import Totals
+
+SEEN = []
+
+def pytest_runtest_logfinish(nodeid, location):
+    plugins = pytest_runtest_logfinish.config.pluginmanager.get_plugins()
+    SEEN.append((nodeid.rpartition("::")[2], sum(isinstance(p, Totals) for p in plugins)))
+
+def pytest_configure(config):
+    pytest_runtest_logfinish.config = config
+
+def pytest_unconfigure(config):
+    print("TOTALS", SEEN)
+"""
+
+
+def test_the_totals_count_every_kit_test_when_unmarked_ones_came_first(suite):
+    # No hook of ours sees a report before a test ships counts; the first one that does
+    # registers it in time for its own report, and every later one is counted too.
+    pytester = suite(COUNTED_LATE)
+    pytester.makeconftest(TOTALS_SEEN)
+    result = pytester.runpytest("-p", "no:randomly", "-s")
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(
+        ["agentfaults: 3 faults injected, 3 retries, 0 fixer calls, 0 escalations"]
+    )
+    assert (
+        "TOTALS [('test_unmarked_first', 0), ('test_unmarked_second', 0), "
+        "('test_kit_after_them', 1), ('test_kit_again', 1), ('test_unmarked_last', 1)]"
+    ) in result.stdout.lines
+
+
+def test_the_html_report_has_the_phases_of_tests_before_the_first_kit_test(suite, tmp_path):
+    # the HTML report draws every test's phases: its totals see every report from the start
+    pytester = suite(COUNTED_LATE)
+    html = tmp_path / "report.html"
+    result = pytester.runpytest("-p", "no:randomly", f"--agentfaults-html={html}")
+    result.assert_outcomes(passed=5)
+    text = html.read_text()
+    for name in ("test_unmarked_first", "test_kit_after_them", "test_unmarked_last"):
+        assert name in text
+    result.stdout.fnmatch_lines(["agentfaults: 3 faults injected, *"])
+
+
+def test_the_xdist_controller_counts_its_workers_tests(suite):
+    # the controller makes no report of its own: its totals see the workers' from the start
+    pytester = suite(COUNTED_LATE)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly")
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(
+        ["agentfaults: 3 faults injected, 3 retries, 0 fixer calls, 0 escalations"]
+    )
+
+
+STATE_SEEN = """
+import pytest
+from pytest_agentfaults._plugin_state import STATE
+
+SEEN = []
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_setup(item):
+    SEEN.append((item.name, STATE in item.stash))
+
+def pytest_unconfigure(config):
+    print("STATE", SEEN)
+"""
+
+
+def test_a_test_gets_state_when_its_module_holds_the_kit_asked_once_per_module(pytester):
+    # A process of its own, where nothing loaded the runtime before: the first module's
+    # unmarked tests get no state; the second's, whose module imports the kit, do (each
+    # module's answer found once, then reused for its second test).
+    pytester.makeconftest(STATE_SEEN)
+    pytester.makepyfile(
+        test_a_plain="def test_a1():\n    pass\n\ndef test_a2():\n    pass\n",
+        test_b_kit="import pytest_agentfaults as af\n\n"
+        "def test_b1():\n    pass\n\ndef test_b2():\n    pass\n",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-s")
+    result.assert_outcomes(passed=4)
+    assert (
+        "STATE [('test_a1', False), ('test_a2', False), ('test_b1', True), ('test_b2', True)]"
+        in result.stdout.lines
+    )

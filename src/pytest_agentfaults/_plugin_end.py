@@ -1,0 +1,97 @@
+"""A test's end: its state and network guard switched off after every finalizer, then checked.
+
+Done where the teardown's report is made (`end_test`, from the plugin's
+``pytest_runtest_makereport`` wrapper, before pytest builds the report): pytest calls it
+after the teardown hook whatever a finalizer raised, and the call's outcome is still the
+test's to set, so the kit's check fails the test's teardown as a raising hook would. What
+skips it (a KeyboardInterrupt or ``pytest.exit`` in a finalizer, which pytest re-raises
+before any report) goes through the plugin's ``pytest_runtest_protocol`` wrapper, which
+switches the test off then (`switch_off`).
+
+Light like ``plugin.py``: the standard library and pytest only at module level.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NoReturn
+
+import pytest
+
+from pytest_agentfaults import _plugin_network as _network
+from pytest_agentfaults._plugin_fixtures import ENDED
+from pytest_agentfaults._plugin_state import STATE
+
+if TYPE_CHECKING:
+    from pytest_agentfaults.testing.session import TestState
+
+__all__ = ["end_test", "switch_off"]
+
+
+def end_test(item: pytest.Item, call: pytest.CallInfo[None]) -> TestState | None:
+    """Switch ``item`` off; if a check of the kit fails, make it the teardown's outcome.
+
+    Returns the test's state (None if it had none), for its teardown report.
+
+    The strict checks (a strict fault that never fired, and the like) fail the test here,
+    but only a test whose call passed: a failed, skipped or xfailed test's own outcome is
+    the one to read. Their error is reported together with any error of the finalizers.
+    """
+    __tracebackhide__ = True
+    stash = item.stash
+    stash[ENDED] = True  # no kit switched on late from here (`running_trace`)
+    # `in`, not `stash.get`: a get that misses raises and catches a KeyError
+    state = stash[STATE] if STATE in stash else None  # noqa: SIM401
+    errors = state.stop() if state is not None else []
+    guard = _network.stop_network(item, errors)
+    if state is None and guard is None and not errors:
+        return None  # nothing of the kit in this test (most tests): nothing to check
+    excinfo = call.excinfo
+    if excinfo is not None:
+        if not isinstance(excinfo.value, Exception):
+            return state  # pytest.skip / fail / xfail in a finalizer: its outcome stands
+        errors.insert(0, excinfo.value)  # the finalizer's error first
+    passed = state is not None and state.passed
+    if state is not None and passed:
+        try:
+            state.plan.check()
+        except Exception as error:
+            errors.append(error)
+    if guard is not None:
+        try:
+            _network.check_network(guard, passed=passed)
+        except Exception as error:
+            errors.append(error)
+    if errors and (excinfo is None or len(errors) > 1):
+        call.excinfo = _raised(item, errors)
+    return state
+
+
+def _raised(item: pytest.Item, errors: list[Exception]) -> pytest.ExceptionInfo[BaseException]:
+    """What the teardown would have raised, caught: pytest reports it as the teardown's."""
+    __tracebackhide__ = True
+    try:
+        _raise(item, errors)
+    except BaseException:
+        return pytest.ExceptionInfo.from_current()
+
+
+def _raise(item: pytest.Item, errors: list[Exception]) -> NoReturn:
+    __tracebackhide__ = True
+    if len(errors) == 1 and isinstance(errors[0], AssertionError):
+        # the kit's own check: its message says it all, in every --tb style (native too)
+        pytest.fail(str(errors[0]), pytrace=False)
+    if len(errors) == 1:
+        raise errors[0]
+    raise ExceptionGroup(f"errors while tearing down {item.nodeid}", errors)
+
+
+def switch_off(item: pytest.Item) -> list[Exception]:
+    """Switch ``item`` off if `end_test` did not (safe to call twice); what failed."""
+    stash = item.stash
+    if ENDED in stash:
+        return []
+    stash[ENDED] = True
+    state = stash[STATE] if STATE in stash else None  # noqa: SIM401
+    errors = state.stop() if state is not None else []
+    _network.stop_network(item, errors)
+    return errors
