@@ -237,17 +237,8 @@ def test_the_kits_check_and_a_teardown_error_are_both_reported(pytester):
     result.stdout.fnmatch_lines(["*never_called*never fired*"])
 
 
-def test_nothing_survives_a_keyboard_interrupt(pytester):
-    # A KeyboardInterrupt ends the session at once: test_z never runs, so the leak check
-    # runs where pytest ends, after every finalizer (pytest_unconfigure of a plugin).
-    body = f"""
-{FAULT}
-def test_a(everything):
-    raise KeyboardInterrupt
-"""
-    pytester.makepyfile(test_suite=SUITE.replace("BODY", body))
-    pytester.makeconftest(
-        """
+# A leak check where pytest ends: after every finalizer, even of an interrupted session
+LEAK_AT_THE_END = """
 import time, httpx, httpx2, respx.mocks
 REAL_SLEEP = time.sleep
 SEEN = []
@@ -259,7 +250,18 @@ def pytest_unconfigure(config):
     SEEN.append(hooks.active_interceptors() == ())
     print("LEAK CHECK", SEEN)
 """
-    )
+
+
+def test_nothing_survives_a_keyboard_interrupt(pytester):
+    # A KeyboardInterrupt ends the session at once: test_z never runs, so the leak check
+    # runs where pytest ends, after every finalizer (pytest_unconfigure of a plugin).
+    body = f"""
+{FAULT}
+def test_a(everything):
+    raise KeyboardInterrupt
+"""
+    pytester.makepyfile(test_suite=SUITE.replace("BODY", body))
+    pytester.makeconftest(LEAK_AT_THE_END)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-s")
     result.stdout.fnmatch_lines(["*KeyboardInterrupt*", "LEAK CHECK [[]True, True, True[]]"])
 
@@ -455,19 +457,6 @@ ENDING_TEARDOWNS = {
     "a KeyboardInterrupt in another fixture's teardown": "raise KeyboardInterrupt",
     "pytest.exit in another fixture's teardown": 'pytest.exit("stop here")',
 }
-
-LEAK_AT_THE_END = """
-import time, httpx, httpx2, respx.mocks
-REAL_SLEEP = time.sleep
-SEEN = []
-
-def pytest_unconfigure(config):
-    from pytest_agentfaults.runtime import hooks
-    SEEN.append(time.sleep is REAL_SLEEP)
-    SEEN.append(not any(m.routers for m in respx.mocks.Mocker.registry.values()))
-    SEEN.append(hooks.active_interceptors() == ())
-    print("LEAK CHECK", SEEN)
-"""
 
 
 @pytest.mark.parametrize("case", list(ENDING_TEARDOWNS))
