@@ -131,3 +131,50 @@ def test_an_answer_that_calls_a_tool_is_never_a_soft_failure():
     )
     assert soft_failure(calling, "m") is None
     assert soft_failure(calling.model_copy(update={"message": Message.assistant("")}), "m")
+
+
+def test_a_look_alike_answer_may_carry_look_alike_tool_calls():
+    # A client's own classes, with no __dict__: the run reads a call's fields as attributes.
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, slots=True)
+    class Call:
+        id: str
+        name: str
+        arguments: str
+
+    @dataclass(frozen=True, slots=True)
+    class Said:
+        content: str
+        tool_calls: list[Call]
+
+    @dataclass(frozen=True, slots=True)
+    class Usage:
+        input_tokens: int = 1
+        output_tokens: int = 1
+
+    @dataclass(frozen=True, slots=True)
+    class Answer:
+        message: Said
+        finish_reason: str
+        usage: Usage
+
+    class LookAlike:
+        name = "look-alike"
+
+        def __init__(self) -> None:
+            self.turns = 0
+
+        def request(self, request: ModelRequest) -> Answer:
+            self.turns += 1
+            if self.turns == 1:
+                return Answer(
+                    Said("", [Call("c1", "add", '{"a": 1, "b": 2}')]), "tool_calls", Usage()
+                )
+            return Answer(Said("3", []), "stop", Usage())
+
+    result = run_with(LookAlike())
+    assert result.output == "3"
+    [done] = result.trace.of("tool.result")
+    assert (done.tool, done.call_id) == ("add", "c1")
+    assert result.messages[-2].content == "3"

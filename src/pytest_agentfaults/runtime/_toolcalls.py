@@ -83,11 +83,7 @@ def _no_event(type: str, /, **fields: Any) -> None:
 
 @dataclass(slots=True)
 class Outcome:
-    """The end of one tool call: what the model is told, and what happened.
-
-    Its fields are given by position where every tool call makes one: keywords given to a
-    class go through a dict of them.
-    """
+    """The end of one tool call: what the model is told, and what happened."""
 
     content: str
     value: Any = None
@@ -187,8 +183,12 @@ class ToolCalls:
     def tool_call(self, call: ToolCall) -> Steps[Outcome]:
         """Run one tool call the model asked for, through its recovery policy."""
         # A `ToolCall` is a pydantic model: its three fields read from its dict, not one
-        # attribute read (~400 instructions) each
-        fields = call.__dict__
+        # attribute read (~400 instructions) each; a client's own call class, as attributes
+        fields = (
+            call.__dict__
+            if type(call) is ToolCall
+            else {"name": call.name, "arguments": call.arguments, "id": call.id}
+        )
         rec, name = self.rec, fields["name"]
         tool = self.tools.get(name)
         builtin = False
@@ -290,7 +290,7 @@ class ToolCalls:
                     if rec is not None:
                         detail = redact(preview(content))
                         rec.tool_step("tool.result", name, call_id, attempts, detail, {})
-                    return Outcome(content, result, None, attempts)  # positional: see `Outcome`
+                    return Outcome(content, result, None, attempts)  # positional: no kwargs dict
 
             # The same kind resolves to the same action all through the call.
             if resolved is None or resolved[0] != kind:
