@@ -12,6 +12,11 @@ Three figures (issue 15, item 7), each against pytest without the plugin:
 - a fault-injected test: ``inject_fault`` (a tool fault firing twice) + the ``trace``
   fixture + one agent run, over a plain test without the plugin (target: at most 1.5x).
 
+And one figure that tells the two halves of that test apart: the same agent run with the
+tool failing twice written by hand (a tool that raises, a ``VirtualClock`` given to the
+agent, the run's own trace), without the plugin. Over a plain test it is what the runtime
+costs a test; the fault-injected test over it is what the test kit adds.
+
 The per-test figures are timed in one process (imports done, runs alternated), since a
 whole session's wall time is mostly start-up and noise on a shared machine. Each is given
 twice: in wall time, and in the CPU time of the thread running the tests, which is what
@@ -57,6 +62,31 @@ def test_faulted(n, trace):
     agent = af.Agent("bot", model=model, tools=[fetch])
     assert agent.run("go").output == "ok"
     assert trace.count("tool.retry") == 2
+'''
+
+# The fault-injected test's agent run with its two faults made by hand, for a run without
+# the plugin: no marker, no fixture, the run's own trace and a clock of its own.
+BY_HAND = '''
+import pytest
+import pytest_agentfaults as af
+
+calls = [0]
+
+@af.tool
+def fetch(url: str) -> str:
+    """Fetch a URL."""
+    calls[0] += 1
+    if calls[0] % 3:  # the first two calls of each test fail
+        raise ConnectionError("reset")
+    return "page"
+
+@pytest.mark.parametrize("n", range({count}))
+def test_by_hand(n):
+    model = af.ScriptedModel([af.call_tool("fetch", url="x"), af.say("ok")])
+    agent = af.Agent("bot", model=model, tools=[fetch], clock=af.VirtualClock())
+    result = agent.run("go")
+    assert result.output == "ok"
+    assert result.trace.count("tool.retry") == 2
 '''
 
 INI = """[pytest]
@@ -128,6 +158,7 @@ runs = {{
     "plain-on": common + ["test_plain.py"],
     "plain-off": common + ["test_plain.py", "-p", "no:agentfaults"],
     "faulted-on": common + ["test_faulted.py"],
+    "by-hand-off": common + ["test_by_hand.py", "-p", "no:agentfaults"],
 }}
 # warm-up, plain suites first: the unmarked figure is taken in a process where the kit
 # was never needed (the faulted suite loads the runtime, after which every test gets one)
@@ -147,6 +178,7 @@ for _ in range({repeats}):
 assert pytest.main(runs["faulted-on"]) == 0  # warm-up: loads the runtime
 for _ in range({repeats}):
     timed("faulted-on", "faulted-on")
+    timed("by-hand-off", "by-hand-off")
     for key in ("plain-on", "plain-off"):
         timed(key, key + "-after")
 for key, values in times.items():
@@ -158,6 +190,7 @@ def per_test(directory: Path) -> dict[str, float]:
     """Median per-test protocol time (microseconds) of each suite, in one process."""
     (directory / "test_plain.py").write_text(PLAIN.format(count=TESTS))
     (directory / "test_faulted.py").write_text(FAULTED.format(count=TESTS))
+    (directory / "test_by_hand.py").write_text(BY_HAND.format(count=TESTS))
     code = IN_PROCESS.format(common=COMMON, repeats=REPEATS)
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=directory, capture_output=True, text=True, check=False
@@ -165,7 +198,14 @@ def per_test(directory: Path) -> dict[str, float]:
     if done.returncode != 0:
         raise SystemExit(f"in-process runs failed:\n{done.stdout}\n{done.stderr}")
     figures = {}
-    suites = {"plain-on", "plain-off", "faulted-on", "plain-on-after", "plain-off-after"}
+    suites = {
+        "plain-on",
+        "plain-off",
+        "faulted-on",
+        "by-hand-off",
+        "plain-on-after",
+        "plain-off-after",
+    }
     for line in done.stdout.splitlines():
         key, _, value = line.partition(" ")
         if key.removesuffix("-cpu") in suites:
@@ -209,6 +249,12 @@ def print_ratios(us: dict[str, float], suffix: str) -> None:
     on = us["faulted-on" + suffix]
     print(
         f"  fault-injected {on:7.1f} us vs {off:7.1f} us plain  {on / off:6.3f}x  (target <= 1.5x)"
+    )
+    by_hand = us["by-hand-off" + suffix]
+    print(
+        f"    of which: the same run, faults by hand, no plugin {by_hand:7.1f} us:"
+        f" {by_hand / off:6.3f}x a plain test (the runtime's share); the fault-injected"
+        f" test is {on / by_hand:6.3f}x it (the test kit's share)"
     )
 
 

@@ -35,8 +35,9 @@ also needs ``cg_start`` (``CALLGRIND_START_INSTRUMENTATION; CALLGRIND_TOGGLE_COL
 and ``cg_stop`` (``CALLGRIND_TOGGLE_COLLECT; CALLGRIND_DUMP_STATS;
 CALLGRIND_STOP_INSTRUMENTATION``), as ``callgrind_sdk.py`` uses.
 Suites: ``plain-off`` (a plain test, no plugin), ``plain-on`` (the same with the plugin),
-``shell-on`` (inject_fault + trace, an empty body: the plugin's own share) and
-``faulted-on`` (bench_plugin.py's fault-injected test).
+``shell-on`` (inject_fault + trace, an empty body: the plugin's own share),
+``faulted-on`` (bench_plugin.py's fault-injected test) and ``by-hand-off`` (its agent run
+with the faults made by hand, no plugin: the runtime's share).
 
 Why time and instructions disagree (1.55x in instructions, 1.96x timed, 2026-11-27): with
 the host's L2 (1 MB a core: ``--LL=1048576,16,64``), a plain test touches about 225 lines
@@ -64,7 +65,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_plugin import COMMON, FAULTED, INI, PLAIN
+from bench_plugin import BY_HAND, COMMON, FAULTED, INI, PLAIN
 
 SHELL = """
 import pytest
@@ -80,6 +81,7 @@ SUITES = {
     "plain-on": ("test_plain.py", []),
     "shell-on": ("test_shell.py", []),
     "faulted-on": ("test_faulted.py", []),
+    "by-hand-off": ("test_by_hand.py", ["-p", "no:agentfaults"]),
 }
 
 
@@ -151,6 +153,7 @@ def main() -> None:
         (directory / "test_plain.py").write_text(PLAIN.format(count=args.n))
         (directory / "test_shell.py").write_text(SHELL.format(count=args.n))
         (directory / "test_faulted.py").write_text(FAULTED.format(count=args.n))
+        (directory / "test_by_hand.py").write_text(BY_HAND.format(count=args.n))
         os.chdir(directory)
         path, extra = SUITES[args.suite]
         command = [*COMMON, "-p", "no:terminal", path, *extra]
