@@ -244,7 +244,7 @@ def print_ratios(us: dict[str, float], suffix: str) -> None:
     on, off = us["plain-on-after" + suffix], us["plain-off-after" + suffix]
     print(
         f"  unmarked test, runtime loaded {on:7.1f} us vs {off:7.1f} us  {on / off:6.3f}x"
-        "  (each test gets the kit's state)"
+        "  (the kit's state built on its first use of the runtime)"
     )
     on = us["faulted-on" + suffix]
     print(

@@ -19,7 +19,7 @@ import pytest
 
 from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults._plugin_fixtures import ENDED
-from pytest_agentfaults._plugin_state import STATE
+from pytest_agentfaults._plugin_state import STATE, unpend
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.session import TestState
@@ -39,6 +39,7 @@ def end_test(item: pytest.Item, call: pytest.CallInfo[None]) -> TestState | None
     __tracebackhide__ = True
     stash = item.stash
     stash[ENDED] = True  # no kit switched on late from here (`running_trace`)
+    unpend(item)  # nor on its first use of the runtime
     # `in`, not `stash.get`: a get that misses raises and catches a KeyError
     state = stash[STATE] if STATE in stash else None  # noqa: SIM401
     errors = state.stop() if state is not None else []
@@ -91,6 +92,7 @@ def switch_off(item: pytest.Item) -> list[Exception]:
     if ENDED in stash:
         return []
     stash[ENDED] = True
+    unpend(item)
     state = stash[STATE] if STATE in stash else None  # noqa: SIM401
     errors = state.stop() if state is not None else []
     _network.stop_network(item, errors)

@@ -7,7 +7,9 @@ standard library and pytest load with it; the kit loads on the first test that u
 from __future__ import annotations
 
 import sys
-from contextvars import ContextVar
+import threading
+from contextvars import ContextVar, Token
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -31,8 +33,10 @@ __all__ = [
     "fault_marks",
     "kit_marks",
     "may_use_kit",
+    "pend",
     "running_item",
     "start_state",
+    "unpend",
 ]
 
 
@@ -68,6 +72,10 @@ class Session:
         self.seed_shown = False  # the seed line went out after collection
         #: the ``trace`` fixture's view, made on first use (`_plugin_fixtures.trace_view`)
         self.trace_view: Any = None
+        #: the runtime's `PENDING` variable, once a test may use the runtime (`pend`)
+        self.pending: ContextVar[Any] | None = None
+        #: one test switched on at a time (`_switch_on`): threads of a test may race to it
+        self.switching = threading.Lock()
         #: the setup hook fills in the kit's fixtures itself (`_plugin_fixtures`): not
         #: when the session shows fixture setup (set at the session's start)
         self.direct_fixtures = False
@@ -286,6 +294,8 @@ def start_state(
     __tracebackhide__ = True
     marks = kit_marks(item) if marks is None else marks
     session = item.config.stash[SESSION]
+    if PENDED in item.stash and session.pending is not None:
+        session.pending.set(None)  # switched on in this context now (`pend`)
     kit = session.kit or load_kit(item.config, session)
     nodeid = item.nodeid  # a property that builds the string
     state = kit.TestState(
@@ -305,6 +315,57 @@ def start_state(
     if uses_the_kit(item, marks):
         state.use_virtual_time()  # undone by state.stop(), like the rest
     return state
+
+
+PENDED = pytest.StashKey[Token[Any]]()  # the test's `pend` token, until it ends
+
+
+def pend(item: pytest.Item, marks: frozenset[str]) -> None:
+    """Give a test that may use the kit, but does not say so, its state on first use.
+
+    Most such tests never build an agent (a suite whose other tests use the kit): the
+    state is built when the test first uses the runtime, in the context that uses it
+    (`pytest_agentfaults.runtime._pending`). `unpend` ends it.
+    """
+    session = item.config.stash[SESSION]
+    variable = session.pending
+    if variable is None:
+        from pytest_agentfaults.runtime._pending import PENDING  # noqa: PLC0415 - lazy
+
+        variable = session.pending = PENDING
+    item.stash[PENDED] = variable.set(partial(_switch_on, item, marks))
+
+
+def _switch_on(item: pytest.Item, marks: frozenset[str]) -> None:
+    """The pending test's first use of the runtime, in the calling context: switch it on."""
+    __tracebackhide__ = True
+    session = item.config.stash[SESSION]
+    with session.switching:
+        if session.pending is not None:
+            session.pending.set(None)  # on in this context from here (and not again)
+        if PENDED not in item.stash:
+            return  # the test ended (a context it left behind): nothing of it to switch on
+        state: TestState | None = item.stash.get(STATE, None)
+        if state is None:
+            start_state(item, marks, declared=False)
+        else:  # this context was copied before the test's first use: the same state here
+            state.start()
+
+
+def unpend(item: pytest.Item) -> None:
+    """End `pend`: the test's switch is gone from its context (safe to call twice)."""
+    stash = item.stash
+    if PENDED not in stash:
+        return
+    token = stash[PENDED]
+    del stash[PENDED]
+    variable = item.config.stash[SESSION].pending
+    if variable is None:
+        return
+    try:
+        variable.reset(token)
+    except ValueError:  # set in another context (never, from pytest's hooks): the default
+        variable.set(None)
 
 
 class Kit:

@@ -16,6 +16,7 @@ from pytest_agentfaults._plugin_state import SESSION, Session
 __all__ = [
     "SessionEnd",
     "Totals",
+    "add_shipped",
     "count_reports",
     "counts_from_the_start",
     "seed_line",
@@ -29,12 +30,10 @@ def seed_line(seed: int) -> str:
 
 
 def count_reports(config: pytest.Config) -> None:
-    """Register the session's `Totals` (once): before its first report that carries counts.
+    """Register the session's `Totals`, which sees every report (HTML, xdist controller).
 
-    A report carries counts only once the plugin `ship`-ped a test's (or an xdist worker
-    did), and only the HTML report wants the others: a session none of whose tests uses
-    the kit, without ``--agentfaults-html``, has no `Totals` and pays no hook call for
-    each of its reports.
+    Other sessions register none: the plugin adds each test's counts as it ships them
+    (`add_shipped`), so no test pays a hook call for each of its reports.
     """
     session = config.stash[SESSION]
     if session.counting:
@@ -71,28 +70,33 @@ class Totals:
             from pytest_agentfaults._plugin_report import phase_of  # noqa: PLC0415 - lazy
 
             self.session.phases.setdefault(report.nodeid, []).append(phase_of(report))
-        if report.when != "teardown":
-            return  # only the teardown report carries the test's counts (`ship`)
-        # from the report's attributes: a `getattr` that misses makes and drops an
-        # AttributeError, for every test of the session that shipped nothing
-        shipped = report.__dict__.get("agentfaults")
-        if shipped is None:
-            return
-        session = self.session
-        if session.totals is None:
-            from pytest_agentfaults.testing.session import Counts  # noqa: PLC0415 - lazy
+        if report.when == "teardown":  # only its teardown report carries a test's counts
+            add_shipped(self.session, report)
 
-            session.totals = Counts()
-        session.totals.add(shipped["counts"])
-        session.used = session.used or bool(shipped.get("used", True))
-        if "render" in shipped:
-            session.always.append((report.nodeid, shipped["render"]))
-        if "html" in shipped:
-            session.html_tests.append(shipped["html"])
-        if "coverage" in shipped:
-            _coverage.session_matrix(session).add(
-                shipped["coverage"], report.nodeid, shipped["passed"]
-            )
+
+def add_shipped(session: Session, report: pytest.TestReport) -> None:
+    """Add what a teardown ``report`` carries of its test (`ship`) to the session's totals.
+
+    Called for each teardown report by `Totals` where one is registered (an xdist
+    controller gets its workers' reports so), else by the plugin as it ships a test.
+    """
+    # from the report's attributes: a `getattr` that misses makes and drops an
+    # AttributeError, for every test of the session that shipped nothing
+    shipped = report.__dict__.get("agentfaults")
+    if shipped is None:
+        return
+    if session.totals is None:
+        from pytest_agentfaults.testing.session import Counts  # noqa: PLC0415 - lazy
+
+        session.totals = Counts()
+    session.totals.add(shipped["counts"])
+    session.used = session.used or bool(shipped.get("used", True))
+    if "render" in shipped:
+        session.always.append((report.nodeid, shipped["render"]))
+    if "html" in shipped:
+        session.html_tests.append(shipped["html"])
+    if "coverage" in shipped:
+        _coverage.session_matrix(session).add(shipped["coverage"], report.nodeid, shipped["passed"])
 
 
 class SessionEnd:

@@ -55,10 +55,16 @@ from pytest_agentfaults._plugin_state import (
     may_use_kit as _may_use_kit,
 )
 from pytest_agentfaults._plugin_state import (
+    pend as _pend,
+)
+from pytest_agentfaults._plugin_state import (
     running_item as _running_item,
 )
 from pytest_agentfaults._plugin_state import (
     start_state as _start_state,
+)
+from pytest_agentfaults._plugin_state import (
+    uses_the_kit as _uses_the_kit,
 )
 
 _state = _fixtures.state_of
@@ -219,10 +225,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     __tracebackhide__ = True
     marks = _kit_marks(item)  # one walk up the tree for all our markers
     declared = _declares_kit(item, marks)
-    if _may_use_kit(item, marks, declared):
+    if declared:
         state = _start_state(item, marks, declared)
-        if declared:  # the kit's fixtures it names, filled in here (`_plugin_fixtures`)
-            _fixtures.fill_kit_fixtures(item, state, item.config.stash[_SESSION])
+        # the kit's fixtures it names, filled in here (`_plugin_fixtures`)
+        _fixtures.fill_kit_fixtures(item, state, item.config.stash[_SESSION])
+    elif _may_use_kit(item, marks, declared):
+        if _uses_the_kit(item, marks):  # a fixture of a kit fixture's name: virtual time now
+            _start_state(item, marks, declared)
+        else:
+            _pend(item, marks)  # its state is built on its first use of the runtime
     # The httpx guard is for tests that use the kit (a marker or a kit fixture), not for
     # every test once the runtime is loaded: an unrelated test keeps its network, whatever
     # ran before it (our own model clients refuse real hosts in every test regardless).
@@ -292,9 +303,9 @@ def pytest_runtest_makereport(
         # Nothing recorded, nothing declared, no file to write: nothing to ship (its
         # counts are all zero, and only a used test turns the summary on).
         return report
-    if not session.counting:  # before this report reaches pytest_runtest_logreport
-        _totals.count_reports(item.config)
     _ship(item, report, state, session, used=used)
+    if not session.counting:  # no `Totals` sees the reports: added here, once
+        _totals.add_shipped(session, report)
     return report
 
 

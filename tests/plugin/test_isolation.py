@@ -268,6 +268,7 @@ def test_a(everything):
 
 def test_a_step_that_fails_to_switch_off_does_not_stop_the_others():
     from pytest_agentfaults.runtime import hooks
+    from pytest_agentfaults.runtime._pending import switch_on
     from pytest_agentfaults.runtime.clock import VirtualClock
     from pytest_agentfaults.testing.session import TestState
 
@@ -275,6 +276,7 @@ def test_a_step_that_fails_to_switch_off_does_not_stop_the_others():
         def unpatch_sleep(self) -> None:
             raise OSError("cannot restore")
 
+    switch_on()  # this test's own state, switched on at its first use of the runtime
     outer = hooks.active_interceptors()
     state = TestState("t", seed=1, real_time=False)
     state.clock = BrokenClock()
@@ -289,6 +291,7 @@ def test_a_step_that_fails_to_switch_off_does_not_stop_the_others():
 
 def test_an_interrupt_while_switching_off_switches_the_rest_off_then_goes_on():
     from pytest_agentfaults.runtime import hooks
+    from pytest_agentfaults.runtime._pending import switch_on
     from pytest_agentfaults.runtime.clock import VirtualClock, default_clock
     from pytest_agentfaults.testing.session import TestState
 
@@ -297,6 +300,7 @@ def test_an_interrupt_while_switching_off_switches_the_rest_off_then_goes_on():
             super().unpatch_sleep()
             raise KeyboardInterrupt
 
+    switch_on()  # this test's own state, switched on at its first use of the runtime
     outer, outer_clock = hooks.active_interceptors(), default_clock()
     state = TestState("t", seed=1, real_time=False)
     state.clock = InterruptedClock()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pytest_agentfaults._redact import redact_value
 from pytest_agentfaults.runtime._event import KEPT, redact, validated
 from pytest_agentfaults.runtime._log import logger
+from pytest_agentfaults.runtime._pending import PENDING, switch_on
 from pytest_agentfaults.runtime.events import ErrorRecord, Event, Observer, Trace
 
 if TYPE_CHECKING:
@@ -61,7 +62,10 @@ _collecting: ContextVar[tuple[tuple[Trace, ...], Iterator[int] | None]] = Contex
 
 def active_collectors() -> tuple[Trace, ...]:
     """The traces collecting events in this context (empty: nothing records)."""
-    return _collecting.get()[0]
+    collectors = _collecting.get()[0]
+    if not collectors and switch_on():  # a test's first use of the runtime (`_pending`)
+        collectors = _collecting.get()[0]
+    return collectors
 
 
 class collecting:
@@ -88,17 +92,24 @@ class collecting:
 
 
 def start_collecting(
-    trace: Trace, *, only: bool = False, fresh_run_ids: bool = False
+    trace: Trace,
+    *,
+    only: bool = False,
+    fresh_run_ids: bool = False,
+    numbering: Iterator[int] | None = None,
 ) -> list[tuple[ContextVar[Any], Token[Any]]]:
     """What entering `collecting` does; returns each variable set, with its reset token.
 
     Also the plugin's per-test switch (`_test_context`); reset them last set first.
+    ``numbering``: the fresh run ids' counter, when it goes on from an earlier block's
+    (a test switched on in a second context: its runs are numbered as one).
     """
+    switch_on()  # a pending test switches on first: this changes its context (`_pending`)
     outer, run_ids = _collecting.get()
     if fresh_run_ids:
         # Runs started in the block are numbered from 1 (the plugin's per-test trace):
         # no id depends on what ran before in the process (same seed, same bytes).
-        run_ids = itertools.count(1)
+        run_ids = itertools.count(1) if numbering is None else numbering
     collectors = (trace,) if only else (*outer, trace)
     return [(_collecting, _collecting.set((collectors, run_ids)))]
 
@@ -151,6 +162,8 @@ class Recorder:
         parent: Recorder | None = None,
         run_id: str | None = None,
     ) -> None:
+        if parent is None and PENDING.get() is not None:
+            switch_on()  # a test's first use of the runtime (`_pending`): its trace and ids
         self.agent = agent
         self.clock = clock
         self.run_id = run_id if run_id is not None else new_run_id()

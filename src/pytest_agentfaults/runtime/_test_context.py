@@ -9,6 +9,7 @@ managers cost four objects and eight method calls more.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextvars import Context, ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
@@ -30,13 +31,17 @@ Entered = list[tuple[ContextVar[Any], Token[Any], Any]]
 
 
 def enter_test(
-    clock: Clock | None, seed: int | None, trace: Trace, snapshots: SnapshotSettings | None
+    clock: Clock | None,
+    seed: int | None,
+    trace: Trace,
+    snapshots: SnapshotSettings | None,
+    numbering: Iterator[int] | None = None,
 ) -> Entered:
     """Switch a test's runtime context on; returns what `leave_test` needs to undo it.
 
     ``clock`` becomes the default clock (None: real time), ``seed`` the jitter seed,
-    ``trace`` a collector of every run (numbered from ``run-1``), ``snapshots`` the
-    snapshot settings.
+    ``trace`` a collector of every run (numbered from ``run-1``, or by ``numbering``, the
+    counter of the test's runs in another context), ``snapshots`` the snapshot settings.
     """
     entered: Entered = []
     variable: ContextVar[Any]
@@ -48,7 +53,7 @@ def enter_test(
         entered.append((variable, token, variable.get()))
         variable, token = set_jitter_seed(seed)
         entered.append((variable, token, variable.get()))
-        for variable, token in start_collecting(trace, fresh_run_ids=True):
+        for variable, token in start_collecting(trace, fresh_run_ids=True, numbering=numbering):
             entered.append((variable, token, variable.get()))
         variable, token = set_snapshot_settings(snapshots)
         entered.append((variable, token, variable.get()))

@@ -24,6 +24,7 @@ from typing import Any, Final, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._pending import switch_on
 
 __all__ = [
     "ResilienceConfig",
@@ -81,7 +82,10 @@ _session_seed: ContextVar[int | None] = ContextVar("agentfaults_jitter_seed", de
 
 def active_seed() -> int | None:
     """The jitter seed active in this context (a test's seed under the plugin), if any."""
-    return _session_seed.get()
+    seed = _session_seed.get()
+    if seed is None and switch_on():  # a test's first use of the runtime (`_pending`)
+        seed = _session_seed.get()
+    return seed
 
 
 # The one unseeded stream, shared: seeding a fresh `Random` from the OS costs ~10 us a run,
@@ -98,7 +102,7 @@ def jitter_rng() -> random.Random:
     A seeded stream is new on every call, so each run replays from the seed; the unseeded
     one is shared by every run in the process.
     """
-    seed = _session_seed.get()
+    seed = active_seed()
     return _unseeded if seed is None else random.Random(seed)
 
 
@@ -124,6 +128,7 @@ def set_jitter_seed(seed: int | None) -> tuple[ContextVar[int | None], Token[int
     What `seeded_jitter` enters, also for the plugin's per-test switch (`_test_context`);
     returns the variable and the token that resets it.
     """
+    switch_on()  # a pending test switches on first: this changes its context (`_pending`)
     return _session_seed, _session_seed.set(seed)
 
 

@@ -18,6 +18,7 @@ from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Final, Protocol, Self, runtime_checkable
 
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._pending import switch_on
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime._virtual_time import ThreadTime
@@ -344,7 +345,10 @@ _REAL = RealClock()
 
 def default_clock() -> Clock:
     """The clock an agent built with ``clock=None`` uses: the active override, else real time."""
-    return _default.get() or _REAL
+    clock = _default.get()
+    if clock is None and switch_on():  # a test's first use of the runtime (`_pending`)
+        clock = _default.get()
+    return clock or _REAL
 
 
 class use_default_clock:
@@ -378,6 +382,7 @@ def set_default_clock(
     What `use_default_clock` enters, also for the plugin's per-test switch
     (`_test_context`); returns the variable and the token that resets it.
     """
+    switch_on()  # a pending test switches on first: this changes its context (`_pending`)
     return _default, _default.set(clock)
 
 

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._pending import switch_on
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded
 
@@ -173,6 +174,7 @@ def install_interceptor(interceptor: Interceptor) -> None:
     Contexts copied from this one afterwards (asyncio tasks, ``contextvars.copy_context``)
     see it too; other threads' contexts do not.
     """
+    switch_on()  # a pending test switches on first: this changes its context (`_pending`)
     _interceptors.set((*_interceptors.get(), interceptor))
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._pending import switch_on
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Trace
@@ -81,6 +82,7 @@ def set_snapshot_settings(settings: SnapshotSettings | None) -> _Set:
     What `use_snapshots` enters, also for the plugin's per-test switch (`_test_context`);
     returns the variable and the token that resets it.
     """
+    switch_on()  # a pending test switches on first: this changes its context (`_pending`)
     return _settings, _settings.set(settings)
 
 
@@ -144,7 +146,10 @@ def assert_matches_snapshot(trace: Trace, path: str | Path, *, exact_times: bool
     A missing file, or ``--agentfaults-update-snapshots``, writes it instead.
     """
     __tracebackhide__ = True
-    settings = _settings.get() or SnapshotSettings()
+    settings = _settings.get()
+    if settings is None and switch_on():  # a test's first use of the runtime (`_pending`)
+        settings = _settings.get()
+    settings = settings or SnapshotSettings()
     target = Path(path)
     if not target.is_absolute() and settings.root is not None:
         target = settings.root / target

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING
 
+from pytest_agentfaults.runtime._pending import switch_on
+
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
 
@@ -23,11 +25,15 @@ _plan: ContextVar[FaultPlan | None] = ContextVar("agentfaults_current_plan", def
 
 def current_plan() -> FaultPlan | None:
     """The plan active in this context (the innermost `FaultPlan.active`), if any."""
-    return _plan.get()
+    plan = _plan.get()
+    if plan is None and switch_on():  # a test's first use of the kit (`runtime._pending`)
+        plan = _plan.get()
+    return plan
 
 
 def enter(plan: FaultPlan) -> Token[FaultPlan | None]:
     """Make ``plan`` the current plan; `leave` with the token undoes it."""
+    switch_on()  # a pending test switches on first: this changes its context (`_pending`)
     return _plan.set(plan)
 
 
@@ -43,7 +49,7 @@ def leave(plan: FaultPlan, token: Token[FaultPlan | None]) -> None:
 
 def add_check(check: Callable[[], None]) -> bool:
     """Run ``check`` when the current plan is checked; False when no plan is active."""
-    plan = _plan.get()
+    plan = current_plan()
     if plan is None:
         return False
     plan.add_check(check)

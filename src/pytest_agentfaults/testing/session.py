@@ -8,11 +8,12 @@ JSON file and summary counts. The plugin only wires it to pytest's hooks.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 import sys
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,8 +128,10 @@ class TestState:
         self.declared = False
         self.passed = False
         self.failed = False
-        self._entered: Entered = []  # the runtime context `start` set (`enter_test`)
-        self._plan_handle: object = None
+        #: the runtime context `start` set (`enter_test`), in each context it started in
+        self._entered: Entered = []
+        self._plan_handles: list[object] = []
+        self._numbering: Iterator[int] | None = None  # its runs' ids, in every context
         self._adapters: Callable[[], None] | None = None
 
     def add_faults(self, faults: Iterable[Fault]) -> None:
@@ -137,15 +140,31 @@ class TestState:
             self.plan.add(fault)
 
     def start(self) -> None:
-        """Switch the plan, the virtual clock, the seed and the trace on for this test."""
+        """Switch the plan, the virtual clock, the seed and the trace on for this test.
+
+        In the calling context. Again in another one (a context copied before the test
+        first used the runtime: see `pytest_agentfaults.runtime._pending`), it switches
+        the same plan, clock and trace on there too; `stop` undoes each.
+        """
         # One call sets the runtime's context variables (`enter_test`), not four context
         # managers: this runs for every test of a session. real_time: None means "real",
         # also when an enclosing context set a virtual default.
-        self._entered = enter_test(
-            None if self.real_time else self.clock, self.seed, self.trace, self.snapshots
+        if self._numbering is None:
+            self._numbering = itertools.count(1)
+        self._entered.extend(
+            enter_test(
+                None if self.real_time else self.clock,
+                self.seed,
+                self.trace,
+                self.snapshots,
+                self._numbering,
+            )
         )
+        again = bool(self._plan_handles)  # another context: the adapters are on already
         try:
-            self._plan_handle = self.plan.activate()
+            self._plan_handles.append(self.plan.activate())
+            if again:
+                return
             # other frameworks' tools, for the frameworks the test process imported, in a
             # test that says it uses the kit: any other is left as it is (an
             # `af.fault_scope()` in it installs them for its block)
@@ -191,11 +210,10 @@ class TestState:
                 errors.append(error)
             except BaseException as stopped:
                 interrupt = interrupt or stopped
-        handle = self._plan_handle
-        if handle is not None:
-            self._plan_handle = None
+        handles = self._plan_handles
+        while handles:  # last activated first; each once
             try:
-                self.plan.deactivate(handle)
+                self.plan.deactivate(handles.pop())
             except Exception as error:
                 errors.append(error)
             except BaseException as stopped:
