@@ -93,6 +93,13 @@ class CancelToken:
     # The runtime reads ``_cancelled`` at each step of a run: a property read is a call.
     __slots__ = ("_cancelled", "reason")
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "cancelled" in cls.__dict__:
+            # A subclass that decides by itself (a deadline, an outside event): the
+            # runtime's inline reads of the flag ask its ``cancelled`` instead.
+            cls._cancelled = property(_ask, _FLAG.__set__)  # type: ignore[misc,assignment]
+
     def __init__(self) -> None:
         self._cancelled = False
         self.reason: str | None = None
@@ -100,12 +107,20 @@ class CancelToken:
     @property
     def cancelled(self) -> bool:
         """Whether `cancel` was called."""
-        return self._cancelled
+        return bool(_FLAG.__get__(self, CancelToken))  # the flag, whatever a subclass reads
 
     def cancel(self, reason: str | None = None) -> None:
         """Ask the run to stop at its next step."""
         self.reason = reason
         self._cancelled = True
+
+
+#: the token's own flag, the slot, read and set past any subclass's ``_cancelled``
+_FLAG: Final = CancelToken.__dict__["_cancelled"]
+
+
+def _ask(token: CancelToken) -> bool:
+    return bool(token.cancelled)
 
 
 @dataclass(slots=True)
