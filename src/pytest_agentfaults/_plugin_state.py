@@ -75,7 +75,8 @@ class Session:
         #: the runtime's `PENDING` variable, once a test may use the runtime (`pend`)
         self.pending: ContextVar[Any] | None = None
         #: one test switched on at a time (`_switch_on`): threads of a test may race to it
-        self.switching = threading.Lock()
+        #: (re-entrant: a switch-on that reaches the runtime again cannot lock itself out)
+        self.switching = threading.RLock()
         #: the setup hook fills in the kit's fixtures itself (`_plugin_fixtures`): not
         #: when the session shows fixture setup (set at the session's start)
         self.direct_fixtures = False
