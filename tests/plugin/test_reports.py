@@ -93,6 +93,29 @@ def test_trace_dir_gets_one_json_file_per_test_passed_or_failed(suite):
     assert not list((pytester.path / "out").glob("*.tmp"))
 
 
+def test_trace_dir_has_a_file_for_each_test_that_used_the_kit_and_no_other(suite):
+    # An unmarked test that runs an agent used the kit (its state is built then); one that
+    # never touches the runtime has no trace to write.
+    pytester = suite(
+        """
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"))
+def test_marked():
+    assert make().run("go").output == "done"
+
+def test_unmarked_with_a_run():
+    assert make().run("go").output == "done"
+
+def test_unmarked_without_one():
+    pass
+"""
+    )
+    pytester.runpytest("--agentfaults-trace-dir=out", "-p", "no:randomly").assert_outcomes(passed=3)
+    names = sorted(
+        json.loads(f.read_text())["nodeid"] for f in (pytester.path / "out").glob("*.json")
+    )
+    assert names == ["test_suite.py::test_marked", "test_suite.py::test_unmarked_with_a_run"]
+
+
 def test_file_names_are_safe_and_unique(suite):
     from pytest_agentfaults.testing.session import trace_file_name
 
