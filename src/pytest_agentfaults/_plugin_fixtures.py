@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agentfaults import _plugin_network as _network
-from pytest_agentfaults._plugin_state import STATE, Session, running_item, start_state
+from pytest_agentfaults._plugin_state import STATE, Session, running_item, switch_on_late
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Trace
@@ -39,7 +39,7 @@ def state_of(item: pytest.Item) -> TestState:
     __tracebackhide__ = True
     state: TestState | None = item.stash.get(STATE, None)
     if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
-        state = start_state(item)
+        state = switch_on_late(item)
         _network.start_network_late(item)
     state.use_virtual_time()  # a kit fixture: the test's waits are virtual (not real_time)
     return state

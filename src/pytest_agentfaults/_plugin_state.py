@@ -36,6 +36,7 @@ __all__ = [
     "pend",
     "running_item",
     "start_state",
+    "switch_on_late",
     "unpend",
 ]
 
@@ -295,8 +296,6 @@ def start_state(
     __tracebackhide__ = True
     marks = kit_marks(item) if marks is None else marks
     session = item.config.stash[SESSION]
-    if PENDED in item.stash and session.pending is not None:
-        session.pending.set(None)  # switched on in this context now (`pend`)
     kit = session.kit or load_kit(item.config, session)
     nodeid = item.nodeid  # a property that builds the string
     state = kit.TestState(
@@ -351,6 +350,18 @@ def _switch_on(item: pytest.Item, marks: frozenset[str]) -> None:
             start_state(item, marks, declared=False)
         else:  # this context was copied before the test's first use: the same state here
             state.start()
+
+
+def switch_on_late(item: pytest.Item) -> TestState:
+    """Switch a test on that asked for a kit fixture late (``request.getfixturevalue``).
+
+    In the calling context; a test still pending is switched on from here, once.
+    """
+    __tracebackhide__ = True
+    session = item.config.stash[SESSION]
+    if PENDED in item.stash and session.pending is not None:
+        session.pending.set(None)  # on in this context from here (`pend`)
+    return start_state(item)
 
 
 def unpend(item: pytest.Item) -> None:

@@ -165,3 +165,35 @@ def test_block():
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["SEEN call test_block ['run-1']"])
+
+
+def test_a_kit_fixture_asked_for_late_switches_the_test_on_once(pytester):
+    # The late fixture switches the pending test on; its first run must not switch it on
+    # a second time in the same context (its plan would then intercept twice).
+    result = run(
+        pytester,
+        """
+seen = []
+
+
+@af.tool
+def lookup(key: str) -> str:
+    \"\"\"Look up a key.\"\"\"
+    seen.append(key)
+    return "value"
+
+
+def test_late(request):
+    from pytest_agentfaults.runtime import hooks
+
+    faults = request.getfixturevalue("faults")
+    faults.tool("lookup").raises(ConnectionError("injected")).times(1)
+    model = af.ScriptedModel([af.call_tool("lookup", key="k"), af.say("ok")])
+    assert af.Agent("bot", model=model, tools=[lookup]).run("go").output == "ok"
+    assert len(faults.fired) == 1
+    assert seen == ["k"]
+    assert len(hooks.active_interceptors()) == 1  # the test's plan, switched on once
+""",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["SEEN call test_late ['run-1']"])
