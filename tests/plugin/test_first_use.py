@@ -197,3 +197,22 @@ def test_late(request):
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["SEEN call test_late ['run-1']"])
+
+
+def test_tool_invoke_as_the_first_use_waits_on_the_tests_clock(pytester):
+    # `Tool.invoke` switches a pending test on before it reads the default clock: its
+    # backoff waits on the test's virtual clock, and its attempts reach the test's trace.
+    result = run(
+        pytester,
+        """
+def test_invoke_first():
+    from pytest_agentfaults.runtime.clock import default_clock
+
+    start = time.perf_counter()
+    assert fetch.invoke({"url": "x"}) == "page"  # two failures, then the page
+    assert time.perf_counter() - start < 0.5  # its two backoff waits were virtual
+    assert default_clock().now() >= 1.0  # on the test's clock
+""",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["SEEN call test_invoke_first ['run-1']"])

@@ -15,11 +15,19 @@ from typing import Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.runtime._drivers import Steps, adrive, drive, timed_out
-from pytest_agentfaults.runtime._recorder import Recorder, active_collectors
+from pytest_agentfaults.runtime._pending import PENDING, switch_on
+from pytest_agentfaults.runtime._recorder import Recorder, active_collectors, read_collecting
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime._toolcalls import ToolCalls
 from pytest_agentfaults.runtime.backoff import ResilienceConfig, jitter_rng
-from pytest_agentfaults.runtime.clock import Clock, RealClock, VirtualClock, default_clock
+from pytest_agentfaults.runtime.clock import (
+    REAL_CLOCK,
+    Clock,
+    RealClock,
+    VirtualClock,
+    default_clock,
+    read_default_clock,
+)
 from pytest_agentfaults.runtime.hooks import active_interceptors
 from pytest_agentfaults.runtime.models.base import ToolCall
 
@@ -47,12 +55,14 @@ def invoke(
     else:
         config = config.for_tool(tool.name)
         cut, timeout = _cut(config), config.timeout_seconds
+    if PENDING.get() is not None:  # a test's first use of the runtime (`_pending`): once,
+        switch_on()  # for the three reads below
     if clock is None:
-        clock = default_clock()
+        clock = read_default_clock() or REAL_CLOCK
     if (
         tool.is_async
         or active_interceptors()
-        or active_collectors()
+        or read_collecting()[0]
         or (timeout is not None and (cut or type(clock) is VirtualClock))
     ):
         return drive(_standalone(tool, arguments, config, clock))

@@ -60,6 +60,11 @@ _collecting: ContextVar[tuple[tuple[Trace, ...], Iterator[int] | None]] = Contex
 )
 
 
+# For `Tool.invoke`'s happy path, which switches a pending test on once for all its reads:
+# ``(collectors, run numbering)`` of this context, read without a switch-on.
+read_collecting: Final = _collecting.get
+
+
 def active_collectors() -> tuple[Trace, ...]:
     """The traces collecting events in this context (empty: nothing records)."""
     collectors = _collecting.get()[0]

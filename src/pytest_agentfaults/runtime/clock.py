@@ -342,6 +342,11 @@ pop_attempt_deadline: Final = _deadline.reset
 _default: ContextVar[Clock | None] = ContextVar("agentfaults_default_clock", default=None)
 _REAL = RealClock()
 
+# For `Tool.invoke`'s happy path, which switches a pending test on once for all its reads:
+# the default clock set in this context (None: real time), read without a switch-on.
+read_default_clock: Final = _default.get
+REAL_CLOCK: Final = _REAL
+
 
 def default_clock() -> Clock:
     """The clock an agent built with ``clock=None`` uses: the active override, else real time."""
