@@ -139,13 +139,70 @@ def test_a_retry_after_date_is_obeyed_to_its_one_second_resolution():
     assert judge(asked_in_seconds, attempt(1.0, 200)).codes == ["retry_after_ignored"]
 
 
-def test_a_retry_count_of_zero_after_a_failure_is_a_new_request_not_a_retry():
-    # an SDK's x-stainless-retry-count: 0 says the app asked again, the SDK did not retry
+def test_an_sdk_call_the_app_makes_again_after_a_failure_is_a_retry_of_the_same_request():
+    # an SDK numbers its own attempts (x-stainless-retry-count) from 0 at each call, so
+    # the app's own loop around it starts at 0 every time: still the same request
     first = attempt(0, 400, retry_count=0)
     again = attempt(0.001, 200, retry_count=0)
     result = judge(first, again)
+    assert result.requests == 1
+    assert result.codes == ["retried_non_retryable"]
+
+
+def test_the_sdks_attempt_cap_applies_to_each_of_its_calls_not_to_the_loop_around_them():
+    # two calls of an SDK with max_retries=2, each making its 3 attempts with backoff, the
+    # app waiting 10 s between them: 6 attempts of one request, none a storm
+    calls = [
+        attempt(10.0 * call + wait, status, retry_count=n)
+        for call in range(2)
+        for n, (wait, status) in enumerate([(0, 503), (0.5, 503), (1.5, 503 if call == 0 else 200)])
+    ]
+    result = judge(*calls)
+    assert result.requests == 1
+    assert result.passed, result.codes
+
+
+def test_one_call_of_the_sdk_over_a_cap_is_a_storm_even_inside_an_app_loop():
+    # the SDKs' cap is their max_retries, which the verdict does not know: a cap given to
+    # the verdict applies to each call, and one call made 5 attempts
+    calls = [attempt(n * 1.0, 503, retry_count=n) for n in range(5)]
+    calls.append(attempt(20.0, 200, retry_count=0))
+    result = judge(*calls, max_attempts=3)
+    storms = [f for f in result.findings if f.code == "retry_storm"]
+    assert len(storms) == 1
+    assert "attempted 5 times (more than 3)" in storms[0].message
+    assert len(storms[0].events) == 5  # that call's attempts, not the app's next call
+    assert judge(*calls[:3], calls[-1], max_attempts=3).passed  # 3 + 1: within the cap
+
+
+def test_an_app_loop_that_waits_nothing_between_sdk_calls_is_no_backoff_and_a_storm():
+    calls = [attempt(0.0, 503, retry_count=0) for _ in range(20)]
+    result = judge(*calls)
+    assert result.requests == 1
+    assert {"no_backoff", "retry_storm"} <= set(result.codes)
+    assert "gave_up_early" not in result.codes  # it was retried, 19 times
+
+
+def test_an_app_loop_with_backoff_around_an_sdk_without_retries_passes():
+    # max_retries=0: the app backs off 1 s, 2 s, 4 s and the fourth call is answered
+    waits = [(0.0, 503), (1.0, 503), (3.0, 503), (7.0, 200)]
+    result = judge(*[attempt(at, status, retry_count=0) for at, status in waits])
+    assert result.requests == 1
+    assert result.passed, result.codes
+
+
+def test_an_sdk_call_made_again_after_a_success_is_a_new_request():
+    result = judge(attempt(0, 200, retry_count=0), attempt(0.001, 200, retry_count=0))
     assert result.requests == 2
-    assert "retried_non_retryable" not in result.codes
+
+
+def test_a_cut_stream_requested_again_at_once_is_no_finding():
+    # no SDK re-issues a started stream: the app's own re-request is the recovery, and a
+    # cut is not an overloaded server asking for a wait
+    cut = attempt(0, 200, fault="truncated_stream", error=failure("RemoteProtocolError"))
+    cut.__dict__["retry_count"] = 0
+    again = attempt(0.0, 200, retry_count=0)
+    assert judge(cut, again).passed
 
 
 # ------------------------------------------------------------------- give-ups, cut streams

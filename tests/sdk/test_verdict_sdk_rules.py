@@ -187,6 +187,78 @@ def test_max_retries_5_riding_out_five_503s_is_not_a_storm(http_faults, trace, v
     trace.assert_resilient()
 
 
+# ------------------------------------------------------------------- the app's own loop
+# Each call of an SDK numbers its attempts from 0 (x-stainless-retry-count), so a loop
+# around the SDK shows as calls that all start at 0: still one request, judged as a retry.
+
+
+def app_loop(client, waits, error=openai.APIStatusError):
+    """The app's own retry loop: call, and on ``error`` wait the next of ``waits``."""
+    for wait in [*waits, None]:
+        try:
+            return ask(client)
+        except error:
+            if wait is None:
+                raise
+            time.sleep(wait)  # virtual: the test uses the kit
+    return None
+
+
+def test_an_app_loop_retrying_a_401_around_the_sdk_is_retried_non_retryable(http_faults, trace):
+    http_faults.post(OPENAI_URL).mock(side_effect=[status(401), status(401), chat_ok()])
+    with openai.OpenAI(api_key="sk-test-0123456789abcdef", max_retries=2) as client:
+        app_loop(client, [1.0, 1.0])
+    result = trace.verdict()
+    assert result.codes == ["retried_non_retryable"]
+    assert "the repeat came from code around it" in result.findings[0].advice
+
+
+def test_an_app_loop_past_x_should_retry_false_is_retried_non_retryable(http_faults, trace):
+    refused = status(503, x_should_retry="false")
+    http_faults.post(OPENAI_URL).mock(side_effect=[refused, refused, chat_ok()])
+    with openai.OpenAI(api_key="sk-test-0123456789abcdef") as client:
+        app_loop(client, [1.0, 1.0])
+    assert trace.verdict().codes == ["retried_non_retryable"]
+
+
+def test_an_app_loop_with_backoff_around_an_sdk_without_retries_is_resilient(
+    http_faults, trace, virtual_clock
+):
+    http_faults.post(OPENAI_URL).mock(side_effect=[status(503)] * 3 + [chat_ok()])
+    with openai.OpenAI(api_key="sk-test-0123456789abcdef", max_retries=0) as client:
+        app_loop(client, [1.0, 2.0, 4.0])
+    assert virtual_clock.sleeps == [1.0, 2.0, 4.0]
+    trace.assert_resilient()
+
+
+def test_an_app_loop_hammering_an_sdk_without_retries_is_no_backoff_and_a_storm(http_faults, trace):
+    http_faults.post(OPENAI_URL).mock(side_effect=[status(503)] * 20 + [chat_ok()])
+    with openai.OpenAI(api_key="sk-test-0123456789abcdef", max_retries=0) as client:
+        app_loop(client, [0.0] * 20)
+    result = trace.verdict()
+    assert {"no_backoff", "retry_storm"} <= set(result.codes)
+    assert "gave_up_early" not in result.codes
+
+
+def test_an_app_loop_cutting_a_retry_after_short_is_retry_after_ignored(http_faults, trace):
+    limited = status(429, retry_after="10")
+    http_faults.post(OPENAI_URL).mock(side_effect=[limited, chat_ok()])
+    with openai.OpenAI(api_key="sk-test-0123456789abcdef", max_retries=0) as client:
+        app_loop(client, [1.0])
+    assert trace.verdict().codes == ["retry_after_ignored"]
+
+
+def test_an_app_loop_around_an_sdk_that_retries_is_judged_per_call(
+    http_faults, trace, virtual_clock
+):
+    # two calls of max_retries=2 (3 attempts each, the SDK's own backoff), 10 s apart
+    http_faults.post(OPENAI_URL).mock(side_effect=[status(503)] * 5 + [chat_ok()])
+    with openai.OpenAI(api_key="sk-test-0123456789abcdef") as client:
+        app_loop(client, [10.0])
+    assert [e.field("retry_count") for e in trace.of("http.request")] == [0, 1, 2, 0, 1, 2]
+    trace.assert_resilient()
+
+
 # ------------------------------------------------------------------- streams
 
 

@@ -111,8 +111,11 @@ def group(events: Sequence[Event]) -> list[Request]:
     """The HTTP attempts of ``events`` grouped into requests.
 
     Attempts of one run with the same method, URL and body are one request, until a
-    success, an SDK's ``x-stainless-retry-count: 0``, or a new model call of the run (the
-    run's own retry, judged by its ``llm.retry`` events) starts another.
+    success or a new model call of the run (the run's own retry, judged by its
+    ``llm.retry`` events) starts another. An SDK's fresh call (``x-stainless-retry-count:
+    0``) after a failure stays in the request: it is the retry loop of the code around the
+    SDK, judged as any retry is, while the attempt cap applies to each of the SDK's own
+    chains of attempts (`chains`).
     """
     open_requests: dict[tuple[Any, ...], Request] = {}
     requests: list[Request] = []
@@ -125,13 +128,27 @@ def group(events: Sequence[Event]) -> list[Request]:
             continue
         key = _key(event)
         current = open_requests.get(key)
-        if current is None or event.retry_count == 0 or _succeeded(current.attempts[-1]):
+        if current is None or _succeeded(current.attempts[-1]):
             current = Request([event])
             open_requests[key] = current
             requests.append(current)
         else:
             current.attempts.append(event)
     return requests
+
+
+def chains(attempts: list[Event]) -> list[list[Event]]:
+    """``attempts`` cut where an SDK starts a fresh call (``retry_count`` 0): its own chains.
+
+    A client that does not number its attempts makes one chain of them all.
+    """
+    runs: list[list[Event]] = [[attempts[0]]]
+    for event in attempts[1:]:
+        if event.retry_count == 0:
+            runs.append([event])
+        else:
+            runs[-1].append(event)
+    return runs
 
 
 def _status(event: Event) -> int | None:
@@ -251,7 +268,9 @@ def _judge_request(request: Request, cap: int | None, min_backoff: float) -> lis
         elif wait is not None and not obeyed:
             why = f"the server asked to wait {wait:g}s and the retry came {gap:.3f}s later"
             pairs.setdefault("retry_after_ignored", []).append((before, after, why))
-        elif failed(before) and gap < min_backoff and not obeyed:
+        elif failed(before) and gap < min_backoff and not obeyed and not _cut(before):
+            # (a cut stream asked again at once is no finding: no server asked for a wait,
+            # and no SDK re-issues a started stream, so the re-request is the app's recovery)
             why = f"retried {gap:.3f}s after {_outcome(before)} (less than {min_backoff:g}s)"
             pairs.setdefault("no_backoff", []).append((before, after, why))
     found = []
@@ -259,13 +278,13 @@ def _judge_request(request: Request, cap: int | None, min_backoff: float) -> lis
         events = [items[0][0]] + [after for _, after, _ in items]
         times = "" if len(items) == 1 else f" ({len(items)} times)"
         found.append(request.found(code, f"{items[0][2]}{times}", *events))
-    attempts = request.attempts
-    if cap is not None and len(attempts) > cap:
-        found.append(
-            request.found(
-                "retry_storm", f"attempted {len(attempts)} times (more than {cap})", *attempts
-            )
-        )
+    if cap is not None and len(request.attempts) > cap:
+        # the cap is the client's own: each of its chains, not the loop around them
+        for attempts in chains(request.attempts):
+            if len(attempts) > cap:
+                message = f"attempted {len(attempts)} times (more than {cap})"
+                found.append(request.found("retry_storm", message, *attempts))
+                break
     return found
 
 
