@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import time
 from pathlib import Path
 
@@ -347,6 +348,43 @@ def test_an_html_page_the_app_requests_again_passes(openai_sdk, http_faults, tra
         virtual_clock.sleep(0.5)  # the app waits before asking again
         answer = ask(openai_sdk)
     assert answer.choices[0].message.content
+    trace.assert_resilient()
+
+
+@pytest.mark.inject_fault(http="not_json", url=OPENAI_URL)
+def test_a_json_answer_that_is_not_json_raises_in_openai_and_giving_up_is_the_finding(
+    openai_sdk, trace
+):
+    # the SDK raises on it (json.JSONDecodeError, no openai.APIError): nothing was used, the
+    # app gave the answer up
+    with pytest.raises(json.JSONDecodeError):
+        ask(openai_sdk)
+    result = trace.verdict()
+    assert result.codes == ["gave_up_early"]
+    (found,) = result.findings
+    assert "the SDK raised json.JSONDecodeError on it" in found.message
+    assert "used" not in found.message
+    assert "json.JSONDecodeError" in found.advice
+    assert "isinstance(result, str)" not in found.advice
+
+
+@pytest.mark.inject_fault(http="not_json", url=ANTHROPIC_URL)
+def test_a_json_answer_that_is_not_json_raises_in_anthropic_too(anthropic_sdk, trace):
+    with pytest.raises(json.JSONDecodeError):
+        ask_anthropic(anthropic_sdk)
+    assert trace.verdict().codes == ["gave_up_early"]
+
+
+@pytest.mark.inject_fault(http="not_json", url=OPENAI_URL)
+def test_a_json_answer_that_is_not_json_the_app_requests_again_passes(
+    openai_sdk, http_faults, trace, virtual_clock
+):
+    http_faults.post(OPENAI_URL).mock(side_effect=[chat_ok()])
+    try:
+        ask(openai_sdk)
+    except json.JSONDecodeError:
+        virtual_clock.sleep(0.5)
+        assert ask(openai_sdk).choices[0].message.content
     trace.assert_resilient()
 
 

@@ -98,6 +98,11 @@ _SDK_ADVICE: Final[dict[str, str]] = {
         "{pkg}.{cls} waits a Retry-After by itself: the early repeat came from code "
         "around it; leave retrying to its max_retries, or wait the header's time"
     ),
+    "not_json": (
+        "{pkg}.{cls} does not retry a 2xx answer whose JSON it cannot parse, and raises "
+        "json.JSONDecodeError (a ValueError, not {pkg}.APIError) for it: catch "
+        "json.JSONDecodeError around the call and request the answer again, with backoff"
+    ),
 }
 
 _RUNTIME_ADVICE: Final[dict[str, str]] = {
@@ -144,9 +149,14 @@ _HTTPX_ADVICE: Final[dict[str, str]] = {
 }
 
 
-def advice_for(code: str, kind: str, client: object, *, stream: bool = False) -> str:
-    """The advice for ``code`` fitted to the client (``kind`` from its `ClientRules`)."""
-    key = "stream" if stream else code
+def advice_for(
+    code: str, kind: str, client: object, *, stream: bool = False, topic: str = ""
+) -> str:
+    """The advice for ``code`` fitted to the client (``kind`` from its `ClientRules`).
+
+    ``topic`` names a more precise advice of the client's, when it has one (``not_json``).
+    """
+    key = topic or ("stream" if stream else code)
     default = "Anthropic" if kind == "anthropic" else "OpenAI"
     cls = client.split(".", 1)[1] if isinstance(client, str) and "." in client else default
     if kind in ("openai", "anthropic"):

@@ -41,6 +41,7 @@ _TRANSIENT_ERRORS: Final = frozenset(
         "RateLimitError",
     }
 )
+_SDKS: Final = frozenset({"openai", "anthropic"})
 _TRUNCATED: Final = "truncated_stream"
 _MALFORMED: Final = frozenset({"malformed_body", "not_json"})  # a 2xx body not the API's
 _TOLERANCE: Final = 1e-3
@@ -83,9 +84,12 @@ class Request:
         event = self.first
         return f"{event.field('method')} {event.field('url')}"
 
-    def found(self, code: str, message: str, *events: Event, stream: bool = False) -> Found:
+    def found(
+        self, code: str, message: str, *events: Event, stream: bool = False, topic: str = ""
+    ) -> Found:
+        """The finding, its advice fitted to the client (``topic``: advice of that key)."""
         rules = self.rules
-        advice = advice_for(code, rules.kind, self.client, stream=stream)
+        advice = advice_for(code, rules.kind, self.client, stream=stream, topic=topic)
         by = f" by {describe_client(self.client)}" if self.client is not None else ""
         return Found(code, f"{self.where()}{by}: {message}", advice, events)
 
@@ -397,6 +401,15 @@ def _malformed(requests: list[Request], events: Sequence[Event]) -> list[Found]:
         own = [e for e in ends if e.run_id == last.run_id]
         if own and not any(e.status == "ok" for e in own):
             continue  # the run failed on it: not accepted
+        if not own and last.field("fault") == "not_json" and request.rules.kind in _SDKS:
+            # an SDK raises on a JSON answer it cannot parse: nothing was used, it was given up
+            message = (
+                f"answered {_status(last)} with content-type JSON and a body that is not JSON "
+                "(not_json); the SDK raised json.JSONDecodeError on it, and the request was "
+                "never made again"
+            )
+            found.append(request.found("gave_up_early", message, last, topic="not_json"))
+            continue
         message = (
             f"answered {_status(last)} with a body that is not the provider's JSON "
             f"({last.field('fault')}), never requested again, and used"
