@@ -122,8 +122,8 @@ def test_count_retries_tells_the_layers_apart():
         _request(503),
         _request(503),  # the same request again, outside any run: an SDK's retry
         _request(200, url="other"),  # another route: not a retry
-        _request(500, retry_count=0),
-        _request(200, retry_count=1),  # the SDK says so
+        _request(500, url="sdk", retry_count=0),
+        _request(200, url="sdk", retry_count=1),  # the SDK says so
         Event(type="transport.retry"),  # the runtime's own HTTP retry
         Event(type="http.request", run_id="run-1", method="POST", url="u"),  # inside a run:
         Event(type="http.request", run_id="run-1", method="POST", url="u"),  # its events count

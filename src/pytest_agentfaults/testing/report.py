@@ -46,14 +46,17 @@ def count_retries(events: Sequence[Event]) -> RetryCounts:
     """Count ``events``' retries: tool, LLM and HTTP apart (the one place that counts them).
 
     Tool and LLM retries are the runtime's ``tool.retry`` and ``llm.retry`` events. HTTP
-    retries are its ``transport.retry`` events, plus the retries made below it: an
-    ``http.request`` that says it is one (the SDK's ``x-stainless-retry-count`` header,
-    kept as ``retry_count``, above 0) or, for a client that says nothing and runs outside
-    our agent runs, one that repeats an earlier request to the same route with the same
-    body. Requests made inside an agent run are left to that run's own retry events.
+    retries are its ``transport.retry`` events, plus the retries made below it, outside
+    our agent runs (whose requests their own retry events count): an ``http.request``
+    that says it is one (an SDK's ``x-stainless-retry-count`` header, kept as
+    ``retry_count``, above 0); an SDK's fresh call (``retry_count`` 0) that sends the
+    request whose last attempt failed again (the retry loop of the code around it, as the
+    verdict groups it); or, for a client that says nothing, one that repeats an earlier
+    request to the same route with the same body.
     """
     tool = llm = http = 0
-    seen: set[tuple[object, ...]] = set()
+    # per route outside runs: whether its last attempt failed
+    last_failed: dict[tuple[object, ...], bool] = {}
     for event in events:
         kind = event.type
         if kind == "tool.retry":
@@ -64,13 +67,22 @@ def count_retries(events: Sequence[Event]) -> RetryCounts:
             http += 1
         elif kind == "http.request":
             retry_count = event.field("retry_count")
-            if isinstance(retry_count, int):
-                http += retry_count > 0
-            elif event.run_id == OUTSIDE_RUNS:
-                route = (event.field("method"), event.field("url"), event.field("body_sha"))
-                http += route in seen
-                seen.add(route)
+            if isinstance(retry_count, int) and retry_count > 0:
+                http += 1
+            if event.run_id != OUTSIDE_RUNS:
+                continue
+            route = (event.field("method"), event.field("url"), event.field("body_sha"))
+            if route in last_failed and (
+                last_failed[route] if retry_count == 0 else retry_count is None
+            ):
+                http += 1
+            last_failed[route] = _failed(event)
     return RetryCounts(tool=tool, llm=llm, http=http)
+
+
+def _failed(event: Event) -> bool:
+    status = event.status
+    return event.error is not None or (isinstance(status, int) and status >= 400)
 
 
 @dataclass
