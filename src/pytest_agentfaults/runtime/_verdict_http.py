@@ -119,7 +119,7 @@ def group(events: Sequence[Event]) -> list[Request]:
     ``llm.retry`` events) starts another. An SDK's fresh call (``x-stainless-retry-count:
     0``) after a failure stays in the request: it is the retry loop of the code around the
     SDK, judged as any retry is, while the attempt cap applies to each of the SDK's own
-    chains of attempts (`chains`).
+    chains of attempts (`_chains`).
     """
     open_requests: dict[tuple[Any, ...], Request] = {}
     requests: list[Request] = []
@@ -141,7 +141,7 @@ def group(events: Sequence[Event]) -> list[Request]:
     return requests
 
 
-def chains(attempts: list[Event]) -> list[list[Event]]:
+def _chains(attempts: list[Event]) -> list[list[Event]]:
     """``attempts`` cut where an SDK starts a fresh call (``retry_count`` 0): its own chains.
 
     A client that does not number its attempts makes one chain of them all.
@@ -284,7 +284,7 @@ def _judge_request(request: Request, cap: int | None, min_backoff: float) -> lis
         found.append(request.found(code, f"{items[0][2]}{times}", *events))
     if cap is not None and len(request.attempts) > cap:
         # the cap is the client's own: each of its chains, not the loop around them
-        for attempts in chains(request.attempts):
+        for attempts in _chains(request.attempts):
             if len(attempts) > cap:
                 message = f"attempted {len(attempts)} times (more than {cap})"
                 found.append(request.found("retry_storm", message, *attempts))
