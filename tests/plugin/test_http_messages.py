@@ -151,3 +151,76 @@ def test_many(http_faults):
     ).runpytest()
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*GET https://api.example.test/2 and more"])
+
+
+# ------------------------------------------------------------ httpx mocks do not see httpx2
+
+MOCKED = """
+import httpx2
+import openai
+import pytest
+import respx
+
+URL = "https://api.openai.com/v1/chat/completions"
+CHAT = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "mocked"},
+                     "finish_reason": "stop"}]}
+ASK = dict(model="m", messages=[{"role": "user", "content": "x"}])
+"""
+
+
+def test_a_refused_sdk_request_says_the_httpx_mocks_of_the_test_do_not_see_it(suite):
+    pytest.importorskip("pytest_httpx")
+    result = suite(
+        MOCKED
+        + """
+@pytest.mark.httpx_mock(assert_all_responses_were_requested=False)
+def test_both_fixtures(respx_mock, httpx_mock, openai_client):
+    respx_mock.post(URL).respond(200, json=CHAT)
+    httpx_mock.add_response(url=URL, json=CHAT)
+    openai_client.chat.completions.create(**ASK)
+
+def test_a_respx_router_of_its_own(openai_client):
+    with respx.mock(assert_all_called=False) as router:
+        router.post(URL).respond(200, json=CHAT)
+        openai_client.chat.completions.create(**ASK)
+
+def test_a_plain_httpx2_client(respx_mock, trace):
+    respx_mock.post(URL).respond(200, json=CHAT)
+    httpx2.post(URL, json={})
+
+def test_no_mock(openai_client):
+    openai_client.chat.completions.create(**ASK)
+"""
+    ).runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=4)
+    skipped = "httpx, not httpx2, which sent this request (as the official SDKs do)"
+    # the reason first, right after what was refused; then the usual ways out
+    result.stdout.fnmatch_lines(
+        [
+            f"*PermissionDeniedError*(test test_suite.py::test_both_fixtures). respx_mock and "
+            f"httpx_mock mock {skipped}: their routes do not see it; http_faults routes see "
+            "both. Answer it in the test*",
+            f"*PermissionDeniedError*(test test_suite.py::test_a_respx_router_of_its_own). "
+            f"respx.mock mocks {skipped}: its routes do not see it; *",
+            f"*UnmatchedRequestError*(test test_suite.py::test_a_plain_httpx2_client). "
+            f"respx_mock mocks {skipped}: its routes*",
+            "*PermissionDeniedError*(test test_suite.py::test_no_mock). Answer it in the test*",
+        ]
+    )
+
+
+def test_the_teardown_check_of_a_swallowed_refusal_says_it_too(suite):
+    result = suite(
+        MOCKED
+        + """
+def test_swallowed(respx_mock, openai_client):
+    respx_mock.post(URL).respond(200, json=CHAT)
+    with pytest.raises(openai.PermissionDeniedError):
+        openai_client.chat.completions.create(**ASK)
+"""
+    ).runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*sent requests to real hosts*", "*respx_mock mocks httpx, not httpx2*"]
+    )
