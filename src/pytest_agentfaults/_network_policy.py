@@ -59,11 +59,11 @@ def is_loopback(host: str) -> bool:
     return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
-def blocked_message(what: str, host: str, test: str) -> str:
-    """The refusal: what was sent, where, by which test, and the ways out."""
+def blocked_message(what: str, host: str, test: str, why: str = "") -> str:
+    """The refusal: what was sent, where, by which test, ``why`` (a sentence), the ways out."""
     return (
         f"agentfaults: {what} was refused: tests do not reach the network, and {host} is "
-        f"not this machine (test {test}). Answer it in the test with a route "
+        f"not this machine (test {test}).{why} Answer it in the test with a route "
         "(http_faults.post(url).respond(200, json=...)) or a fault, or point the client at "
         f"a loopback server such as llm_server; or {HOW_TO_ALLOW}."
     )

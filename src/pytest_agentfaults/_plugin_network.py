@@ -119,7 +119,9 @@ def _start_guard(item: pytest.Item, sockets: bool) -> None:
     if network is None:
         from pytest_agentfaults.testing import _network as network  # noqa: PLC0415
 
-    guard = network.NetworkGuard(item.nodeid, sockets=sockets)
+    # the list itself, read only if a request is refused (`NetworkGuard.unseen_by_mocks`)
+    fixturenames = getattr(item, "fixturenames", ())
+    guard = network.NetworkGuard(item.nodeid, sockets=sockets, fixturenames=fixturenames)
     guard.start()
     item.stash[_GUARD] = guard
 

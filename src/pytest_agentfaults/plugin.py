@@ -441,7 +441,8 @@ def llm_server(
     Drive it with ``llm_server.script([...steps])``; point clients at
     ``llm_server.base_url("openai")`` (or ``.env()``). The test's http faults are served
     over its socket; ``llm_server.requests`` lists every request received. A request left
-    without a script step fails the test at teardown.
+    without a script step, or a step left unused, fails a test whose call passed at
+    teardown (a failed test shows its own outcome alone, as for every check of the kit).
     """
     __tracebackhide__ = True
     from pytest_agentfaults.testing._compose import check_llm_server_mocks  # noqa: PLC0415
@@ -450,9 +451,11 @@ def llm_server(
     markers = list(request.node.iter_markers("httpx_mock"))
     url = server.base_url("openai")
     check_llm_server_mocks(request.node.name, request.fixturenames, markers, url)
-    server.bind(_state(request.node).plan)
+    state = _state(request.node)
+    server.bind(state.plan)
     try:
         yield server
-        server.check()
+        if state.passed:  # set by the call's report, made before any teardown
+            server.check()
     finally:
         server.reset()

@@ -235,3 +235,31 @@ def test_allowed(llm_server):
             "*or pass llm_server.script(..., strict=False) to allow leftovers.",
         ]
     )
+
+
+def test_a_failed_test_reports_no_llm_server_or_script_route_leftovers(suite):
+    result = suite("""
+import openai
+
+ASK = dict(model="m", messages=[{"role": "user", "content": "hi"}])
+
+def test_over_the_server(llm_server):
+    llm_server.script([say("one"), say("two")])
+    with openai.OpenAI(base_url=llm_server.base_url("openai"), api_key="k") as client:
+        client.chat.completions.create(**ASK)
+    assert 1 == 2, "the server test's own failure"
+
+def test_over_a_script_route(http_faults, openai_client):
+    http_faults.script("openai", [say("one"), say("two")])
+    openai_client.chat.completions.create(**ASK)
+    assert 1 == 2, "the route test's own failure"
+""").runpytest()
+    # as for a ScriptedModel: the leftover step is a consequence of the failure
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "FAILED test_suite.py::test_over_the_server - AssertionError: the server test's*",
+            "FAILED test_suite.py::test_over_a_script_route - AssertionError: the route test's*",
+        ]
+    )
+    assert "say('two')" not in result.stdout.str()

@@ -269,6 +269,44 @@ def test_a_client_that_never_gives_up_is_reported():
             impatient.check()
 
 
+def test_a_hold_the_client_never_gave_up_on_is_traced_as_the_drop_that_ended_it():
+    anthropic = pytest.importorskip("anthropic")
+    plan = FaultPlan()
+    plan.http().timeout()
+    with LLMServer(timeout_hold=0.02) as impatient:
+        impatient.bind(plan)
+        impatient.script([say("unused")], strict=False)
+        # the SDK's default timeout (10 min) outlasts the hold: the server drops the line
+        with (
+            anthropic.Anthropic(base_url=impatient.url, api_key="k", max_retries=0) as client,
+            pytest.raises(anthropic.APIConnectionError),
+        ):
+            client.messages.create(
+                model="c", max_tokens=5, messages=[{"role": "user", "content": "Hi"}]
+            )
+        with pytest.raises(AssertionError, match="never gave up"):
+            impatient.check()
+    assert plan.http_recorder is not None
+    (attempt,) = plan.http_recorder.trace.of("http.request")
+    assert attempt.error is not None
+    assert (attempt.error.type, attempt.error.message) == (
+        "RemoteProtocolError",
+        "the server held the response 0.02s, then dropped the connection: the client never gave up",
+    )
+
+
+def test_a_hold_the_client_gave_up_on_is_traced_as_its_timeout(server, make_model):
+    plan = FaultPlan()
+    plan.http().timeout()
+    server.bind(plan)
+    with pytest.raises(af.ModelTimeoutError):
+        ask(make_model("openai", timeout=0.05, transport_retry=False))
+    assert plan.http_recorder is not None
+    (attempt,) = plan.http_recorder.trace.of("http.request")
+    assert attempt.error is not None
+    assert attempt.error.type == "ReadTimeout"
+
+
 def test_other_exceptions_are_a_500(server):
     server.script([af.testing.fail(ValueError("boom"))])
     response = httpx.post(f"{server.url}/api/chat", json={"stream": False})

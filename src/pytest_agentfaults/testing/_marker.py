@@ -144,7 +144,7 @@ def _parse_http(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -
     if not is_status and spec not in HTTP_KINDS:
         raise UsageError(
             f"{shown}: http= must be a status code (e.g. 503) or one of "
-            f"{', '.join(HTTP_KINDS)}; got {spec!r}"
+            f"{', '.join(HTTP_KINDS)}; got {spec!r}{_other_keyword(spec, 'http')}"
         )
     allowed = HTTP_KIND_OPTIONS.get("status" if is_status else spec, ())
     options = {key: kwargs[key] for key in _HTTP_OPTIONS if key in kwargs}
@@ -169,7 +169,10 @@ def _parse_llm(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) ->
     __tracebackhide__ = True
     kind = kwargs["llm"]
     if kind not in LLM_FAULT_KINDS:
-        raise UsageError(f"{shown}: llm= must be one of {', '.join(LLM_KINDS)}; got {kind!r}")
+        raise UsageError(
+            f"{shown}: llm= must be one of {', '.join(LLM_KINDS)}; got {kind!r}"
+            + _other_keyword(kind, "llm")
+        )
     allowed = LLM_FAULT_KINDS[kind].options
     options: dict[str, Any] = {}
     for key in _LLM_OPTIONS:
@@ -195,6 +198,34 @@ def _parse_llm(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) ->
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{shown}: {exc}") from exc
     return fault
+
+
+#: what to write instead of a kind of the other keyword, where a plain swap is not it
+_INSTEAD: Final[Mapping[tuple[str, str], str]] = {
+    ("http", "rate_limit"): "for a 429 use http=429 (retry_after=...) or http='quota'",
+    ("http", "server_error"): "for a 5xx use http=503",
+    ("http", "connection"): "for a dropped connection use http='connect_error' or http='reset'",
+    ("http", "truncated"): "for a cut stream use http='truncated_stream'",
+    ("llm", "truncated_stream"): "for a cut answer use llm='truncated'",
+    ("llm", "connect_error"): "for a dropped connection use llm='connection'",
+    ("llm", "reset"): "for a dropped connection use llm='connection'",
+    ("llm", "read_error"): "for a dropped connection use llm='connection'",
+}
+
+
+def _other_keyword(value: object, keyword: str) -> str:
+    """A hint for ``keyword=value`` when ``value`` belongs to the other keyword ('' if not)."""
+    if keyword == "llm" and isinstance(value, int) and 400 <= value <= 599:
+        return f"; for an HTTP status use llm='server_error', status={value} or http={value}"
+    if not isinstance(value, str):
+        return ""
+    other = "llm" if keyword == "http" else "http"
+    if value not in (LLM_FAULT_KINDS if other == "llm" else HTTP_KINDS):
+        return ""
+    instead = _INSTEAD.get((keyword, value))
+    if instead is not None:
+        return f"; {instead}; {value!r} is an {other}= kind"
+    return f"; {value!r} is an {other}= kind: write {other}={value!r}"
 
 
 def _marker_repr(label: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:

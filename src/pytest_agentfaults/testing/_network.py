@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
 import httpx
+from respx.mocks import HTTPCoreMocker
 from respx.models import AllMockedAssertionError
 
 from pytest_agentfaults._network_policy import HOW_TO_ALLOW, blocked_message, is_loopback
@@ -55,13 +57,13 @@ class UnmatchedRequestError(NetworkBlockedError, AllMockedAssertionError):
     failure. (An SDK, which retries any exception, gets a final 403 instead.)
     """
 
-    def __init__(self, method: str, url: str, test: str | None = None) -> None:
+    def __init__(self, method: str, url: str, test: str | None = None, hint: str = "") -> None:
         self.method = method
         self.url = redact_text(url)
         host = httpx.URL(url).host
         what = f"{self.method} {self.url}"
         super().__init__(
-            blocked_message(what, host, test)
+            blocked_message(what, host, test, hint)
             if test is not None
             else (
                 f"agentfaults: {what} is not mocked and would reach the network. Answer it "
@@ -85,11 +87,17 @@ class NetworkGuard:
 
     _socket_connect: ClassVar[Any] = None  # socket.socket's own, while one guard patches it
 
-    def __init__(self, test: str, *, sockets: bool = False) -> None:
+    def __init__(
+        self, test: str, *, sockets: bool = False, fixturenames: Sequence[str] = ()
+    ) -> None:
         self.test = test
         self.sockets = sockets
+        #: the test's fixtures: those that mock httpx alone explain a refused httpx2 request
+        self.fixturenames = fixturenames
         #: the SDK requests answered with the refusal (``"POST https://..."``, redacted)
         self.answered: list[str] = []
+        #: why the httpx mocks of the test did not answer them (`unseen_by_mocks`), if so
+        self.hint = ""
         self._patched = False
 
     # ------------------------------------------------------------------ switching
@@ -116,8 +124,9 @@ class NetworkGuard:
             raise AssertionError(
                 f"agentfaults: {self.test} sent requests to real hosts; tests do not reach "
                 "the network, so each got a 403 with x-should-retry: false (which no SDK "
-                f"retries):\n{listed}\nAnswer them in the test with http_faults routes or "
-                f"faults, or point the client at llm_server; or {HOW_TO_ALLOW}."
+                f"retries):\n{listed}\n{self.hint.lstrip()}{' ' if self.hint else ''}Answer "
+                "them in the test with http_faults routes or faults, or point the client at "
+                f"llm_server; or {HOW_TO_ALLOW}."
             )
 
     # ------------------------------------------------------------------ one request
@@ -154,13 +163,15 @@ class NetworkGuard:
         An SDK's request gets the final 403 (and is noted for `check`); any other an
         error to raise.
         """
+        hint = self.unseen_by_mocks(module)
         if not is_sdk_request(request):
-            error = UnmatchedRequestError(request.method, str(request.url), self.test)
+            error = UnmatchedRequestError(request.method, str(request.url), self.test, hint)
             return Injected(error=error)
         host = request.url.host
         what = f"{request.method} {redact_text(str(request.url))}"
-        message = blocked_message(what, host, self.test)
+        message = blocked_message(what, host, self.test, hint)
         self.answered.append(what)
+        self.hint = self.hint or hint
         body = {
             "type": "error",
             "error": {"type": "network_blocked", "code": "network_blocked", "message": message},
@@ -169,6 +180,32 @@ class NetworkGuard:
         return Injected(
             module.Response(REFUSED_STATUS, headers=headers, content=json.dumps(body).encode())
         )
+
+    def unseen_by_mocks(self, module: Any) -> str:
+        """Why the test's httpx mocks did not answer a request of ``module`` ('' if no such).
+
+        respx's default router and pytest-httpx patch httpx; the official SDKs send through
+        httpx2, so a user's ``respx_mock`` or ``httpx_mock`` route for an SDK's URL is never
+        asked. (A respx router on httpx2, ``respx.mock(using="httpcore2")``, would have
+        answered: no refusal then.)
+        """
+        if module.__name__ != "httpx2":
+            return ""
+        mocks = [name for name in _HTTPX_MOCKS if name in self.fixturenames]
+        if not mocks and HTTPCoreMocker.routers:
+            mocks = ["respx.mock"]
+        if not mocks:
+            return ""
+        one = len(mocks) == 1
+        return (
+            f" {' and '.join(mocks)} {'mocks' if one else 'mock'} httpx, not httpx2, which "
+            f"sent this request (as the official SDKs do): {'its' if one else 'their'} "
+            "routes do not see it; http_faults routes see both."
+        )
+
+
+#: the fixtures of respx and pytest-httpx, which mock httpx (not httpx2)
+_HTTPX_MOCKS: Final = ("respx_mock", "httpx_mock")
 
 
 # ----------------------------------------------------------------------------- sockets

@@ -27,7 +27,7 @@ from pytest_agentfaults.errors import (
 )
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import RealClock
-from pytest_agentfaults.runtime.events import ErrorRecord
+from pytest_agentfaults.runtime.events import ErrorRecord, Event
 from pytest_agentfaults.runtime.models.base import ModelRequest
 from pytest_agentfaults.testing._handler import Handler, Reply, send
 from pytest_agentfaults.testing._http_fields import client_fields, response_fields
@@ -205,9 +205,12 @@ class Service:
             binding.requests.append(received)
             if len(body) > server.max_stored_body:  # the script's copy is bounded too
                 _cut_texts(binding.model.requests[recorded:], server.max_stored_body)
-        self._record(binding, received, reply, body)
+        event = self._record(binding, received, reply, body)
         # the event is recorded before the reply goes out: the client may look at once
         if send(handler, reply, server.timeout_hold) == "held":
+            if event is not None:  # what happened instead, before the connection closes
+                with self._lock:
+                    event.error = _held_record(reply, server.timeout_hold)
             binding.problems.append(
                 f"a {reply.fault or 'timeout'!r} on {method} {path} held the response "
                 f"{server.timeout_hold:g}s "
@@ -217,7 +220,7 @@ class Service:
 
     def _record(
         self, binding: Binding, received: ReceivedRequest, reply: Reply, body: bytes
-    ) -> None:
+    ) -> Event | None:
         method, url = received.method, f"{RECORDED_ORIGIN}{received.path}"
         fields: dict[str, Any] = {"method": method, "url": url}
         if reply.kind in ("answer", "cut", "stall"):
@@ -238,12 +241,13 @@ class Service:
         fields["detail"] = f"{method} {url}" + (
             f" (retry {received.retry_count})" if received.retry_count else ""
         )
-        self._emit(binding, "http.request", **fields)
+        return self._emit(binding, "http.request", **fields)
 
-    def _emit(self, binding: Binding, type: str, **fields: Any) -> None:
-        if binding.recorder is not None:  # the recorder redacts what it records
-            with self._lock:
-                binding.recorder.emit(type, **fields)
+    def _emit(self, binding: Binding, type: str, **fields: Any) -> Event | None:
+        if binding.recorder is None:
+            return None
+        with self._lock:  # the recorder redacts what it records
+            return binding.recorder.emit(type, **fields)
 
     def _script_reply(
         self, binding: Binding, provider: Provider, stream: bool, body: bytes, path: str
@@ -423,6 +427,18 @@ def _error_record(reply: Reply) -> ErrorRecord:
     if reply.kind == "cut" and reply.fault == "read_error":
         name = "ReadError"
     return ErrorRecord(type=name, message=message, kind="runtime", retryable=True)
+
+
+def _held_record(reply: Reply, hold: float) -> ErrorRecord:
+    """A hold (or a stall) no client gave up on: the server ended it by dropping the line."""
+    what = "stalled the stream" if reply.kind == "stall" else "held the response"
+    return ErrorRecord(
+        type="RemoteProtocolError",
+        message=f"the server {what} {hold:g}s, then dropped the connection: the client "
+        "never gave up",
+        kind="runtime",
+        retryable=True,
+    )
 
 
 def _digest(body: bytes) -> str:

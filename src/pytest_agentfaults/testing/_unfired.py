@@ -6,7 +6,7 @@ meant to be enough on its own (the plugin prints it without a traceback).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentfaults.testing._fault import HTTPFault, LLMFault, ToolFault
@@ -23,17 +23,23 @@ def explain_unfired(
     tools_called: set[str],
     *,
     agents_called: Collection[str] | None = None,
+    requests_made: Sequence[str] = (),
+    requests_capped: bool = False,
 ) -> str:
     """Three lines: the fault as the test wrote it, what happened instead, and the fix.
 
     ``occurrences`` is the plan's count of attempts per target (`FaultPlan.next_fault`),
     ``tools_called`` the tools the agents tried while the plan was active, and
-    ``agents_called`` (when the plan records them) the agents whose model was called.
+    ``agents_called`` (when the plan records them) the agents whose model was called, and
+    ``requests_made`` the distinct HTTP requests (``"POST <url>"``) the plan saw
+    (``requests_capped``: and maybe more, which it did not keep).
     """
     written = fault.source or fault.describe()
     lenient = "strict=False" if written.startswith("@pytest.mark") else ".strict(False)"
     seen = occurrences.get(fault.key, 0)
     happened, fix = _what_and_fix(fault, seen, tools_called, agents_called)
+    if not seen and isinstance(fault, HTTPFault) and fault.url and requests_made:
+        happened += f"; requests made: {_few(requests_made, capped=requests_capped)}"
     if seen and fault.probability is not None:
         happened += (
             f"; the fault was drawn with probability={fault.probability:g} and missed "
@@ -138,6 +144,15 @@ def _no_agent_calls(agent: str, agents_called: Collection[str] | None) -> tuple[
     if not others:
         return f"{happened}; no agent called a model", "run the agent in the test"
     return f"{happened}; the agents that called a model were {', '.join(others)}", fix
+
+
+def _few(requests: Sequence[str], *, capped: bool, shown: int = 3) -> str:
+    """The first ``shown`` of ``requests``, and how many more (a message stays short)."""
+    listed = ", ".join(requests[:shown])
+    more = len(requests) - shown
+    if more <= 0:
+        return listed
+    return f"{listed} and {'more' if capped else f'{more} more'}"
 
 
 def _times(count: int) -> str:

@@ -88,6 +88,8 @@ __all__ = [
 ]
 
 _F = TypeVar("_F", bound=FaultBase)
+#: how many distinct requests a plan keeps for its messages (`FaultPlan.requests_made`)
+_REQUESTS_KEPT = 20
 
 
 class FaultPlan:
@@ -119,6 +121,10 @@ class FaultPlan:
         #: origins that reports show under a stable name (``http://127.0.0.1:<port>`` of a
         #: bound `LLMServer` -> ``http://llm_server``): a port differs from run to run
         self.shown_origins: dict[str, str] = {}
+        #: the distinct HTTP requests the http faults saw (``"POST <url>"``, redacted, the
+        #: first `_REQUESTS_KEPT`), for the message of one whose ``url=`` matched none
+        self.requests_made: dict[str, None] = {}
+        self._requests_seen: set[tuple[str, str]] = set()
         #: what `testing._frameworks` keeps per plan: its recorders, attempt counts, and
         #: the frameworks watched (``"watched"``, set by the plugin) for the strict message
         self.framework_state: dict[str, Any] = {}
@@ -230,7 +236,12 @@ class FaultPlan:
         except UsageError as unfinished:  # a fluent chain left without an action
             return str(unfinished)
         return explain_unfired(
-            fault, self._occurrences, self.tools_called, agents_called=self.agents_called
+            fault,
+            self._occurrences,
+            self.tools_called,
+            agents_called=self.agents_called,
+            requests_made=list(self.requests_made),
+            requests_capped=len(self.requests_made) >= _REQUESTS_KEPT,
         ) + self._watched(fault)
 
     def _watched(self, fault: Fault) -> str:
@@ -371,6 +382,9 @@ class FaultPlan:
         if not http:
             return None
         with self._http_lock:
+            made = self.requests_made
+            if len(made) < _REQUESTS_KEPT and (method, url) not in self._requests_seen:
+                self._note_request(made, method, url)
             memo = self._http_groups
             if memo is None:
                 memo = self._http_groups = {}
@@ -390,6 +404,14 @@ class FaultPlan:
                 if hit is not None:
                     return hit
         return None
+
+    def _note_request(self, made: dict[str, None], method: str, url: str) -> None:
+        self._requests_seen.add((method, url))  # each redacted once
+        for origin, shown in self.shown_origins.items():  # the loopback server's port
+            if url.startswith(origin):
+                url = shown + url[len(origin) :]
+                break
+        made[redact(f"{method} {url}")] = None
 
     #: (method, url, any_host) -> (the http faults then, their matching groups), per plan
     _http_groups: dict[tuple[Any, ...], tuple[list[Any], dict[Any, list[HTTPFault]]]] | None = None
