@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentfaults._plugin_paths import check_coverage_path
 from pytest_agentfaults._plugin_state import CoverageSettings, Session
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def add_options(parser: pytest.Parser, group: Any) -> None:
         default=None,
         metavar="PATH.json",
         help="report which fault classes each tool, model and host met in passing tests "
-        "(a matrix at the end; with PATH, also as JSON)",
+        "(a matrix at the end; with =PATH.json, also as JSON; the path must end in .json)",
     )
     group.addoption(
         "--agentfaults-coverage-fail-under",
@@ -64,6 +65,8 @@ def settings(config: pytest.Config) -> CoverageSettings | None:
     if option is None and ini.lower() in ("", "false", "0", "no") and gate is None:
         return None
     path = option if option is not None else ("" if ini.lower() in ("true", "1", "yes") else ini)
+    if path:
+        check_coverage_path(path, ini=option is None)
     if gate is None and ini_gate:
         try:
             gate = float(ini_gate)
