@@ -19,6 +19,7 @@ from typing import Any, Final
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.testing._coverage_observe import (
     INJECTED,
+    KIT,
     MODEL_CLASSES,
     TOOL_CLASSES,
     classes_of,
@@ -104,18 +105,27 @@ class Row:
     framework: str
     cells: dict[str, Cell] = field(default_factory=dict)
 
+    @property
+    def framework_tool(self) -> bool:
+        """A tool of another framework (pydantic-ai, LangChain, ...), not the kit's own."""
+        return self.kind == "tool" and self.framework != KIT
+
     def label(self) -> str:
         if self.kind == "tool":
-            suffix = "" if self.framework == "agentfaults" else f" ({self.framework})"
+            suffix = f" ({self.framework})" if self.framework_tool else ""
             return f"tool {self.name}{suffix}"
         return f"{self.kind} {self.name}"
 
 
 class Matrix:
-    """The session's fault coverage: rows by kind and name, cells by fault class."""
+    """The session's fault coverage: rows by kind, framework and name, cells by fault class.
+
+    Tools of one name in two frameworks (a LangChain ``search``, an MCP ``search``) are
+    two rows: neither gets the cells the other covered.
+    """
 
     def __init__(self, exclusions: Sequence[tuple[str, str]] = ()) -> None:
-        self.rows: dict[tuple[str, str], Row] = {}
+        self.rows: dict[tuple[str, str, str], Row] = {}
         self.exclusions = list(exclusions)
 
     def add(self, observed: dict[str, Any], nodeid: str, passed: bool) -> None:
@@ -124,29 +134,37 @@ class Matrix:
             self._row(kind, name, framework)
         if not passed:
             return
-        for kind, name, fault_class, source in observed["hits"]:
-            row = self._row(kind, name, "agentfaults" if kind == "tool" else kind)
+        for kind, name, framework, fault_class, source in observed["hits"]:
+            row = self._row(kind, name, framework)
             cell = row.cells.setdefault(fault_class, Cell())
             if nodeid not in cell.tests:
                 cell.tests.append(nodeid)
             cell.sources.add(source)
 
     def _row(self, kind: str, name: str, framework: str) -> Row:
-        row = self.rows.get((kind, name))
+        row = self.rows.get((kind, framework, name))
         if row is None:
-            row = self.rows[(kind, name)] = Row(kind, name, framework)
-        elif framework not in ("agentfaults", kind) and row.framework in ("agentfaults", kind):
-            row.framework = framework
+            row = self.rows[(kind, framework, name)] = Row(kind, name, framework)
         return row
 
     def excluded(self, row: Row, fault_class: str) -> bool:
+        """Whether an exclusion names the cell.
+
+        A tool is named by its bare name (that tool in every framework) or as
+        ``name (framework)`` (that framework's only).
+        """
+        names = (row.name, f"{row.name} ({row.framework})") if row.kind == "tool" else (row.name,)
         return any(
-            fnmatch.fnmatchcase(row.name, name) and fnmatch.fnmatchcase(fault_class, cls)
+            any(fnmatch.fnmatchcase(each, name) for each in names)
+            and fnmatch.fnmatchcase(fault_class, cls)
             for name, cls in self.exclusions
         )
 
     def ordered(self) -> list[Row]:
-        return sorted(self.rows.values(), key=lambda r: (_KINDS.index(r.kind), r.name))
+        return sorted(
+            self.rows.values(),
+            key=lambda r: (_KINDS.index(r.kind), r.name, r.framework_tool, r.framework),
+        )
 
     def counts(self, row: Row | None = None) -> tuple[int, int]:
         """(covered, applicable) cells of ``row``, or of the whole matrix."""
