@@ -299,6 +299,8 @@ def pytest_runtest_makereport(
             state.failed = True
         elif when == "call" and report.outcome == "passed":
             state.passed = True
+            if session.coverage is not None:  # while llm_server still serves the test
+                item.stash[_coverage.SCRIPTED] = _coverage.scripted_bad_calls(item)
         return report
     # Items live until the session ends: keeping every test's plan, trace and clock
     # alive would grow the heap, and with it the garbage collector's work, per test.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest_agentfaults as af
 from pytest_agentfaults import ScriptedModel, call_tool, say
-from pytest_agentfaults.runtime.events import Event
+from pytest_agentfaults.runtime.events import ErrorRecord, Event
 from pytest_agentfaults.testing._coverage import Matrix, parse_exclusions, suggest
 from pytest_agentfaults.testing._coverage_observe import observe
 
@@ -129,3 +129,34 @@ def test_exclusions_take_globs_and_the_suggestions_are_markers():
     assert matrix.excluded(row, "invalid_args")
     assert matrix.counts(row) == (0, 5)
     assert suggest(row, "timeout") == '@pytest.mark.inject_fault(tool="search", delay=90)'
+
+
+def test_a_scripted_bad_call_covers_the_one_row_of_that_tool_name():
+    events = [
+        Event(type="http.request", url="http://llm_server/v1/chat/completions", status=200),
+        Event(type="tool.call", tool="search", framework="langchain"),
+        Event(type="tool.result", tool="search", framework="langchain"),
+    ]
+    hits = {tuple(h) for h in observe(events, [["invalid_args", ["search"]]])["hits"]}
+    assert hits == {
+        ("tool", "search", "langchain", "invalid_args", "user"),
+        ("host", "llm_server", "http", "malformed_tool_args", "user"),
+    }
+
+
+def test_a_scripted_bad_call_covers_no_row_when_two_frameworks_share_the_name():
+    events = [
+        Event(type="tool.call", tool="search", framework="langchain"),
+        Event(type="tool.call", tool="search", framework="mcp"),
+    ]
+    assert observe(events, [["unknown_tool", ["search"]]])["hits"] == []
+
+
+def test_the_agents_sdks_model_behavior_error_on_a_tool_is_invalid_arguments():
+    error = ErrorRecord(type="ModelBehaviorError", message="bad", kind="runtime", retryable=False)
+    events = [
+        Event(type="tool.call", tool="search", framework="openai_agents", attempt=1),
+        Event(type="tool.error", tool="search", framework="openai_agents", attempt=1, error=error),
+    ]
+    hits = {tuple(h) for h in observe(events)["hits"]}
+    assert hits == {("tool", "search", "openai_agents", "invalid_args", "user")}

@@ -20,6 +20,7 @@ from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.testing._coverage_observe import (
     INJECTED,
     KIT,
+    LLM_SERVER,
     MODEL_CLASSES,
     TOOL_CLASSES,
     classes_of,
@@ -37,6 +38,24 @@ _TOOL_MARKERS: Final = {
     "invalid_args": 'llm="malformed_tool_args"',
     "tool_failure": 'tool="{name}", returns=af.ToolFailure(error="not found")',
     "unknown_tool": 'llm="unknown_tool"',
+}
+# A tool of another framework: its timeouts run on real clocks, so a virtual delay= never
+# times it out, and its agent's model calls never meet llm= faults; the model's bad calls
+# come from llm_server's script instead (counted by `observe`'s ``scripted``).
+_FRAMEWORK_TOOL: Final = {
+    "timeout": '@pytest.mark.inject_fault(tool="{name}", raises=TimeoutError("injected"))',
+    "invalid_args": "llm_server.script([malformed.tool_args('{{\"not_an_argument\": 1}}', "
+    'tool="{name}"), call_tool("{name}", ...), ...]) '
+    "(llm= faults reach af.Agent's model only)",
+    "unknown_tool": 'llm_server.script([malformed.unknown_tool(), call_tool("{name}", ...), '
+    "...]) (llm= faults reach af.Agent's model only)",
+}
+# Cells of a framework's tool that nothing of the kit can cover, and why.
+_UNREACHABLE: Final = {
+    ("mcp", "invalid_args"): "an MCP tool (no model of the kit is behind an MCP client's calls)",
+    ("mcp", "unknown_tool"): "an MCP tool (no model of the kit is behind an MCP client's calls)",
+    ("openai_agents", "unknown_tool"): "an Agents SDK tool (the SDK ends the run on a call "
+    "to a tool it does not have, and records no tool event)",
 }
 _MODEL_MARKERS: Final = {
     "rate_limit": 'llm="rate_limit", retry_after=2',
@@ -318,7 +337,21 @@ class Matrix:
 
 
 def suggest(row: Row, fault_class: str) -> str:
-    """The one-line marker that would cover ``fault_class`` on ``row``."""
+    """What would cover ``fault_class`` on ``row``, in one line.
+
+    A marker; for a framework's tool, what works there (an ``llm_server`` script for the
+    model's bad calls), or why nothing of the kit can and the exclusion to write.
+    """
+    if row.framework_tool and fault_class in _FRAMEWORK_TOOL:
+        why = _UNREACHABLE.get((row.framework, fault_class))
+        if why is not None:
+            return (
+                f"nothing of the kit covers it for {why}; exclude the cell: "
+                f"agentfaults_coverage_exclude = {row.name} ({row.framework}):{fault_class}"
+            )
+        return _FRAMEWORK_TOOL[fault_class].format(name=row.name)
+    if row.kind == "host" and row.name == LLM_SERVER and fault_class == "malformed_tool_args":
+        return "llm_server.script([malformed.tool_args(), ...]) (an llm= fault never reaches it)"
     if row.kind == "tool":
         spec = _TOOL_MARKERS[fault_class].format(name=row.name)
     elif row.kind == "model":

@@ -13,11 +13,13 @@ from typing import Any, Final
 
 from pytest_agentfaults._network_policy import url_host
 from pytest_agentfaults.runtime.events import Event
+from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
 
 __all__ = [
     "HTTP",
     "INJECTED",
     "KIT",
+    "LLM_SERVER",
     "MODEL_CLASSES",
     "TOOL_CLASSES",
     "USER",
@@ -82,6 +84,9 @@ USER: Final = "user"
 KIT: Final = "agentfaults"
 HTTP: Final = "http"
 
+#: The host of llm_server's requests in the trace.
+LLM_SERVER: Final = url_host(RECORDED_ORIGIN) or "llm_server"
+
 # A row seen: (kind, name, framework); a cell hit: (kind, name, framework, class, source).
 _Row = tuple[str, str, str]
 _Hit = tuple[str, str, str, str, str]
@@ -95,8 +100,15 @@ def classes_of(kind: str) -> dict[str, str]:
 # --------------------------------------------------------------------------- one test
 
 
-def observe(events: Sequence[Event]) -> dict[str, Any]:
+def observe(events: Sequence[Event], scripted: Sequence[Sequence[Any]] = ()) -> dict[str, Any]:
     """What one test's trace exercised, as plain JSON data (it travels in reports).
+
+    ``scripted``: the bad tool calls ``llm_server``'s script sent in the test,
+    ``[fault_class, [tool names]]`` (`_plugin_coverage.scripted_bad_calls`). A framework
+    refuses them before a tool runs, mostly leaving no event: each covers its class on the
+    test's one row of that tool name (none when two frameworks have a tool of that name in
+    the test), as a model's real bad call does (``"user"``); a bad-arguments call also
+    covers the server's malformed tool arguments.
 
     ``rows``: ``[kind, name, framework]`` of every tool, model and host seen (a row is
     its kind, framework and name: tools of one name in two frameworks are two rows);
@@ -130,6 +142,8 @@ def observe(events: Sequence[Event]) -> dict[str, Any]:
     for run_id, source in unknown_runs:
         for tool, framework in tools_of_run.get(run_id, ()):
             hits.add(("tool", tool, framework, "unknown_tool", source))
+    for fault_class, tools in scripted:
+        _observe_scripted(str(fault_class), tools, rows, hits)
     return {"rows": sorted(list(row) for row in rows), "hits": sorted(list(h) for h in hits)}
 
 
@@ -163,7 +177,8 @@ def _observe_tool(
     if event.type != "tool.error" or error is None:
         return
     source = INJECTED if attempt in faulted else USER
-    if error.kind == "validation":
+    # the Agents SDK's ModelBehaviorError on a tool attempt: arguments it could not parse
+    if error.kind == "validation" or error.type == "ModelBehaviorError":
         injected = llm_fault_of_run.get(event.run_id) == "malformed_tool_args"
         hits.add(("tool", tool, framework, "invalid_args", INJECTED if injected else USER))
         model = model_of_run.get(event.run_id)
@@ -178,6 +193,17 @@ def _observe_tool(
         hits.add(("tool", tool, framework, "retryable", source))
     else:
         hits.add(("tool", tool, framework, "non_retryable", source))
+
+
+def _observe_scripted(
+    fault_class: str, tools: Sequence[str], rows: set[_Row], hits: set[_Hit]
+) -> None:
+    for tool in tools:
+        frameworks = {row[2] for row in rows if row[:2] == ("tool", tool)}
+        if len(frameworks) == 1:
+            hits.add(("tool", tool, frameworks.pop(), fault_class, USER))
+    if fault_class == "invalid_args" and ("host", LLM_SERVER, HTTP) in rows:
+        hits.add(("host", LLM_SERVER, HTTP, "malformed_tool_args", USER))
 
 
 def _observe_model(
