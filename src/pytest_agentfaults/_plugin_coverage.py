@@ -11,12 +11,24 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentfaults._plugin_paths import check_coverage_path
 from pytest_agentfaults._plugin_state import CoverageSettings, Session
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing._coverage import Matrix
 
-__all__ = ["add_options", "finish", "session_matrix", "settings", "summary"]
+__all__ = [
+    "SCRIPTED",
+    "add_options",
+    "finish",
+    "scripted_bad_calls",
+    "session_matrix",
+    "settings",
+    "summary",
+]
+
+#: The bad tool calls ``llm_server``'s script sent in the test (`scripted_bad_calls`).
+SCRIPTED = pytest.StashKey[list[list[Any]]]()
 
 
 def add_options(parser: pytest.Parser, group: Any) -> None:
@@ -28,7 +40,7 @@ def add_options(parser: pytest.Parser, group: Any) -> None:
         default=None,
         metavar="PATH.json",
         help="report which fault classes each tool, model and host met in passing tests "
-        "(a matrix at the end; with PATH, also as JSON)",
+        "(a matrix at the end; with =PATH.json, also as JSON; the path must end in .json)",
     )
     group.addoption(
         "--agentfaults-coverage-fail-under",
@@ -64,6 +76,8 @@ def settings(config: pytest.Config) -> CoverageSettings | None:
     if option is None and ini.lower() in ("", "false", "0", "no") and gate is None:
         return None
     path = option if option is not None else ("" if ini.lower() in ("true", "1", "yes") else ini)
+    if path:
+        check_coverage_path(path, ini=option is None)
     if gate is None and ini_gate:
         try:
             gate = float(ini_gate)
@@ -103,6 +117,42 @@ def finish(state: Session, session: pytest.Session) -> None:
     below = settings.fail_under is not None and matrix.percent() < settings.fail_under
     if below and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def scripted_bad_calls(item: pytest.Item) -> list[list[Any]]:
+    """The bad tool calls ``llm_server``'s script has sent so far in the test ``item``.
+
+    ``[fault_class, [tool names]]``: a ``malformed.tool_args(...)`` step is
+    ``invalid_args`` of the tool it called, a ``malformed.unknown_tool(...)`` step
+    ``unknown_tool`` of the tools the request offered. A framework agent refuses such a
+    call before any tool runs, and pydantic-ai and LangChain record nothing of it, so the
+    script is the only witness. Read at the end of the test's call, while the server
+    still serves the test.
+    """
+    server = getattr(item, "funcargs", {}).get("llm_server")
+    # LLMServer keeps the test's script in its binding and shows no public accessor for
+    # it; read-only here, and a server without one (another version) counts nothing
+    binding = getattr(server, "_binding", None)
+    if binding is None:
+        return []
+    from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - lazy
+    from pytest_agentfaults.testing._malformed_steps import (  # noqa: PLC0415
+        BadToolArgs,
+        UnknownToolCall,
+    )
+
+    model = binding.model
+    served = model.steps[: len(model.steps) - model.remaining]
+    calls: list[list[Any]] = []
+    for step, request in zip(served, model.requests, strict=False):
+        if isinstance(step, BadToolArgs):
+            try:
+                calls.append(["invalid_args", [step.target(request)[0]]])
+            except UsageError:  # no tool offered: the step failed that request
+                continue
+        elif isinstance(step, UnknownToolCall):
+            calls.append(["unknown_tool", [spec.name for spec in request.tools]])
+    return calls
 
 
 def session_matrix(session: Session) -> Matrix:

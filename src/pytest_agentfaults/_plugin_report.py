@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentfaults._plugin_coverage import SCRIPTED
 from pytest_agentfaults._plugin_state import Session
 
 if TYPE_CHECKING:
@@ -173,6 +174,7 @@ def ship(
     if session.coverage is not None:
         from pytest_agentfaults.testing._coverage import observe  # noqa: PLC0415 - lazy
 
-        shipped["coverage"] = observe(state.trace.events)
+        scripted: list[list[Any]] = item.stash.get(SCRIPTED, [])
+        shipped["coverage"] = observe(state.trace.events, scripted)
         shipped["passed"] = state.passed and outcome == "passed" and report.passed
     report.agentfaults = shipped  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ from pytest_agentfaults import _plugin_coverage as _coverage
 from pytest_agentfaults import _plugin_end as _end
 from pytest_agentfaults import _plugin_fixtures as _fixtures
 from pytest_agentfaults import _plugin_network as _network
+from pytest_agentfaults import _plugin_paths as _paths
 from pytest_agentfaults import _plugin_totals as _totals
 from pytest_agentfaults._plugin_report import (
     add_trace_section as _add_trace_section,
@@ -158,6 +159,10 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     trace_dir = config.getoption("agentfaults_trace_dir") or config.getini("agentfaults_trace_dir")
     html = config.getoption("agentfaults_html") or config.getini("agentfaults_html")
+    if trace_dir:
+        _paths.check_trace_dir(trace_dir, ini=not config.getoption("agentfaults_trace_dir"))
+    if html:
+        _paths.check_html_path(html, ini=not config.getoption("agentfaults_html"))
     config.stash[_SESSION] = _Session(
         seed=_session_seed(config),
         trace_mode=mode,
@@ -294,6 +299,8 @@ def pytest_runtest_makereport(
             state.failed = True
         elif when == "call" and report.outcome == "passed":
             state.passed = True
+            if session.coverage is not None:  # while llm_server still serves the test
+                item.stash[_coverage.SCRIPTED] = _coverage.scripted_bad_calls(item)
         return report
     # Items live until the session ends: keeping every test's plan, trace and clock
     # alive would grow the heap, and with it the garbage collector's work, per test.

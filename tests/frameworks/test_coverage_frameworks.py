@@ -18,10 +18,9 @@ def test_a_pydantic_ai_tool_is_a_row_of_its_framework(trace: af.Trace) -> None:
     observed = observe(trace.events)
     assert ["tool", "search", "pydantic_ai"] in observed["rows"]
     hits = {tuple(hit) for hit in observed["hits"]}
-    assert {hit[2] for hit in hits if hit[:2] == ("tool", "search")} == {
-        "retryable"
-    }  # ModelRetry asks for another attempt
-    assert all(hit[3] == "injected" for hit in hits if hit[:2] == ("tool", "search"))
+    # ModelRetry asks for another attempt
+    assert {hit[3] for hit in hits if hit[:3] == ("tool", "search", "pydantic_ai")} == {"retryable"}
+    assert all(hit[4] == "injected" for hit in hits if hit[:2] == ("tool", "search"))
     matrix = Matrix()
     matrix.add(observed, "test", passed=True)
     [row] = [r for r in matrix.ordered() if r.kind == "tool"]
@@ -32,4 +31,4 @@ def test_a_pydantic_ai_tool_is_a_row_of_its_framework(trace: af.Trace) -> None:
 def test_a_tool_failure_in_pydantic_ai_covers_the_logical_failure_cell(trace: af.Trace) -> None:
     make_agent([]).run_sync("find the docs")
     hits = {tuple(hit) for hit in observe(trace.events)["hits"]}
-    assert ("tool", "search", "tool_failure", "injected") in hits
+    assert ("tool", "search", "pydantic_ai", "tool_failure", "injected") in hits

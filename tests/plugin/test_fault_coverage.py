@@ -211,7 +211,14 @@ def test_xdist_workers_matrices_merge_exactly(pytester):
 
     def normal(data: dict) -> list:
         return sorted(
-            (row["kind"], row["name"], name, cell["covered"], sorted(cell["tests"]))
+            (
+                row["kind"],
+                row["framework"],
+                row["name"],
+                name,
+                cell["covered"],
+                sorted(cell["tests"]),
+            )
             for row in data["rows"]
             for name, cell in row["cells"].items()
         )

@@ -19,6 +19,8 @@ from typing import Any, Final
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.testing._coverage_observe import (
     INJECTED,
+    KIT,
+    LLM_SERVER,
     MODEL_CLASSES,
     TOOL_CLASSES,
     classes_of,
@@ -36,6 +38,24 @@ _TOOL_MARKERS: Final = {
     "invalid_args": 'llm="malformed_tool_args"',
     "tool_failure": 'tool="{name}", returns=af.ToolFailure(error="not found")',
     "unknown_tool": 'llm="unknown_tool"',
+}
+# A tool of another framework: its timeouts run on real clocks, so a virtual delay= never
+# times it out, and its agent's model calls never meet llm= faults; the model's bad calls
+# come from llm_server's script instead (counted by `observe`'s ``scripted``).
+_FRAMEWORK_TOOL: Final = {
+    "timeout": '@pytest.mark.inject_fault(tool="{name}", raises=TimeoutError("injected"))',
+    "invalid_args": "llm_server.script([malformed.tool_args('{{\"not_an_argument\": 1}}', "
+    'tool="{name}"), call_tool("{name}", ...), ...]) '
+    "(llm= faults reach af.Agent's model only)",
+    "unknown_tool": 'llm_server.script([malformed.unknown_tool(), call_tool("{name}", ...), '
+    "...]) (llm= faults reach af.Agent's model only)",
+}
+# Cells of a framework's tool that nothing of the kit can cover, and why.
+_UNREACHABLE: Final = {
+    ("mcp", "invalid_args"): "an MCP tool (no model of the kit is behind an MCP client's calls)",
+    ("mcp", "unknown_tool"): "an MCP tool (no model of the kit is behind an MCP client's calls)",
+    ("openai_agents", "unknown_tool"): "an Agents SDK tool (the SDK ends the run on a call "
+    "to a tool it does not have, and records no tool event)",
 }
 _MODEL_MARKERS: Final = {
     "rate_limit": 'llm="rate_limit", retry_after=2',
@@ -104,18 +124,27 @@ class Row:
     framework: str
     cells: dict[str, Cell] = field(default_factory=dict)
 
+    @property
+    def framework_tool(self) -> bool:
+        """A tool of another framework (pydantic-ai, LangChain, ...), not the kit's own."""
+        return self.kind == "tool" and self.framework != KIT
+
     def label(self) -> str:
         if self.kind == "tool":
-            suffix = "" if self.framework == "agentfaults" else f" ({self.framework})"
+            suffix = f" ({self.framework})" if self.framework_tool else ""
             return f"tool {self.name}{suffix}"
         return f"{self.kind} {self.name}"
 
 
 class Matrix:
-    """The session's fault coverage: rows by kind and name, cells by fault class."""
+    """The session's fault coverage: rows by kind, framework and name, cells by fault class.
+
+    Tools of one name in two frameworks (a LangChain ``search``, an MCP ``search``) are
+    two rows: neither gets the cells the other covered.
+    """
 
     def __init__(self, exclusions: Sequence[tuple[str, str]] = ()) -> None:
-        self.rows: dict[tuple[str, str], Row] = {}
+        self.rows: dict[tuple[str, str, str], Row] = {}
         self.exclusions = list(exclusions)
 
     def add(self, observed: dict[str, Any], nodeid: str, passed: bool) -> None:
@@ -124,29 +153,37 @@ class Matrix:
             self._row(kind, name, framework)
         if not passed:
             return
-        for kind, name, fault_class, source in observed["hits"]:
-            row = self._row(kind, name, "agentfaults" if kind == "tool" else kind)
+        for kind, name, framework, fault_class, source in observed["hits"]:
+            row = self._row(kind, name, framework)
             cell = row.cells.setdefault(fault_class, Cell())
             if nodeid not in cell.tests:
                 cell.tests.append(nodeid)
             cell.sources.add(source)
 
     def _row(self, kind: str, name: str, framework: str) -> Row:
-        row = self.rows.get((kind, name))
+        row = self.rows.get((kind, framework, name))
         if row is None:
-            row = self.rows[(kind, name)] = Row(kind, name, framework)
-        elif framework not in ("agentfaults", kind) and row.framework in ("agentfaults", kind):
-            row.framework = framework
+            row = self.rows[(kind, framework, name)] = Row(kind, name, framework)
         return row
 
     def excluded(self, row: Row, fault_class: str) -> bool:
+        """Whether an exclusion names the cell.
+
+        A tool is named by its bare name (that tool in every framework) or as
+        ``name (framework)`` (that framework's only).
+        """
+        names = (row.name, f"{row.name} ({row.framework})") if row.kind == "tool" else (row.name,)
         return any(
-            fnmatch.fnmatchcase(row.name, name) and fnmatch.fnmatchcase(fault_class, cls)
+            any(fnmatch.fnmatchcase(each, name) for each in names)
+            and fnmatch.fnmatchcase(fault_class, cls)
             for name, cls in self.exclusions
         )
 
     def ordered(self) -> list[Row]:
-        return sorted(self.rows.values(), key=lambda r: (_KINDS.index(r.kind), r.name))
+        return sorted(
+            self.rows.values(),
+            key=lambda r: (_KINDS.index(r.kind), r.name, r.framework_tool, r.framework),
+        )
 
     def counts(self, row: Row | None = None) -> tuple[int, int]:
         """(covered, applicable) cells of ``row``, or of the whole matrix."""
@@ -300,7 +337,21 @@ class Matrix:
 
 
 def suggest(row: Row, fault_class: str) -> str:
-    """The one-line marker that would cover ``fault_class`` on ``row``."""
+    """What would cover ``fault_class`` on ``row``, in one line.
+
+    A marker; for a framework's tool, what works there (an ``llm_server`` script for the
+    model's bad calls), or why nothing of the kit can and the exclusion to write.
+    """
+    if row.framework_tool and fault_class in _FRAMEWORK_TOOL:
+        why = _UNREACHABLE.get((row.framework, fault_class))
+        if why is not None:
+            return (
+                f"nothing of the kit covers it for {why}; exclude the cell: "
+                f"agentfaults_coverage_exclude = {row.name} ({row.framework}):{fault_class}"
+            )
+        return _FRAMEWORK_TOOL[fault_class].format(name=row.name)
+    if row.kind == "host" and row.name == LLM_SERVER and fault_class == "malformed_tool_args":
+        return "llm_server.script([malformed.tool_args(), ...]) (an llm= fault never reaches it)"
     if row.kind == "tool":
         spec = _TOOL_MARKERS[fault_class].format(name=row.name)
     elif row.kind == "model":

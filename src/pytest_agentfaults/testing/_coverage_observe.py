@@ -13,8 +13,19 @@ from typing import Any, Final
 
 from pytest_agentfaults._network_policy import url_host
 from pytest_agentfaults.runtime.events import Event
+from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
 
-__all__ = ["INJECTED", "MODEL_CLASSES", "TOOL_CLASSES", "USER", "classes_of", "observe"]
+__all__ = [
+    "HTTP",
+    "INJECTED",
+    "KIT",
+    "LLM_SERVER",
+    "MODEL_CLASSES",
+    "TOOL_CLASSES",
+    "USER",
+    "classes_of",
+    "observe",
+]
 
 #: Tool rows: the fault classes a tool's recovery can meet, with their column headers.
 TOOL_CLASSES: Final = {
@@ -69,6 +80,16 @@ _MODEL_ERRORS: Final = {
 }
 INJECTED: Final = "injected"
 USER: Final = "user"
+#: The framework of the kit's own tools and models, and that of host rows.
+KIT: Final = "agentfaults"
+HTTP: Final = "http"
+
+#: The host of llm_server's requests in the trace.
+LLM_SERVER: Final = url_host(RECORDED_ORIGIN) or "llm_server"
+
+# A row seen: (kind, name, framework); a cell hit: (kind, name, framework, class, source).
+_Row = tuple[str, str, str]
+_Hit = tuple[str, str, str, str, str]
 
 
 def classes_of(kind: str) -> dict[str, str]:
@@ -79,18 +100,26 @@ def classes_of(kind: str) -> dict[str, str]:
 # --------------------------------------------------------------------------- one test
 
 
-def observe(events: Sequence[Event]) -> dict[str, Any]:
+def observe(events: Sequence[Event], scripted: Sequence[Sequence[Any]] = ()) -> dict[str, Any]:
     """What one test's trace exercised, as plain JSON data (it travels in reports).
 
-    ``rows``: ``[kind, name, framework]`` of every tool, model and host seen; ``hits``:
-    ``[kind, name, class, source]`` with source ``"injected"`` (the kit's fault) or
-    ``"user"`` (the user's own code raised it).
+    ``scripted``: the bad tool calls ``llm_server``'s script sent in the test,
+    ``[fault_class, [tool names]]`` (`_plugin_coverage.scripted_bad_calls`). A framework
+    refuses them before a tool runs, mostly leaving no event: each covers its class on the
+    test's one row of that tool name (none when two frameworks have a tool of that name in
+    the test), as a model's real bad call does (``"user"``); a bad-arguments call also
+    covers the server's malformed tool arguments.
+
+    ``rows``: ``[kind, name, framework]`` of every tool, model and host seen (a row is
+    its kind, framework and name: tools of one name in two frameworks are two rows);
+    ``hits``: ``[kind, name, framework, class, source]`` with source ``"injected"`` (the
+    kit's fault) or ``"user"`` (the user's own code raised it).
     """
-    rows: dict[tuple[str, str], str] = {}
-    hits: set[tuple[str, str, str, str]] = set()
+    rows: set[_Row] = set()
+    hits: set[_Hit] = set()
     faulted: set[tuple[str | None, str | None, int | None]] = set()
     model_of_run: dict[str, str] = {}
-    tools_of_run: dict[str, set[str]] = {}
+    tools_of_run: dict[str, set[tuple[str, str]]] = {}
     llm_fault_of_run: dict[str, str] = {}
     unknown_runs: list[tuple[str, str]] = []
     for event in events:
@@ -111,20 +140,19 @@ def observe(events: Sequence[Event]) -> dict[str, Any]:
         elif kind in ("http.request", "http.fault"):
             _observe_host(event, rows, hits)
     for run_id, source in unknown_runs:
-        for tool in tools_of_run.get(run_id, ()):
-            hits.add(("tool", tool, "unknown_tool", source))
-    return {
-        "rows": sorted([k, n, f] for (k, n), f in rows.items()),
-        "hits": sorted(list(h) for h in hits),
-    }
+        for tool, framework in tools_of_run.get(run_id, ()):
+            hits.add(("tool", tool, framework, "unknown_tool", source))
+    for fault_class, tools in scripted:
+        _observe_scripted(str(fault_class), tools, rows, hits)
+    return {"rows": sorted(list(row) for row in rows), "hits": sorted(list(h) for h in hits)}
 
 
 def _observe_tool(
     event: Event,
-    rows: dict[tuple[str, str], str],
-    hits: set[tuple[str, str, str, str]],
+    rows: set[_Row],
+    hits: set[_Hit],
     faulted: set[tuple[str | None, str | None, int | None]],
-    tools_of_run: dict[str, set[str]],
+    tools_of_run: dict[str, set[tuple[str, str]]],
     unknown_runs: list[tuple[str, str]],
     llm_fault_of_run: dict[str, str],
     model_of_run: dict[str, str],
@@ -143,32 +171,45 @@ def _observe_tool(
         return
     if event.type not in ("tool.call", "tool.error", "tool.result"):
         return
-    framework = str(event.field("framework") or "agentfaults")
-    rows.setdefault(("tool", tool), framework)
-    tools_of_run.setdefault(event.run_id, set()).add(tool)
+    framework = str(event.field("framework") or KIT)
+    rows.add(("tool", tool, framework))
+    tools_of_run.setdefault(event.run_id, set()).add((tool, framework))
     if event.type != "tool.error" or error is None:
         return
     source = INJECTED if attempt in faulted else USER
-    if error.kind == "validation":
+    # the Agents SDK's ModelBehaviorError on a tool attempt: arguments it could not parse
+    if error.kind == "validation" or error.type == "ModelBehaviorError":
         injected = llm_fault_of_run.get(event.run_id) == "malformed_tool_args"
-        hits.add(("tool", tool, "invalid_args", INJECTED if injected else USER))
+        hits.add(("tool", tool, framework, "invalid_args", INJECTED if injected else USER))
         model = model_of_run.get(event.run_id)
         if model is not None:
-            hits.add(("model", model, "malformed_tool_args", INJECTED if injected else USER))
+            source = INJECTED if injected else USER
+            hits.add(("model", model, KIT, "malformed_tool_args", source))
     elif error.kind == "logical":
-        hits.add(("tool", tool, "tool_failure", source))
+        hits.add(("tool", tool, framework, "tool_failure", source))
     elif "Timeout" in error.type:
-        hits.add(("tool", tool, "timeout", source))
+        hits.add(("tool", tool, framework, "timeout", source))
     elif error.retryable:
-        hits.add(("tool", tool, "retryable", source))
+        hits.add(("tool", tool, framework, "retryable", source))
     else:
-        hits.add(("tool", tool, "non_retryable", source))
+        hits.add(("tool", tool, framework, "non_retryable", source))
+
+
+def _observe_scripted(
+    fault_class: str, tools: Sequence[str], rows: set[_Row], hits: set[_Hit]
+) -> None:
+    for tool in tools:
+        frameworks = {row[2] for row in rows if row[:2] == ("tool", tool)}
+        if len(frameworks) == 1:
+            hits.add(("tool", tool, frameworks.pop(), fault_class, USER))
+    if fault_class == "invalid_args" and ("host", LLM_SERVER, HTTP) in rows:
+        hits.add(("host", LLM_SERVER, HTTP, "malformed_tool_args", USER))
 
 
 def _observe_model(
     event: Event,
-    rows: dict[tuple[str, str], str],
-    hits: set[tuple[str, str, str, str]],
+    rows: set[_Row],
+    hits: set[_Hit],
     model_of_run: dict[str, str],
     llm_fault_of_run: dict[str, str],
 ) -> None:
@@ -176,7 +217,7 @@ def _observe_model(
         name = event.detail or event.agent or "model"
         model_of_run[event.run_id] = name
         llm_fault_of_run.pop(event.run_id, None)  # a fault covers the call it hit only
-        rows.setdefault(("model", name), "agentfaults")
+        rows.add(("model", name, KIT))
         return
     model = model_of_run.get(event.run_id)
     if model is None:
@@ -186,29 +227,25 @@ def _observe_model(
         llm_fault_of_run[event.run_id] = label
         covered = _LABELS.get(label)
         if covered is not None:
-            hits.add(("model", model, covered, INJECTED))
+            hits.add(("model", model, KIT, covered, INJECTED))
     elif event.type == "llm.error" and event.error is not None:
         covered = _MODEL_ERRORS.get(event.error.type)
         if covered is not None and llm_fault_of_run.get(event.run_id) is None:
-            hits.add(("model", model, covered, USER))
+            hits.add(("model", model, KIT, covered, USER))
     elif (
         event.type == "llm.response"
         and llm_fault_of_run.get(event.run_id) is None
         and (event.status in ("content_filter", "blocked") or event.detail == "")
     ):
-        hits.add(("model", model, "empty_or_blocked", USER))
+        hits.add(("model", model, KIT, "empty_or_blocked", USER))
 
 
-def _observe_host(
-    event: Event,
-    rows: dict[tuple[str, str], str],
-    hits: set[tuple[str, str, str, str]],
-) -> None:
+def _observe_host(event: Event, rows: set[_Row], hits: set[_Hit]) -> None:
     url = event.field("url")
     if not isinstance(url, str):
         return
     host = url_host(url) or url
-    rows.setdefault(("host", host), "http")
+    rows.add(("host", host, HTTP))
     if event.type != "http.request":
         return
     label = event.field("fault")
@@ -228,4 +265,4 @@ def _observe_host(
         elif name in ("ConnectError", "ReadError", "RemoteProtocolError", "ConnectionError"):
             covered = "connection"
     if covered is not None:
-        hits.add(("host", host, covered, source))
+        hits.add(("host", host, HTTP, covered, source))
