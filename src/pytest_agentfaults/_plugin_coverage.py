@@ -130,18 +130,15 @@ def scripted_bad_calls(item: pytest.Item) -> list[list[Any]]:
     still serves the test.
     """
     server = getattr(item, "funcargs", {}).get("llm_server")
-    # LLMServer keeps the test's script in its binding and shows no public accessor for
-    # it; read-only here, and a server without one (another version) counts nothing
-    binding = getattr(server, "_binding", None)
-    if binding is None:
+    if server is None:
         return []
+    model = server.scripted
     from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - lazy
     from pytest_agentfaults.testing._malformed_steps import (  # noqa: PLC0415
         BadToolArgs,
         UnknownToolCall,
     )
 
-    model = binding.model
     served = model.steps[: len(model.steps) - model.remaining]
     calls: list[list[Any]] = []
     for step, request in zip(served, model.requests, strict=False):

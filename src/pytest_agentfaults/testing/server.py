@@ -261,6 +261,11 @@ class LLMServer:
         return model
 
     @property
+    def scripted(self) -> ScriptedModel:
+        """The test's script (what ``script()`` returned; an empty one before any)."""
+        return self._binding.model
+
+    @property
     def requests(self) -> list[ReceivedRequest]:
         """Every request received since the last reset, faulted ones included."""
         return self._binding.requests
