@@ -41,9 +41,15 @@ from pytest_agentfaults.testing._fault import NOTHING, ToolFault
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
 
-__all__ = ["FRAMEWORK_NAMES", "Site", "arun_attempt", "run_attempt"]
+__all__ = ["FRAMEWORK_NAMES", "Outcome", "Site", "arun_attempt", "run_attempt"]
 
 T = TypeVar("T")
+
+#: What an adapter reads in a value its framework's tool path returned: the text the
+#: caller reads, and the error the value reports when the framework answers a failure
+#: with a value instead of raising (an MCP ``is_error`` result), else None. None in
+#: place of the pair: nothing to say of that value (shown as it is, a success).
+Outcome = Callable[[Any], tuple[str, BaseException | None] | None]
 
 #: The ``framework`` field's values, as API.md names them.
 FRAMEWORK_NAMES: Final = (
@@ -142,6 +148,7 @@ async def arun_attempt(
     site: Site = _UNKNOWN,
     nested: tuple[str, ...] = (),
     faultable: bool = True,
+    outcome: Outcome | None = None,
 ) -> T:
     """`run_attempt` for an async tool path: ``await call()``, or the fault in its place.
 
@@ -150,6 +157,8 @@ async def arun_attempt(
     within this one are this attempt, not others. ``faultable=False``: an attempt the
     framework is bound to refuse before the tool runs (arguments it cannot parse), traced
     but neither counted by the faults' ``times=`` / ``at=`` nor replaced by one.
+    ``outcome`` reads what the attempt returned (`Outcome`): a value that reports a
+    failure is a ``tool.error``, and a result shows the text it gives.
     """
     __tracebackhide__ = True
     plan = current_plan()
@@ -158,7 +167,7 @@ async def arun_attempt(
         return await call()
     token = _inside.set((*inside, tool, *nested))
     try:
-        return await _arun(plan, framework, tool, args, call, failure, site, faultable)
+        return await _arun(plan, framework, tool, args, call, failure, site, faultable, outcome)
     finally:
         _inside.reset(token)
 
@@ -172,9 +181,10 @@ async def _arun(
     failure: Callable[[ToolFailure], T],
     site: Site,
     faultable: bool,
+    outcome: Outcome | None,
 ) -> T:
     __tracebackhide__ = True
-    attempt = _Attempt(plan, framework, tool, args, site)
+    attempt = _Attempt(plan, framework, tool, args, site, outcome)
     fault = attempt.fault() if faultable else None
     if fault is not None:
         if fault.delay is None:
@@ -243,6 +253,7 @@ class _Attempt:
         "marks",
         "name",
         "number",
+        "outcome",
         "plan",
         "recorder",
         "retry",
@@ -256,10 +267,12 @@ class _Attempt:
         tool: str,
         args: Mapping[str, Any] | None,
         site: Site,
+        outcome: Outcome | None = None,
     ) -> None:
         self.plan = plan
         self.name = tool
         self.site = site
+        self.outcome = outcome
         self.recorder = _recorder(plan, framework)
         plan.tools_called.add(tool)  # for the message of a tool fault that never fired
         # A tool declared non-idempotent for the test says so on its events (the verdict's
@@ -367,6 +380,11 @@ class _Attempt:
             before.calls[call_id] = (self.number, record)
 
     def succeeded(self, result: object) -> None:
+        """The attempt returned ``result``: a success, unless its value reports a failure."""
+        read = None if self.outcome is None else self.outcome(result)
+        if read is not None and read[1] is not None:
+            self.failed(read[1])
+            return
         before = self.failing.get(self.key)
         if self.retry and before is not None:
             # A later turn's call that worked ends the streak; the same call attempted
@@ -375,7 +393,8 @@ class _Attempt:
                 before.calls.pop(self.site.call_id, None)
             if not self.again or not before.calls:
                 self.failing.pop(self.key, None)
-        self.emit("tool.result", detail=_shown_result(result))
+        shown = _shown_result(result) if read is None else preview(read[0])
+        self.emit("tool.result", detail=shown)
 
 
 #: Exceptions a framework's tool raises to steer the run, not because it failed: a pause
