@@ -16,7 +16,9 @@ as an occurrence of ``tool`` with the same counting our own runtime uses (``time
 ``tool.fault`` / ``tool.error`` / ``tool.result`` events, each with a ``framework`` field,
 go to the test's trace. An attempt the framework makes in answer to a failed one (a later
 model turn of the same run, the same call again: see `Site`) is its retry, with a
-``tool.retry`` event; ``attempt`` counts within such a streak, as our runtime's do. A
+``tool.retry`` event; ``attempt`` counts within such a streak, as our runtime's do. The
+event says who retried (``by``, see `_Attempt`): the code around the tool, whose wait
+before the retry is its ``delay``, or the model, which read the failure. A
 tool that pauses for a human or hands off (LangGraph's ``interrupt()``, pydantic-ai's
 ``ApprovalRequired``) has no outcome event: it did not fail.
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -32,7 +35,13 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.runtime._recorder import Recorder
-from pytest_agentfaults.runtime.clock import advance_virtually, default_clock
+from pytest_agentfaults.runtime.clock import (
+    Clock,
+    VirtualClock,
+    advance_virtually,
+    default_clock,
+    sleeps_virtually_here,
+)
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.output import preview
 from pytest_agentfaults.testing._current import current_plan
@@ -221,20 +230,42 @@ class _Failing:
     error: ErrorRecord
     site: Site
     calls: dict[str, tuple[int, ErrorRecord]]
+    at: float  # when the last failure ended, on the test's clock
+    wall: float  # the same, on the real clock (`time.perf_counter`)
 
 
-def _answers(failed: _Failing, now: Site) -> tuple[int, ErrorRecord, bool] | None:
+def _answers(failed: _Failing, now: Site) -> tuple[int, ErrorRecord, bool, bool] | None:
     """The retry an attempt at ``now`` makes of ``failed`` (None: it makes none).
 
-    Its attempt number, the error it answers, and whether it is the same call again.
-    Both are of one run (failure streaks are kept per run).
+    Its attempt number, the error it answers, whether it is the same call again, and
+    whether the model asked for it: a call of a later turn, made after the model read the
+    failure. Both are of one run (failure streaks are kept per run).
     """
     same = failed.calls.get(now.call_id) if now.call_id is not None else None
     if same is not None:  # the same call, attempted again (with_retry, a RetryPolicy)
-        return same[0] + 1, same[1], True
-    if failed.site.turn is not None and now.turn is not None and failed.site.turn == now.turn:
+        return same[0] + 1, same[1], True, False
+    if failed.site.turn is None or now.turn is None:
+        # nothing said of turns: the code around the tool called it again (an MCP
+        # client's loop, a LangChain tool invoked again, a function)
+        return failed.streak + 1, failed.error, False, False
+    if failed.site.turn == now.turn:
         return None  # the same turn: a parallel call, not a retry
-    return failed.streak + 1, failed.error, False
+    return failed.streak + 1, failed.error, False, True
+
+
+def _waited(failed: _Failing, clock: Clock) -> float:
+    """The wait between ``failed``'s last failure and now: the code's backoff, if any.
+
+    Measured on the test's clock, which the code's sleeps move on the test's thread and
+    its event loops (a sync tool that an async framework runs in a worker thread, retried
+    after an ``asyncio.sleep``, included). When that clock stood still and this attempt
+    runs on another thread, whose sleeps stay real (a sync LangGraph graph's executor),
+    the wait is measured on the real clock.
+    """
+    waited = clock.now() - failed.at
+    if waited <= 0 and isinstance(clock, VirtualClock) and not sleeps_virtually_here(clock):
+        waited = time.perf_counter() - failed.wall
+    return max(waited, 0.0)
 
 
 def _same_run(one: object, other: object) -> bool:
@@ -287,7 +318,13 @@ class _Attempt:
         # `Site`: pydantic-ai asks the model again, LangChain's with_retry ...) is its
         # retry: a ``tool.retry`` event, numbered within that streak of failures, as our
         # runtime numbers its own retries; any other attempt is attempt 1 of a new call.
-        # The wait before it is the framework's and unknown here: no ``delay``.
+        # The retry says who made it (``by``). The code around the tool (``with_retry``, a
+        # RetryPolicy, an app's loop) re-runs a call, and its wait since the failure is
+        # the retry's ``delay``, which the verdict judges as it judges our runtime's
+        # backoff. The model (a later turn's call: pydantic-ai's ModelRetry, an error fed
+        # back by the Agents SDK or a LangGraph agent) was told the failure and chose to
+        # call again, maybe with other arguments: that is feeding the error back, and no
+        # wait is owed, so its retry has no ``delay`` (the verdict reads ``by="model"``).
         # One streak per tool and run: runs of the same agent may interleave (gathered).
         # Where the framework says nothing of which call this is (no turn, no call id: a
         # LangChain tool invoked directly or in a batch, an MCP session, a function), the
@@ -309,10 +346,15 @@ class _Attempt:
         retry = None if before is None else _answers(before, site)
         self.retry = retry is not None
         self.again = False  # the same call attempted again (else a later turn's call)
-        if retry is not None:
-            self.number, error, self.again = retry
+        if retry is not None and before is not None:
+            self.number, error, self.again, by_model = retry
+            who: dict[str, Any] = (
+                {"by": "model"}
+                if by_model
+                else {"by": "code", "delay": _waited(before, self.recorder.clock)}
+            )
             self.recorder.emit(
-                "tool.retry", tool=tool, attempt=self.number, error=error, **self.marks
+                "tool.retry", tool=tool, attempt=self.number, error=error, **who, **self.marks
             )
         else:
             self.number = 1
@@ -369,13 +411,15 @@ class _Attempt:
         self.emit("tool.error", error=record)
         before = self.failing.get(self.key)
         call_id = self.site.call_id
+        at, wall = self.recorder.clock.now(), time.perf_counter()
         if before is None or not _same_run(before.site.run, self.site.run):
             calls = {} if call_id is None else {call_id: (self.number, record)}
-            self.failing[self.key] = _Failing(self.number, record, self.site, calls)
+            self.failing[self.key] = _Failing(self.number, record, self.site, calls, at, wall)
             return
         # a retry that failed again, or a parallel call of a failed one that failed too
         before.streak = max(before.streak, self.number)
         before.error, before.site = record, self.site
+        before.at, before.wall = at, wall
         if call_id is not None:
             before.calls[call_id] = (self.number, record)
 
