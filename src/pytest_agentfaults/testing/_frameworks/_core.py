@@ -16,9 +16,8 @@ as an occurrence of ``tool`` with the same counting our own runtime uses (``time
 ``tool.fault`` / ``tool.error`` / ``tool.result`` events, each with a ``framework`` field,
 go to the test's trace. An attempt the framework makes in answer to a failed one (a later
 model turn of the same run, the same call again: see `Site`) is its retry, with a
-``tool.retry`` event; ``attempt`` counts within such a streak, as our runtime's do. The
-event says who retried (``by``, see `_Attempt`): the code around the tool, whose wait
-before the retry is its ``delay``, or the model, which read the failure. A
+``tool.retry`` event; ``attempt`` counts within such a streak, as our runtime's do, and
+``by`` says who retried: the code around the tool (its wait is ``delay``) or the model. A
 tool that pauses for a human or hands off (LangGraph's ``interrupt()``, pydantic-ai's
 ``ApprovalRequired``) has no outcome event: it did not fail.
 """
@@ -54,10 +53,8 @@ __all__ = ["FRAMEWORK_NAMES", "Outcome", "Site", "arun_attempt", "run_attempt"]
 
 T = TypeVar("T")
 
-#: What an adapter reads in a value its framework's tool path returned: the text the
-#: caller reads, and the error the value reports when the framework answers a failure
-#: with a value instead of raising (an MCP ``is_error`` result), else None. None in
-#: place of the pair: nothing to say of that value (shown as it is, a success).
+#: An adapter's reading of a value its tool path returned: the text the caller reads, and
+#: the error it reports (an MCP ``is_error`` result), else None; None: nothing to say.
 Outcome = Callable[[Any], tuple[str, BaseException | None] | None]
 
 #: The ``framework`` field's values, as API.md names them.
@@ -238,15 +235,12 @@ def _answers(failed: _Failing, now: Site) -> tuple[int, ErrorRecord, bool, bool]
     """The retry an attempt at ``now`` makes of ``failed`` (None: it makes none).
 
     Its attempt number, the error it answers, whether it is the same call again, and
-    whether the model asked for it: a call of a later turn, made after the model read the
-    failure. Both are of one run (failure streaks are kept per run).
+    whether the model asked for it (a later turn's call). Both are of one run.
     """
     same = failed.calls.get(now.call_id) if now.call_id is not None else None
     if same is not None:  # the same call, attempted again (with_retry, a RetryPolicy)
         return same[0] + 1, same[1], True, False
-    if failed.site.turn is None or now.turn is None:
-        # nothing said of turns: the code around the tool called it again (an MCP
-        # client's loop, a LangChain tool invoked again, a function)
+    if failed.site.turn is None or now.turn is None:  # no turns: the code called again
         return failed.streak + 1, failed.error, False, False
     if failed.site.turn == now.turn:
         return None  # the same turn: a parallel call, not a retry
@@ -254,13 +248,11 @@ def _answers(failed: _Failing, now: Site) -> tuple[int, ErrorRecord, bool, bool]
 
 
 def _waited(failed: _Failing, clock: Clock) -> float:
-    """The wait between ``failed``'s last failure and now: the code's backoff, if any.
+    """The wait between ``failed``'s last failure and now, on the test's clock.
 
-    Measured on the test's clock, which the code's sleeps move on the test's thread and
-    its event loops (a sync tool that an async framework runs in a worker thread, retried
-    after an ``asyncio.sleep``, included). When that clock stood still and this attempt
-    runs on another thread, whose sleeps stay real (a sync LangGraph graph's executor),
-    the wait is measured on the real clock.
+    Which the sleeps of the test's thread and event loops move; when it stood still and
+    this attempt runs on another thread, whose sleeps stay real (a sync LangGraph graph's
+    executor), on the real clock.
     """
     waited = clock.now() - failed.at
     if waited <= 0 and isinstance(clock, VirtualClock) and not sleeps_virtually_here(clock):
@@ -318,13 +310,9 @@ class _Attempt:
         # `Site`: pydantic-ai asks the model again, LangChain's with_retry ...) is its
         # retry: a ``tool.retry`` event, numbered within that streak of failures, as our
         # runtime numbers its own retries; any other attempt is attempt 1 of a new call.
-        # The retry says who made it (``by``). The code around the tool (``with_retry``, a
-        # RetryPolicy, an app's loop) re-runs a call, and its wait since the failure is
-        # the retry's ``delay``, which the verdict judges as it judges our runtime's
-        # backoff. The model (a later turn's call: pydantic-ai's ModelRetry, an error fed
-        # back by the Agents SDK or a LangGraph agent) was told the failure and chose to
-        # call again, maybe with other arguments: that is feeding the error back, and no
-        # wait is owed, so its retry has no ``delay`` (the verdict reads ``by="model"``).
+        # It says who retried (``by``): the code around the tool (with_retry, a RetryPolicy,
+        # an app's loop), whose wait since the failure is its ``delay``, judged as our
+        # backoff; or the model, told the failure (the error fed back): no wait is owed.
         # One streak per tool and run: runs of the same agent may interleave (gathered).
         # Where the framework says nothing of which call this is (no turn, no call id: a
         # LangChain tool invoked directly or in a batch, an MCP session, a function), the
@@ -348,11 +336,8 @@ class _Attempt:
         self.again = False  # the same call attempted again (else a later turn's call)
         if retry is not None and before is not None:
             self.number, error, self.again, by_model = retry
-            who: dict[str, Any] = (
-                {"by": "model"}
-                if by_model
-                else {"by": "code", "delay": _waited(before, self.recorder.clock)}
-            )
+            waited = None if by_model else _waited(before, self.recorder.clock)
+            who = {"by": "model"} if by_model else {"by": "code", "delay": waited}
             self.recorder.emit(
                 "tool.retry", tool=tool, attempt=self.number, error=error, **who, **self.marks
             )
