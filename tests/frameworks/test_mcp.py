@@ -175,7 +175,11 @@ async def test_unknown_tools_and_plain_calls_are_traced(trace):
     assert unknown.is_error  # the server's own answer, untouched
     assert trace.tool_attempts("search") == 1
     assert trace.tool_attempts("nope") == 1
-    assert [e.tool for e in trace.of("tool.result")] == ["search", "nope"]
+    assert [e.tool for e in trace.of("tool.result")] == ["search"]
+    # the server's answer is a failure the client reads: the model named no such tool
+    (refused,) = trace.errors("nope")
+    assert refused.error.type == "UnknownToolError"
+    assert (refused.error.message, refused.error.retryable) == ("Unknown tool: nope", False)
 
 
 def test_the_adapter_is_registered_under_the_sdks_module():

@@ -80,14 +80,14 @@ def test_an_agent_fault_in_a_test_without_known_agents_still_names_the_agent_fix
     message = _unfired_message(plan)
     assert "no model call of agent 'bott' was seen" in message
     assert "agent= is the name given to af.Agent" in message
-    assert "run an agent in the test" not in message
+    assert "run an af.Agent in the test" not in message
 
 
 def test_an_llm_fault_for_every_agent_without_model_calls_is_unchanged():
     fault = LLMFault(kind="rate_limit", source="faults.llm.rate_limit()")
     message = explain_unfired(fault, {}, set())
     assert "no af.Agent model call was seen" in message
-    assert "run an agent in the test" in message
+    assert "run an af.Agent in the test" in message
 
 
 def test_a_misspelt_agent_names_the_agents_whose_model_calls_the_plan_saw():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import sys
+import threading
 import time
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Final, Protocol, Self, runtime_checkable
@@ -29,6 +30,7 @@ __all__ = [
     "VirtualClock",
     "advance_virtually",
     "default_clock",
+    "sleeps_virtually_here",
     "use_default_clock",
 ]
 
@@ -389,6 +391,19 @@ def set_default_clock(
     """
     switch_on()  # a pending test switches on first: this changes its context (`_pending`)
     return _default, _default.set(clock)
+
+
+def sleeps_virtually_here(clock: Clock) -> bool:
+    """Whether a sleep on the calling thread waits on ``clock`` (and moves it).
+
+    True for a `VirtualClock` whose `patch_sleep` the calling thread made (the plugin
+    makes it for the test's thread); False for a real clock, and on any other thread,
+    whose sleeps stay real while the virtual clock stands still.
+    """
+    if not isinstance(clock, VirtualClock):
+        return False
+    here = threading.get_ident()
+    return any(patch.thread == here for patch in clock._patches)  # noqa: SLF001 - its own
 
 
 def advance_virtually(clock: Clock, seconds: float) -> bool:

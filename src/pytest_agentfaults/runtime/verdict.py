@@ -32,12 +32,17 @@ whether it retries timeouts, the longest ``Retry-After`` it waits out, and its a
 ``retried_non_retryable``
     attempt k got 400, 401, 403, 404 or 422 (unless marked ``x-should-retry: true``), or a
     response marked ``x-should-retry: false``, and was sent again; or a ``tool.retry`` /
-    ``llm.retry`` / ``transport.retry`` with a backoff retried an error classified as not
-    retryable (``af.classify``).
+    ``llm.retry`` / ``transport.retry`` retried an error classified as not retryable
+    (``af.classify``), other than a framework's model calling a tool again (``by="model"``:
+    the error was fed back to it, the cure of such an error).
 ``no_backoff``
     attempt k failed and attempt k+1 came less than ``min_backoff`` (0.05 s) later, when
     the server had not asked for that shorter wait (a ``Retry-After: 0`` asks for nothing:
     the SDKs back off then); or a retry event whose ``delay`` is below ``min_backoff``.
+    A framework's tool retry made by the code around the tool (``by="code"``: LangChain's
+    ``with_retry``, a LangGraph ``RetryPolicy``, an app's loop) has as ``delay`` the wait
+    since the failed attempt, on the test's clock (or the real one, when longer: a wait
+    off the test's thread); one the model made (``by="model"``) has none, and owes none.
 ``retry_storm``
     a request attempted more times than its client's declared cap: this runtime's
     ``TransportRetry.max_attempts`` (from its ``transport.retry`` events, 3 by default);
@@ -392,12 +397,12 @@ def _judge_retries(events: list[Event], max_attempts: int, min_backoff: float) -
         subject = event.tool or event.field("model") or event.agent or "a model call"
         delay = event.delay
         marked = event.field("should_retry")  # the server's x-should-retry wins
-        if (
-            delay is not None
-            and event.error is not None
-            and not event.error.retryable
-            and marked is not True
-        ):
+        if event.field("by") == "model":
+            # A framework's model called the tool again after reading the failure: the
+            # error was fed back, which is the cure of a non-retryable one, and the
+            # model's turn stands in for a wait. Only the attempt cap applies.
+            pass
+        elif event.error is not None and not event.error.retryable and marked is not True:
             found.append(
                 _finding(
                     "retried_non_retryable",

@@ -110,13 +110,21 @@ def _what_and_fix(
             return _no_agent_calls(fault.agent, agents_called)
         if seen:
             return f"the model was called {_times(seen)}", "check the test"
-        # Another framework's agent (pydantic-ai, LangChain, the Agents SDK) calls its model
-        # over HTTP, where no llm= fault looks: "0 model calls" would be untrue for it.
+        # Another framework's agent (pydantic-ai, LangChain, the Agents SDK) may well have
+        # called its model, where no llm= fault looks: "0 model calls" would be untrue.
+        # Its test model makes no HTTP call at all; a real client's model is reached over
+        # HTTP only, so the fix is to point the model there.
         return (
             "no af.Agent model call was seen (llm= faults act on af.Agent's model calls)",
-            "run an agent in the test (its model calls are what llm= faults hit); the model "
-            "of a pydantic-ai, LangChain or Agents SDK agent is called over HTTP: fault it "
-            "with http= (http=429, http=503 ...) or a fail step of the llm_server script",
+            "run an af.Agent in the test (its model calls are what llm= faults hit). The "
+            "model of a pydantic-ai, LangChain or Agents SDK agent is out of llm='s reach, "
+            "and a framework's own test model (pydantic-ai's TestModel or FunctionModel, "
+            "LangChain's fake chat models) makes no HTTP call, and no fault reaches it: "
+            "point the agent's model at the llm_server fixture (an OpenAI client or "
+            "provider with base_url=llm_server.base_url('openai')) and fault it with a "
+            "fail step of its script, or with http= faults (http=429, http=503 ...) on "
+            "the client's requests; to make a FunctionModel's function raise, put a "
+            "function='pkg.module:attr' fault on it and build the FunctionModel in the test",
         )
     else:
         assert isinstance(fault, HTTPFault)

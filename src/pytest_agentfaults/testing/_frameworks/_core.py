@@ -16,7 +16,8 @@ as an occurrence of ``tool`` with the same counting our own runtime uses (``time
 ``tool.fault`` / ``tool.error`` / ``tool.result`` events, each with a ``framework`` field,
 go to the test's trace. An attempt the framework makes in answer to a failed one (a later
 model turn of the same run, the same call again: see `Site`) is its retry, with a
-``tool.retry`` event; ``attempt`` counts within such a streak, as our runtime's do. A
+``tool.retry`` event; ``attempt`` counts within such a streak, as our runtime's do, and
+``by`` says who retried: the code around the tool (its wait is ``delay``) or the model. A
 tool that pauses for a human or hands off (LangGraph's ``interrupt()``, pydantic-ai's
 ``ApprovalRequired``) has no outcome event: it did not fail.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -32,7 +34,13 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.runtime._recorder import Recorder
-from pytest_agentfaults.runtime.clock import advance_virtually, default_clock
+from pytest_agentfaults.runtime.clock import (
+    Clock,
+    VirtualClock,
+    advance_virtually,
+    default_clock,
+    sleeps_virtually_here,
+)
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.output import preview
 from pytest_agentfaults.testing._current import current_plan
@@ -41,9 +49,13 @@ from pytest_agentfaults.testing._fault import NOTHING, ToolFault
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
 
-__all__ = ["FRAMEWORK_NAMES", "Site", "arun_attempt", "run_attempt"]
+__all__ = ["FRAMEWORK_NAMES", "Outcome", "Site", "arun_attempt", "run_attempt"]
 
 T = TypeVar("T")
+
+#: An adapter's reading of a value its tool path returned: the text the caller reads, and
+#: the error it reports (an MCP ``is_error`` result), else None; None: nothing to say.
+Outcome = Callable[[Any], tuple[str, BaseException | None] | None]
 
 #: The ``framework`` field's values, as API.md names them.
 FRAMEWORK_NAMES: Final = (
@@ -142,6 +154,7 @@ async def arun_attempt(
     site: Site = _UNKNOWN,
     nested: tuple[str, ...] = (),
     faultable: bool = True,
+    outcome: Outcome | None = None,
 ) -> T:
     """`run_attempt` for an async tool path: ``await call()``, or the fault in its place.
 
@@ -150,6 +163,8 @@ async def arun_attempt(
     within this one are this attempt, not others. ``faultable=False``: an attempt the
     framework is bound to refuse before the tool runs (arguments it cannot parse), traced
     but neither counted by the faults' ``times=`` / ``at=`` nor replaced by one.
+    ``outcome`` reads what the attempt returned (`Outcome`): a value that reports a
+    failure is a ``tool.error``, and a result shows the text it gives.
     """
     __tracebackhide__ = True
     plan = current_plan()
@@ -158,7 +173,7 @@ async def arun_attempt(
         return await call()
     token = _inside.set((*inside, tool, *nested))
     try:
-        return await _arun(plan, framework, tool, args, call, failure, site, faultable)
+        return await _arun(plan, framework, tool, args, call, failure, site, faultable, outcome)
     finally:
         _inside.reset(token)
 
@@ -172,9 +187,10 @@ async def _arun(
     failure: Callable[[ToolFailure], T],
     site: Site,
     faultable: bool,
+    outcome: Outcome | None,
 ) -> T:
     __tracebackhide__ = True
-    attempt = _Attempt(plan, framework, tool, args, site)
+    attempt = _Attempt(plan, framework, tool, args, site, outcome)
     fault = attempt.fault() if faultable else None
     if fault is not None:
         if fault.delay is None:
@@ -211,20 +227,37 @@ class _Failing:
     error: ErrorRecord
     site: Site
     calls: dict[str, tuple[int, ErrorRecord]]
+    at: float  # when the last failure ended, on the test's clock
+    wall: float  # the same, on the real clock (`time.perf_counter`)
 
 
-def _answers(failed: _Failing, now: Site) -> tuple[int, ErrorRecord, bool] | None:
+def _answers(failed: _Failing, now: Site) -> tuple[int, ErrorRecord, bool, bool] | None:
     """The retry an attempt at ``now`` makes of ``failed`` (None: it makes none).
 
-    Its attempt number, the error it answers, and whether it is the same call again.
-    Both are of one run (failure streaks are kept per run).
+    Its attempt number, the error it answers, whether it is the same call again, and
+    whether the model asked for it (a later turn's call). Both are of one run.
     """
     same = failed.calls.get(now.call_id) if now.call_id is not None else None
     if same is not None:  # the same call, attempted again (with_retry, a RetryPolicy)
-        return same[0] + 1, same[1], True
-    if failed.site.turn is not None and now.turn is not None and failed.site.turn == now.turn:
+        return same[0] + 1, same[1], True, False
+    if failed.site.turn is None or now.turn is None:  # no turns: the code called again
+        return failed.streak + 1, failed.error, False, False
+    if failed.site.turn == now.turn:
         return None  # the same turn: a parallel call, not a retry
-    return failed.streak + 1, failed.error, False
+    return failed.streak + 1, failed.error, False, True
+
+
+def _waited(failed: _Failing, clock: Clock) -> float:
+    """The wait between ``failed``'s last failure and now, on the test's clock.
+
+    Which the sleeps of the test's thread and event loops move; when it stood still and
+    this attempt runs on another thread, whose sleeps stay real (a sync LangGraph graph's
+    executor), on the real clock.
+    """
+    waited = clock.now() - failed.at
+    if waited <= 0 and isinstance(clock, VirtualClock) and not sleeps_virtually_here(clock):
+        waited = time.perf_counter() - failed.wall
+    return max(waited, 0.0)
 
 
 def _same_run(one: object, other: object) -> bool:
@@ -243,6 +276,7 @@ class _Attempt:
         "marks",
         "name",
         "number",
+        "outcome",
         "plan",
         "recorder",
         "retry",
@@ -256,10 +290,12 @@ class _Attempt:
         tool: str,
         args: Mapping[str, Any] | None,
         site: Site,
+        outcome: Outcome | None = None,
     ) -> None:
         self.plan = plan
         self.name = tool
         self.site = site
+        self.outcome = outcome
         self.recorder = _recorder(plan, framework)
         plan.tools_called.add(tool)  # for the message of a tool fault that never fired
         # A tool declared non-idempotent for the test says so on its events (the verdict's
@@ -274,7 +310,9 @@ class _Attempt:
         # `Site`: pydantic-ai asks the model again, LangChain's with_retry ...) is its
         # retry: a ``tool.retry`` event, numbered within that streak of failures, as our
         # runtime numbers its own retries; any other attempt is attempt 1 of a new call.
-        # The wait before it is the framework's and unknown here: no ``delay``.
+        # It says who retried (``by``): the code around the tool (with_retry, a RetryPolicy,
+        # an app's loop), whose wait since the failure is its ``delay``, judged as our
+        # backoff; or the model, told the failure (the error fed back): no wait is owed.
         # One streak per tool and run: runs of the same agent may interleave (gathered).
         # Where the framework says nothing of which call this is (no turn, no call id: a
         # LangChain tool invoked directly or in a batch, an MCP session, a function), the
@@ -296,10 +334,12 @@ class _Attempt:
         retry = None if before is None else _answers(before, site)
         self.retry = retry is not None
         self.again = False  # the same call attempted again (else a later turn's call)
-        if retry is not None:
-            self.number, error, self.again = retry
+        if retry is not None and before is not None:
+            self.number, error, self.again, by_model = retry
+            waited = None if by_model else _waited(before, self.recorder.clock)
+            who = {"by": "model"} if by_model else {"by": "code", "delay": waited}
             self.recorder.emit(
-                "tool.retry", tool=tool, attempt=self.number, error=error, **self.marks
+                "tool.retry", tool=tool, attempt=self.number, error=error, **who, **self.marks
             )
         else:
             self.number = 1
@@ -356,17 +396,24 @@ class _Attempt:
         self.emit("tool.error", error=record)
         before = self.failing.get(self.key)
         call_id = self.site.call_id
+        at, wall = self.recorder.clock.now(), time.perf_counter()
         if before is None or not _same_run(before.site.run, self.site.run):
             calls = {} if call_id is None else {call_id: (self.number, record)}
-            self.failing[self.key] = _Failing(self.number, record, self.site, calls)
+            self.failing[self.key] = _Failing(self.number, record, self.site, calls, at, wall)
             return
         # a retry that failed again, or a parallel call of a failed one that failed too
         before.streak = max(before.streak, self.number)
         before.error, before.site = record, self.site
+        before.at, before.wall = at, wall
         if call_id is not None:
             before.calls[call_id] = (self.number, record)
 
     def succeeded(self, result: object) -> None:
+        """The attempt returned ``result``: a success, unless its value reports a failure."""
+        read = None if self.outcome is None else self.outcome(result)
+        if read is not None and read[1] is not None:
+            self.failed(read[1])
+            return
         before = self.failing.get(self.key)
         if self.retry and before is not None:
             # A later turn's call that worked ends the streak; the same call attempted
@@ -375,7 +422,8 @@ class _Attempt:
                 before.calls.pop(self.site.call_id, None)
             if not self.again or not before.calls:
                 self.failing.pop(self.key, None)
-        self.emit("tool.result", detail=_shown_result(result))
+        shown = _shown_result(result) if read is None else preview(read[0])
+        self.emit("tool.result", detail=shown)
 
 
 #: Exceptions a framework's tool raises to steer the run, not because it failed: a pause

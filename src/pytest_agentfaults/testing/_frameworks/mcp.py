@@ -17,6 +17,17 @@ tool fail on the SDK's own server (`MCPServer`):
 - ``delay=`` moves the test's virtual clock; the session's ``read_timeout_seconds`` runs
   on anyio's real clock, which the virtual clock does not move, so it does not see it.
 
+What the server answers is read as the client reads it (`_outcome`): an ``is_error``
+result is a failed attempt, a ``tool.error`` whose message is the result's text, and a
+result that worked shows its text. A server says only that much of a failure, so the
+error is classified from the text, as an exception with that message would be: the
+schema's refusal of the arguments (the SDK's server answers pydantic's "validation
+error") is an `InvalidArgsError` and a name the server has no tool of ("Unknown tool: ")
+an `UnknownToolError`, neither retryable, as our runtime records the model's mistakes;
+anything else is a `ToolError`, retryable unless its text speaks of credentials (a
+crash, whose text the server keeps to itself, is an unexpected failure one more try may
+cure, as an exception of a tool is in the other frameworks).
+
 A call made inside another framework's attempt at the same tool (an Agents SDK agent's
 MCP tool, a pydantic-ai MCP toolset's) is that framework's attempt, counted once, there
 (`arun_attempt` lets a nested attempt at the same tool through).
@@ -26,11 +37,13 @@ Imported only by `install`, once ``mcp`` is imported.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
+from pytest_agentfaults.errors import InvalidArgsError, ToolError, UnknownToolError
 from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import arun_attempt
@@ -39,6 +52,10 @@ __all__ = ["FRAMEWORK", "install"]
 
 FRAMEWORK: Final = "mcp"
 _HOOKED: Final = "__agentfaults_hook__"
+# pydantic's text for arguments that fail a schema, as the SDK's server sends it back
+_REFUSED_ARGUMENTS: Final = re.compile(r"\b\d+ validation errors? for ")
+# the SDK's server's text for a name it has no tool of
+_UNKNOWN_TOOL: Final = "Unknown tool: "
 
 
 def install() -> Callable[[], None]:
@@ -64,7 +81,9 @@ def install() -> Callable[[], None]:
             return await original(self, name, arguments, *args, **kw)
 
         try:
-            result = await arun_attempt(FRAMEWORK, name, arguments, call, _failure_result)
+            result = await arun_attempt(
+                FRAMEWORK, name, arguments, call, _failure_result, outcome=_outcome(name)
+            )
         except Exception as exc:
             if reached or isinstance(exc, MCPError):
                 raise  # the session's own error, or a protocol error as the session raises it
@@ -81,6 +100,37 @@ def install() -> Callable[[], None]:
             setattr(ClientSession, "call_tool", original)  # noqa: B010
 
     return undo
+
+
+def _outcome(name: str) -> Callable[[Any], tuple[str, BaseException | None] | None]:
+    """How a ``CallToolResult`` of tool ``name`` reads: its text, and its error if any."""
+
+    def read(result: Any) -> tuple[str, BaseException | None] | None:
+        from mcp import types  # noqa: PLC0415 - mcp is loaded by now
+
+        if not isinstance(result, types.CallToolResult):
+            return None  # another result (input required), or a returns= value to convert
+        text = _text(result)
+        if not result.is_error:
+            return text, None
+        if _REFUSED_ARGUMENTS.search(text):
+            return text, InvalidArgsError(text, tool=name)
+        if text.startswith(_UNKNOWN_TOOL):
+            return text, UnknownToolError(text, tool=name, available=[])
+        return text, ToolError(text, tool=name)
+
+    return read
+
+
+def _text(result: Any) -> str:
+    """What the client reads of a result: its text blocks, else its structured content."""
+    texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+    if texts:
+        return "\n".join(texts)
+    if result.structured_content is not None:
+        return json.dumps(result.structured_content, default=str)
+    kinds = [str(getattr(block, "type", "?")) for block in result.content]
+    return f"({', '.join(kinds) or 'no'} content)"
 
 
 def _failure_result(failure: ToolFailure) -> Any:
