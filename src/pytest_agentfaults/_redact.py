@@ -43,6 +43,21 @@ _QUERY_NAMES: Final = (
     "signature",
     "password",
 )
+# A Python name where the key=value rule expects a value: ``api_key=ANTHROPIC_KEY)`` in a
+# traceback's source line is code, and the name is not the key it holds. A word is letters
+# only, all lower-case, all upper-case, Capitalized or camelCase: a digit, or case mixed
+# any other way (``gw_live_EEEEsecretGATEWAYkey``), is the shape of a token. A name is
+# words joined by "_" (a leading or trailing one too: ``_key``), and names joined by "."
+# or followed by "(" or "[" (a call, a subscript); one lower-case word alone is taken as a
+# password (``password=letmein``), unless it is called or subscripted.
+_WORD: Final = r"(?:[a-z]+|[A-Z]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)+|[A-Z][a-z]+)"
+_NAME_PART: Final = rf"_*{_WORD}(?:_+{_WORD})*_*"
+_VALUE_END: Final = r"(?=[\s\"'&,;})]|\Z)"  # where a key=value rule's value ends
+_CODE: Final = (
+    rf"(?-i:{_NAME_PART}(?:\.{_NAME_PART})*[(\[]"
+    rf"|{_NAME_PART}(?:\.{_NAME_PART})+{_VALUE_END}"
+    rf"|(?![a-z]+{_VALUE_END}){_NAME_PART}{_VALUE_END})"
+)
 _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADERS, key=len)[::-1])
 
 # (markers, pattern, keep-prefix group): a pattern runs only when one of its lower-cased
@@ -60,10 +75,12 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
     (("gh",), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), None),
     (("xox",), re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), None),
     (
+        # "api_key=...", "token: ...": a quoted value, or one that is not a Python name
         ("apikey", "api_key", "api-key", "token", "secret", "password"),
         re.compile(
-            r"(\b(?:api[_-]?key|access[_-]?token|secret|password|token)[\"']?\s*[:=]\s*[\"']?)"
-            r"[^\s\"'&,;}]{6,}",
+            r"(\b(?:api[_-]?key|access[_-]?token|secret|password|token)[\"']?\s*[:=]\s*"
+            rf"(?:[\"']|(?!{_CODE})))"
+            r"[^\s\"'&,;})]{6,}",
             re.IGNORECASE,
         ),
         "prefix",

@@ -197,3 +197,31 @@ def test_the_search_finds_a_key_when_there_is_one():
     keys = _keys()
     text = f"x {keys['AF_HEX'][3:19]} y"
     assert _leaks({"t": text}, keys) == [f"AF_HEX in t: ...{keys['AF_HEX'][3:19]}..."]
+
+
+NAMED_KEY = """
+import os
+
+import anthropic
+import pytest
+
+ANTHROPIC_KEY = os.environ["AF_ANT"]
+
+
+@pytest.mark.inject_fault(http=400)
+def test_named_key(http_faults):
+    with anthropic.Anthropic(api_key=ANTHROPIC_KEY) as client:
+        client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+"""
+
+
+def test_a_traceback_line_that_names_a_key_is_shown_as_written(pytester, monkeypatch):
+    # The name is code, not the key: the line reads as in the file, its ")" included.
+    monkeypatch.setenv("AF_ANT", "sk-ant-api03-" + secrets.token_urlsafe(32))
+    pytester.makepyfile(test_named=NAMED_KEY)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest("-l", f"--junitxml={junit}")
+    result.assert_outcomes(failed=1)
+    line = "with anthropic.Anthropic(api_key=ANTHROPIC_KEY) as client:"
+    assert line in result.stdout.str()
+    assert line in junit.read_text(encoding="utf-8")

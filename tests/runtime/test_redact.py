@@ -143,3 +143,52 @@ def test_the_quick_check_lets_every_rule_run():
 
     for marker in redact._MARKERS:
         assert any(gate in marker for gate in redact._GATE), marker
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "with anthropic.Anthropic(api_key=ANTHROPIC_KEY) as client:",
+        "client = openai.OpenAI(api_key=settings.api_key, max_retries=0)",
+        "model = Model(api_key=api_key)",
+        "Agent(token=self._token); run()",
+        "password = getpass()",
+        "api_key = os.environ['OPENAI_API_KEY']",
+        "headers = {'api_key': API_KEY}",
+        "def connect(api_key: Optional[str] = None, token: SecretStr = DEFAULT) -> None:",
+    ],
+)
+def test_a_python_name_given_as_a_key_is_code_not_a_secret(code):
+    # A traceback's source lines pass through here: a name is not the key it holds, and
+    # the brackets and commas after it belong to the code (its value was never shown).
+    assert redact_text(code) == code
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # a quoted literal is a secret whatever it looks like
+        (
+            'OpenAI(api_key="gw_live_EEEEsecretGATEWAYkey1234567890")',
+            'OpenAI(api_key="[REDACTED]")',
+        ),
+        ("OpenAI(api_key='ANTHROPIC_KEY')", "OpenAI(api_key='[REDACTED]')"),
+        # token-shaped: a digit, or case mixed inside a word; the value ends at ")" ...
+        ("connect(api_key=gw_live_EEEEsecretGATEWAYkey1234567890)", "connect(api_key=[REDACTED])"),
+        ("connect(token=gw_live_EEEEsecretGATEWAYkey) as c", "connect(token=[REDACTED]) as c"),
+        # ... "," ";" and whitespace
+        ("login password=hunter2hunter2, retrying", "login password=[REDACTED], retrying"),
+        ("secret=abcdefgh12; path=/", "secret=[REDACTED]; path=/"),
+        ("api_key: abcdef1234 sent", "api_key: [REDACTED] sent"),
+        # a lower-case word alone is taken as a password
+        ("token=letmeinplease", "token=[REDACTED]"),
+    ],
+)
+def test_a_key_value_ends_where_the_value_ends_and_a_literal_stays_secret(text, shown):
+    assert redact_text(text) == shown
+
+
+def test_redacting_twice_changes_nothing_more():
+    once = redact_text("f(api_key=gw_live_EEEEsecretGATEWAYkey1234567890), token='abcdef12'")
+    assert once == "f(api_key=[REDACTED]), token='[REDACTED]'"
+    assert redact_text(once) == once
