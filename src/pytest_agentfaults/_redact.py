@@ -9,8 +9,9 @@ info (``https://user:pass@host``).
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 __all__ = ["REDACTED", "redact_headers", "redact_text", "redact_value"]
@@ -47,43 +48,61 @@ _QUERY_NAMES: Final = (
 # traceback's source line is code, and the name is not the key it holds. A word is letters
 # only, all lower-case, all upper-case, Capitalized or camelCase: a digit, or case mixed
 # any other way (``gw_live_EEEEsecretGATEWAYkey``), is the shape of a token. A name is
-# words joined by "_" (a leading or trailing one too: ``_key``), and names joined by "."
-# or followed by "(" or "[" (a call, a subscript); one lower-case word alone is taken as a
-# password (``password=letmein``), unless it is called or subscripted.
+# words joined by "_" (a leading or trailing one too: ``_key``), and names joined by ".",
+# the whole value or followed by "(" or "[" (a call, a subscript). One lower-case word
+# alone is taken as a password (``password=letmein``), unless called or subscripted.
 _WORD: Final = r"(?:[a-z]+|[A-Z]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)+|[A-Z][a-z]+)"
 _NAME_PART: Final = rf"_*{_WORD}(?:_+{_WORD})*_*"
-_VALUE_END: Final = r"(?=[\s\"'&,;})]|\Z)"  # where a key=value rule's value ends
-_CODE: Final = (
-    rf"(?-i:{_NAME_PART}(?:\.{_NAME_PART})*[(\[]"
-    rf"|{_NAME_PART}(?:\.{_NAME_PART})+{_VALUE_END}"
-    rf"|(?![a-z]+{_VALUE_END}){_NAME_PART}{_VALUE_END})"
-)
+
+
+@functools.cache  # compiled on the first key=value match: most sessions never have one
+def _code() -> re.Pattern[str]:
+    return re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})*(?:[(\[]|\Z)")
+
+
+def _keep_prefix(match: re.Match[str]) -> str:
+    return f"{match.group(1)}{REDACTED}"
+
+
+def _keep_code(match: re.Match[str]) -> str:
+    """The key=value rule's match as it is when its value is a Python name, else redacted.
+
+    Group 1 is the prefix (``api_key=`` and any opening quote), 2 the quote, 3 the value:
+    a quoted value is a literal, a secret whatever it looks like.
+    """
+    value = match.group(3)
+    if match.group(2) or not _code().match(value) or (value.isalpha() and value.islower()):
+        return f"{match.group(1)}{REDACTED}"
+    return match.group(0)
+
+
 _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADERS, key=len)[::-1])
 
-# (markers, pattern, keep-prefix group): a pattern runs only when one of its lower-cased
+# (markers, pattern, replacement): a pattern runs only when one of its lower-cased
 # markers occurs in the text. Most text has none, and substring tests are far cheaper than
-# regular expressions: redaction runs on every recorded event.
-_RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] = (
+# regular expressions: redaction runs on every recorded event. A match becomes
+# `REDACTED`, or what a function makes of it (`_keep_prefix` keeps group 1).
+_Replacement = str | Callable[[re.Match[str]], str]
+_RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]] = (
     (
         ("bearer", "basic"),
         re.compile(r"(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
-        "prefix",
+        _keep_prefix,
     ),
-    (("sk-",), re.compile(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{12,}"), None),
-    (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), None),
-    (("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), None),
-    (("gh",), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), None),
-    (("xox",), re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), None),
+    (("sk-",), re.compile(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{12,}"), REDACTED),
+    (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),
+    (("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), REDACTED),
+    (("gh",), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), REDACTED),
+    (("xox",), re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), REDACTED),
     (
         # "api_key=...", "token: ...": a quoted value, or one that is not a Python name
         ("apikey", "api_key", "api-key", "token", "secret", "password"),
         re.compile(
             r"(\b(?:api[_-]?key|access[_-]?token|secret|password|token)[\"']?\s*[:=]\s*"
-            rf"(?:[\"']|(?!{_CODE})))"
-            r"[^\s\"'&,;})]{6,}",
+            r"([\"']?))([^\s\"'&,;})]{6,})",
             re.IGNORECASE,
         ),
-        "prefix",
+        _keep_code,
     ),
     (
         tuple(f"{name}=" for name in ("key", "token", "sig", "signature", "password")),
@@ -91,7 +110,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
             r"([?&;](?:" + "|".join(_QUERY_NAMES) + r")=)[^&#\s\"'<>]+",
             re.IGNORECASE,
         ),
-        "prefix",
+        _keep_prefix,
     ),
     (
         # a long hex or base64 token as the value of any query parameter
@@ -101,13 +120,13 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
             r"(?=[A-Za-z0-9_%+/=-]{20,})(?=[^&#\s\"'<>]*?[0-9])(?=[^&#\s\"'<>]*?[A-Za-z])"
             r"[A-Za-z0-9_%+/=-]+(?=$|[&#\s\"'<>),\]])"
         ),
-        "prefix",
+        _keep_prefix,
     ),
     (
         # a password in a URL's user info ("https://user:pass@host"): the user is kept
         ("@",),
         re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#@]+(?=@)"),
-        "prefix",
+        _keep_prefix,
     ),
     (
         # "x-api-key: ...", "'cookie': '...'": a credential header written out as text
@@ -118,7 +137,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
             r"[^\s\"'\r\n,}][^\"'\r\n,}]{3,}",
             re.IGNORECASE,
         ),
-        "prefix",
+        _keep_prefix,
     ),
 )
 
@@ -126,10 +145,6 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
 # No rule above can match fewer characters ("?sig=" and one more is the shortest), so
 # shorter text (most names and previews) skips the scan.
 _SHORTEST_SECRET: Final = 6
-
-
-def _keep_prefix(match: re.Match[str]) -> str:
-    return f"{match.group(1)}{REDACTED}"
 
 
 # Every marker in one flat tuple: the common case (no marker at all) is one plain loop.
@@ -150,10 +165,10 @@ def redact_text(text: str) -> str:
             break
     else:
         return text
-    for markers, pattern, keep in _RULES:
+    for markers, pattern, replacement in _RULES:
         for marker in markers:
             if marker in lowered:
-                text = pattern.sub(_keep_prefix if keep else REDACTED, text)
+                text = pattern.sub(replacement, text)
                 break
     return text
 
