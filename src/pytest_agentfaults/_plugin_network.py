@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_agentfaults._network_policy import CURRENT, NetworkPolicy
+from pytest_agentfaults._plugin_state import SESSION
 
 __all__ = [
     "ALLOW_NETWORK",
@@ -119,7 +120,8 @@ def _start_guard(item: pytest.Item, sockets: bool) -> None:
     if network is None:
         from pytest_agentfaults.testing import _network as network  # noqa: PLC0415
 
-    guard = network.NetworkGuard(item.nodeid, sockets=sockets)
+    learned = item.config.stash[SESSION].learned
+    guard = network.NetworkGuard(item.nodeid, sockets=sockets, learned=learned)
     guard.start()
     item.stash[_GUARD] = guard
 
