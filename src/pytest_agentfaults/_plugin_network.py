@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_agentfaults._network_policy import CURRENT, NetworkPolicy
+from pytest_agentfaults._plugin_state import SESSION
 
 __all__ = [
     "ALLOW_NETWORK",
@@ -121,7 +122,10 @@ def _start_guard(item: pytest.Item, sockets: bool) -> None:
 
     # the list itself, read only if a request is refused (`NetworkGuard.unseen_by_mocks`)
     fixturenames = getattr(item, "fixturenames", ())
-    guard = network.NetworkGuard(item.nodeid, sockets=sockets, fixturenames=fixturenames)
+    learned = item.config.stash[SESSION].learned
+    guard = network.NetworkGuard(
+        item.nodeid, sockets=sockets, fixturenames=fixturenames, learned=learned
+    )
     guard.start()
     item.stash[_GUARD] = guard
 

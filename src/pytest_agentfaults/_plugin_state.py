@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_agentfaults._redact import LearnedSecrets
     from pytest_agentfaults.testing._coverage import Matrix
     from pytest_agentfaults.testing.session import Counts, TestState
 
@@ -85,6 +86,9 @@ class Session:
         self.kit_fixtures: dict[int, tuple[Any, tuple[str, ...]]] = {}
         #: the session's `_plugin_totals.Totals` is registered (`count_reports`)
         self.counting = False
+        #: the credentials the kit saw in this session's requests, redacted by value in
+        #: every report and file from then on (made at the session's start)
+        self.learned: LearnedSecrets | None = None
 
 
 class CoverageSettings:
@@ -303,6 +307,7 @@ def start_state(
         seed=kit.test_seed(session.seed, nodeid),
         real_time="real_time" in marks,
         snapshots=kit.snapshots,
+        learned=session.learned,
     )
     state.declared = declares_kit(item, marks) if declared is None else declared
     if "inject_fault" in marks:

@@ -5,15 +5,32 @@ strings anywhere in text: ``sk-`` keys, ``Bearer`` tokens, ``name: value`` forms
 credential headers, URL query parameters named like a credential (``?key=``, ``&sig=``
 ...), long hex or base64 tokens in any query parameter, and the password of a URL's user
 info (``https://user:pass@host``).
+
+A key of no known shape (a gateway's ``gw_live_...``) is told by where it was sent: the
+test kit learns every credential it sees in a request (`LearnedSecrets`), and the
+session's output boundaries pass them to `redact_text`, which replaces them by value.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import functools
 import re
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
+from urllib.parse import unquote_plus
 
-__all__ = ["REDACTED", "redact_headers", "redact_text", "redact_value"]
+__all__ = [
+    "REDACTED",
+    "SHORTEST_LEARNED",
+    "LearnedSecrets",
+    "is_secret_header",
+    "redact_headers",
+    "redact_text",
+    "redact_value",
+]
 
 REDACTED: Final = "[REDACTED]"
 
@@ -43,30 +60,65 @@ _QUERY_NAMES: Final = (
     "signature",
     "password",
 )
+# A Python name where the key=value rule expects a value: ``api_key=ANTHROPIC_KEY)`` in a
+# traceback's source line is code, and the name is not the key it holds. A word is letters
+# only, all lower-case, all upper-case, Capitalized or camelCase: a digit, or case mixed
+# any other way (``gw_live_EEEEsecretGATEWAYkey``), is the shape of a token. A name is
+# words joined by "_" (a leading or trailing one too: ``_key``), and names joined by ".",
+# the whole value or followed by "(" or "[" (a call, a subscript). One lower-case word
+# alone is taken as a password (``password=letmein``), unless called or subscripted.
+_WORD: Final = r"(?:[a-z]+|[A-Z]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)+|[A-Z][a-z]+)"
+_NAME_PART: Final = rf"_*{_WORD}(?:_+{_WORD})*_*"
+
+
+@functools.cache  # compiled on the first key=value match: most sessions never have one
+def _code() -> re.Pattern[str]:
+    return re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})*(?:[(\[]|\Z)")
+
+
+def _keep_prefix(match: re.Match[str]) -> str:
+    return f"{match.group(1)}{REDACTED}"
+
+
+def _keep_code(match: re.Match[str]) -> str:
+    """The key=value rule's match as it is when its value is a Python name, else redacted.
+
+    Group 1 is the prefix (``api_key=`` and any opening quote), 2 the quote, 3 the value:
+    a quoted value is a literal, a secret whatever it looks like.
+    """
+    value = match.group(3)
+    if match.group(2) or not _code().match(value) or (value.isalpha() and value.islower()):
+        return f"{match.group(1)}{REDACTED}"
+    return match.group(0)
+
+
 _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADERS, key=len)[::-1])
 
-# (markers, pattern, keep-prefix group): a pattern runs only when one of its lower-cased
+# (markers, pattern, replacement): a pattern runs only when one of its lower-cased
 # markers occurs in the text. Most text has none, and substring tests are far cheaper than
-# regular expressions: redaction runs on every recorded event.
-_RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] = (
+# regular expressions: redaction runs on every recorded event. A match becomes
+# `REDACTED`, or what a function makes of it (`_keep_prefix` keeps group 1).
+_Replacement = str | Callable[[re.Match[str]], str]
+_RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]] = (
     (
         ("bearer", "basic"),
         re.compile(r"(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
-        "prefix",
+        _keep_prefix,
     ),
-    (("sk-",), re.compile(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{12,}"), None),
-    (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), None),
-    (("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), None),
-    (("gh",), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), None),
-    (("xox",), re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), None),
+    (("sk-",), re.compile(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{12,}"), REDACTED),
+    (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),
+    (("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), REDACTED),
+    (("gh",), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), REDACTED),
+    (("xox",), re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), REDACTED),
     (
+        # "api_key=...", "token: ...": a quoted value, or one that is not a Python name
         ("apikey", "api_key", "api-key", "token", "secret", "password"),
         re.compile(
-            r"(\b(?:api[_-]?key|access[_-]?token|secret|password|token)[\"']?\s*[:=]\s*[\"']?)"
-            r"[^\s\"'&,;}]{6,}",
+            r"(\b(?:api[_-]?key|access[_-]?token|secret|password|token)[\"']?\s*[:=]\s*"
+            r"([\"']?))([^\s\"'&,;})]{6,})",
             re.IGNORECASE,
         ),
-        "prefix",
+        _keep_code,
     ),
     (
         tuple(f"{name}=" for name in ("key", "token", "sig", "signature", "password")),
@@ -74,7 +126,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
             r"([?&;](?:" + "|".join(_QUERY_NAMES) + r")=)[^&#\s\"'<>]+",
             re.IGNORECASE,
         ),
-        "prefix",
+        _keep_prefix,
     ),
     (
         # a long hex or base64 token as the value of any query parameter
@@ -84,13 +136,13 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
             r"(?=[A-Za-z0-9_%+/=-]{20,})(?=[^&#\s\"'<>]*?[0-9])(?=[^&#\s\"'<>]*?[A-Za-z])"
             r"[A-Za-z0-9_%+/=-]+(?=$|[&#\s\"'<>),\]])"
         ),
-        "prefix",
+        _keep_prefix,
     ),
     (
         # a password in a URL's user info ("https://user:pass@host"): the user is kept
         ("@",),
         re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#@]+(?=@)"),
-        "prefix",
+        _keep_prefix,
     ),
     (
         # "x-api-key: ...", "'cookie': '...'": a credential header written out as text
@@ -101,7 +153,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
             r"[^\s\"'\r\n,}][^\"'\r\n,}]{3,}",
             re.IGNORECASE,
         ),
-        "prefix",
+        _keep_prefix,
     ),
 )
 
@@ -109,10 +161,6 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], str | None], ...]] =
 # No rule above can match fewer characters ("?sig=" and one more is the shortest), so
 # shorter text (most names and previews) skips the scan.
 _SHORTEST_SECRET: Final = 6
-
-
-def _keep_prefix(match: re.Match[str]) -> str:
-    return f"{match.group(1)}{REDACTED}"
 
 
 # Every marker in one flat tuple: the common case (no marker at all) is one plain loop.
@@ -123,20 +171,28 @@ _GATE: Final = ("=", "sk-", "bearer", "basic", "api", "token", "secret", "passwo
                 "cookie", "akia", "asia", "aiza", "gh", "xox", "@")  # fmt: skip
 
 
-def redact_text(text: str) -> str:
-    """Replace every key-shaped substring of ``text`` with ``[REDACTED]``."""
+def redact_text(text: str, learned: LearnedSecrets | None = None) -> str:
+    """Replace every key-shaped substring of ``text`` with ``[REDACTED]``.
+
+    With ``learned`` (a session's `LearnedSecrets`), every value learned first, wherever
+    it occurs and whatever its shape.
+    """
     if not text or len(text) < _SHORTEST_SECRET:
         return text
+    if learned is not None:
+        for value in learned.values:  # longest first: a value holding another goes whole
+            if value in text:
+                text = text.replace(value, REDACTED)
     lowered = text.lower()
     for marker in _GATE:
         if marker in lowered:
             break
     else:
         return text
-    for markers, pattern, keep in _RULES:
+    for markers, pattern, replacement in _RULES:
         for marker in markers:
             if marker in lowered:
-                text = pattern.sub(_keep_prefix if keep else REDACTED, text)
+                text = pattern.sub(replacement, text)
                 break
     return text
 
@@ -149,22 +205,140 @@ def redact_headers(
     clean: dict[str, str] = {}
     for name, value in items:
         lowered = name.lower()
-        secret = lowered in SECRET_HEADERS or "api-key" in lowered or "token" in lowered
-        if secret and "ratelimit" not in lowered:  # x-ratelimit-remaining-tokens is a count
-            clean[lowered] = REDACTED
-        else:
-            clean[lowered] = redact_text(value)
+        clean[lowered] = REDACTED if is_secret_header(lowered) else redact_text(value)
     return clean
 
 
-def redact_value(value: Any) -> Any:
+def is_secret_header(lowered: str) -> bool:
+    """Whether a header of this lower-case name carries a credential.
+
+    The `SECRET_HEADERS`, and any name holding ``api-key`` or ``token`` but not
+    ``ratelimit`` (``x-ratelimit-remaining-tokens`` is a count).
+    """
+    return (
+        lowered in SECRET_HEADERS or "api-key" in lowered or "token" in lowered
+    ) and "ratelimit" not in lowered
+
+
+def redact_value(value: Any, learned: LearnedSecrets | None = None) -> Any:
     """``value`` with `redact_text` applied to every string in it (dicts and lists too)."""
     if isinstance(value, str):
-        return redact_text(value)
+        return redact_text(value, learned)
     if isinstance(value, dict):
-        return {key: redact_value(item) for key, item in value.items()}
+        return {key: redact_value(item, learned) for key, item in value.items()}
     if isinstance(value, list):
-        return [redact_value(item) for item in value]
+        return [redact_value(item, learned) for item in value]
     if value.__class__ is tuple:
-        return tuple(redact_value(item) for item in value)
+        return tuple(redact_value(item, learned) for item in value)
     return value
+
+
+# ----------------------------------------------------------------------------- learned values
+
+#: a shorter credential is not learned: ``Bearer x`` in a unit test would redact every "x"
+SHORTEST_LEARNED: Final = 8
+#: how many header values and URLs `LearnedSecrets` remembers having read (past that, each
+#: is read again: the same few keys on every request are what it saves work on)
+_SEEN_AT_MOST: Final = 4096
+
+
+class LearnedSecrets:
+    """The credentials one session's requests carried, redacted by value from then on.
+
+    The test kit learns what it sees in each request it handles: the value of every
+    credential header (`is_secret_header`; the token of ``Authorization: Bearer ...``, the
+    encoded credentials of ``Basic ...`` and the password in them, each cookie's value) and
+    of every credential query parameter (``?key=``, ``&api_key=`` ..., as sent and
+    decoded). `redact_text` given these replaces each wherever it occurs: a key of no known
+    shape, printed, logged or held in a local, is redacted all the same.
+
+    One per session, kept by the plugin: nothing is learned for the process. Values
+    shorter than `SHORTEST_LEARNED` are not learned. Learning from several threads (the
+    loopback server's) while others redact is safe.
+    """
+
+    __slots__ = ("_lock", "seen", "sent", "values")
+
+    def __init__(self) -> None:
+        #: the values learned, longest first; a new tuple for each value learned, so a
+        #: thread that redacts never sees one half-built
+        self.values: tuple[str, ...] = ()
+        #: the header values and URLs read already: a client sends the same key on every
+        #: request, and the second time costs one set lookup
+        self.seen: set[str] = set()
+        #: the same header values as the bytes sent, for a caller that holds the bytes
+        #: (one lookup before any decoding; apart from `seen`, as bytes never equal text)
+        self.sent: set[bytes] = set()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __repr__(self) -> str:  # never the values: a repr may reach a report (``-l``)
+        return f"<LearnedSecrets: {len(self.values)} values>"
+
+    def learn_header(self, name: str, value: str) -> None:
+        """Learn the credential in the request header ``name: value``, if it is one."""
+        if value in self.seen:
+            return
+        lowered = name.lower()
+        if is_secret_header(lowered):
+            self.learn_credential(lowered, value)
+
+    def learn_headers(self, headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> None:
+        """`learn_header` for each of ``headers``."""
+        items = headers.items() if isinstance(headers, Mapping) else headers
+        for name, value in items:
+            self.learn_header(name, value)
+
+    def learn_credential(self, header: str, value: str, sent: bytes | None = None) -> None:
+        """Learn the credential in ``value``, sent in the credential header ``header``.
+
+        ``header`` is lower-case, and `is_secret_header` (the caller has checked);
+        ``sent``, the value's bytes as sent, if the caller has them, is remembered too.
+        """
+        if value not in self.seen:
+            self._add(value, _credentials(header, value), sent)
+
+    def learn_url(self, url: str) -> None:
+        """Learn the values of ``url``'s credential query parameters (``?key=...``)."""
+        if "?" not in url or url in self.seen:
+            return
+        query = url.partition("?")[2].partition("#")[0]
+        found: list[str] = []
+        for pair in re.split(r"[&;]", query):
+            name, equals, value = pair.partition("=")
+            if equals and name.lower() in _QUERY_NAMES:
+                found += (value, unquote_plus(value))
+        self._add(url, found)
+
+    def _add(self, read: str, values: Iterable[str], sent: bytes | None = None) -> None:
+        # "REDACTED" itself would redact the marker again and again
+        new = {v for v in values if len(v) >= SHORTEST_LEARNED and v not in REDACTED}
+        with self._lock:
+            if len(self.seen) < _SEEN_AT_MOST:
+                self.seen.add(read)
+                if sent is not None:
+                    self.sent.add(sent)
+            new.difference_update(self.values)
+            if new:
+                self.values = tuple(sorted((*self.values, *new), key=len, reverse=True))
+
+
+def _credentials(header: str, value: str) -> list[str]:
+    """The credentials in ``value`` of the credential header ``header`` (lower-case)."""
+    value = value.strip()
+    if header == "cookie":  # "a=1; session=...": each value
+        return [part.partition("=")[2].strip() for part in value.split(";")]
+    scheme, space, credentials = value.partition(" ")
+    if not space:  # a key alone (x-api-key, api-key ...)
+        return [value]
+    credentials = credentials.strip()  # "Bearer <token>", "Basic <base64>" ...
+    found = [credentials]
+    if scheme.lower() == "basic":  # "user:password", base64-encoded: the password too
+        try:
+            decoded = base64.b64decode(credentials, validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            return found
+        found += (decoded, decoded.partition(":")[2])
+    return found

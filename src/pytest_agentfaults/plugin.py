@@ -71,6 +71,7 @@ from pytest_agentfaults._plugin_state import (
 _state = _fixtures.state_of
 
 if TYPE_CHECKING:
+    from pytest_agentfaults._redact import LearnedSecrets
     from pytest_agentfaults.runtime.clock import VirtualClock
     from pytest_agentfaults.runtime.events import Trace
     from pytest_agentfaults.testing.faults import FaultPlan
@@ -281,7 +282,9 @@ def pytest_runtest_makereport(
     state = _end.end_test(item, call) if ending else None  # the test's state, if any
     report = yield
     if report.longrepr is not None or report.sections:  # else nothing to redact
-        _scrub_report(report)  # what the terminal, -rA and junit XML show of the test
+        # what the terminal, -rA and junit XML show of the test; under xdist, in the
+        # worker that learned the keys, before the report is shipped
+        _scrub_report(report, item.config.stash[_SESSION].learned)
     stash = item.stash
     if not ending:
         if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
@@ -322,25 +325,31 @@ def pytest_make_collect_report(
 ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
     """Redact a collection error (an import that failed with a key in its message)."""
     report = yield
-    _scrub_report(report)
+    _scrub_report(report, collector.config.stash[_SESSION].learned)
     return report
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Redact the log lines pytest writes straight out (live logging, ``--log-file``).
 
-    And set the session's network policy, which each test that does not use the kit
-    names itself in (`_network.start_network`).
+    With the session's learned credentials (`LearnedSecrets`), made here: what the kit
+    sees in requests is redacted by value in every report and file from then on. And set
+    the session's network policy, which each test that does not use the kit names itself
+    in (`_network.start_network`).
     """
+    from pytest_agentfaults._redact import LearnedSecrets  # noqa: PLC0415 - lazy
+
     _network.start_session(session.config)
+    state = session.config.stash[_SESSION]
+    state.learned = LearnedSecrets()
     # --setup-show (and --setup-plan) show each fixture's setup: no filling in then
     option = session.config.option
-    session.config.stash[_SESSION].direct_fixtures = not getattr(option, "setupshow", False)
+    state.direct_fixtures = not getattr(option, "setupshow", False)
     logging_plugin = session.config.pluginmanager.get_plugin("logging-plugin")
     if logging_plugin is not None:
         from pytest_agentfaults.testing._scrub import redact_log_output  # noqa: PLC0415
 
-        redact_log_output(logging_plugin)
+        redact_log_output(logging_plugin, state.learned)
 
 
 @pytest.hookimpl(trylast=True)
@@ -349,12 +358,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     _network.stop_session(session.config)
 
 
-def _scrub_report(report: pytest.TestReport | pytest.CollectReport) -> None:
+def _scrub_report(
+    report: pytest.TestReport | pytest.CollectReport, learned: LearnedSecrets | None
+) -> None:
     if report.longrepr is None and not report.sections:
         return  # a passing test that printed nothing: no text to redact (most reports)
     from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415 - lazy
 
-    scrub_report(report)
+    scrub_report(report, learned)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

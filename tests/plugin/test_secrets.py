@@ -197,3 +197,166 @@ def test_the_search_finds_a_key_when_there_is_one():
     keys = _keys()
     text = f"x {keys['AF_HEX'][3:19]} y"
     assert _leaks({"t": text}, keys) == [f"AF_HEX in t: ...{keys['AF_HEX'][3:19]}..."]
+
+
+NAMED_KEY = """
+import os
+
+import anthropic
+import pytest
+
+ANTHROPIC_KEY = os.environ["AF_ANT"]
+
+
+@pytest.mark.inject_fault(http=400)
+def test_named_key(http_faults):
+    with anthropic.Anthropic(api_key=ANTHROPIC_KEY) as client:
+        client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+"""
+
+
+def test_a_traceback_line_that_names_a_key_is_shown_as_written(pytester, monkeypatch):
+    # The name is code, not the key: the line reads as in the file, its ")" included.
+    monkeypatch.setenv("AF_ANT", "sk-ant-api03-" + secrets.token_urlsafe(32))
+    pytester.makepyfile(test_named=NAMED_KEY)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest("-l", f"--junitxml={junit}")
+    result.assert_outcomes(failed=1)
+    line = "with anthropic.Anthropic(api_key=ANTHROPIC_KEY) as client:"
+    assert line in result.stdout.str()
+    assert line in junit.read_text(encoding="utf-8")
+
+
+# The audit's repro: a key with no known prefix, seen by the kit in a request's headers,
+# then printed, logged, held in a local, quoted by a tool's error. Each key is redacted by
+# value in every output from the moment the kit saw it: the in-process layer (an official
+# SDK over httpx2), the loopback server (a request the in-process layer never sees) and the
+# network guard (a loopback request nothing answers) each learn what they see.
+LEARNED = """
+import json
+import logging
+import os
+import socket
+import urllib.request
+
+import openai
+import pytest
+
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool, say
+
+GATEWAY_KEY = os.environ["AF_GATEWAY"]
+SERVER_KEY = os.environ["AF_SERVER"]
+GUARDED_KEY = os.environ["AF_GUARDED"]
+log = logging.getLogger("app")
+
+
+@af.tool
+def fetch(url: str) -> str:
+    \"\"\"Fetch.\"\"\"
+    raise ConnectionError(f"the gateway refused {GATEWAY_KEY}")
+
+
+@pytest.mark.inject_fault(http=400)
+def test_key_sent_then_logged(http_faults):
+    with openai.OpenAI(api_key=GATEWAY_KEY, max_retries=0) as client:
+        print("client key:", client.api_key)
+        key = client.api_key
+        try:
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        finally:
+            log.warning("sent key %s", key)
+            model = ScriptedModel([call_tool("fetch", url="u"), say("done")])
+            af.Agent("bot", model=model, tools=[fetch]).run("go")
+
+
+def test_key_sent_to_the_loopback_server(llm_server):
+    llm_server.script([say("hi")])
+    request = urllib.request.Request(
+        llm_server.base_url("openai") + "/chat/completions",
+        data=json.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]}).encode(),
+        headers={"x-api-key": SERVER_KEY, "Content-Type": "application/json"},
+    )
+    urllib.request.urlopen(request, timeout=5).close()
+    print("server key:", SERVER_KEY)
+    assert not SERVER_KEY, f"failed with {SERVER_KEY}"
+
+
+def test_key_sent_where_nothing_listens(faults):
+    with socket.socket() as bound:  # bound, not listening: a connection is refused at once
+        bound.bind(("127.0.0.1", 0))
+        url = "http://127.0.0.1:%d/v1" % bound.getsockname()[1]
+        with openai.OpenAI(api_key=GUARDED_KEY, base_url=url, max_retries=0) as client:
+            with pytest.raises(openai.APIConnectionError):
+                client.models.list()
+    print("guarded key:", GUARDED_KEY)
+    assert not GUARDED_KEY, f"failed with {GUARDED_KEY}"
+
+
+def test_a_later_test_that_never_uses_the_kit():
+    print("later:", GATEWAY_KEY)
+    log.warning("later key %s", GATEWAY_KEY)
+"""
+
+
+@pytest.fixture
+def learned_keys(pytester, monkeypatch):
+    keys = {
+        "AF_GATEWAY": "gw_live_" + secrets.token_hex(16),
+        "AF_SERVER": "srv_" + secrets.token_hex(16),
+        "AF_GUARDED": "grd_" + secrets.token_hex(16),
+    }
+    for name, value in keys.items():
+        monkeypatch.setenv(name, value)
+    pytester.makepyfile(test_learned=LEARNED)
+    return keys
+
+
+@pytest.mark.parametrize("how", ["in-process", pytest.param("xdist", marks=pytest.mark.slow)])
+def test_a_key_the_kit_saw_in_a_request_is_redacted_by_value_everywhere(
+    pytester, learned_keys, how
+):
+    root = pytester.path
+    options = [
+        "-p",
+        "no:randomly",  # the last test runs after the others learned the keys
+        "-l",
+        "-rA",
+        "--agentfaults-trace=always",
+        f"--agentfaults-trace-dir={root / 'traces'}",
+        f"--agentfaults-html={root / 'out' / 'report.html'}",
+        f"--junitxml={root / 'out' / 'junit.xml'}",
+        "-o",
+        "junit_logging=all",  # the captured output in the XML too
+        f"--html={root / 'out' / 'pytest-html.html'}",
+        "--self-contained-html",
+        "--log-cli-level=WARNING",
+        f"--log-file={root / 'out' / 'log.txt'}",
+    ]
+    if how == "xdist":  # one worker runs the file, in order, and redacts before shipping
+        result = pytester.runpytest_subprocess(*options, "-n", "2", "--dist=loadfile")
+    else:
+        result = pytester.runpytest(*options)
+    result.assert_outcomes(passed=1, failed=3)
+    out = result.stdout.str()
+    texts = {"stdout": out, "stderr": result.stderr.str()}
+    texts.update(_written(root, skip={root / "test_learned.py"}))
+    assert _leaks(texts, learned_keys) == []
+    # shown where the key was, the code around it intact
+    for line in (
+        "client key: [REDACTED]",
+        "server key: [REDACTED]",
+        "guarded key: [REDACTED]",
+        "later: [REDACTED]",
+        "sent key [REDACTED]",
+        "later key [REDACTED]",
+        "with openai.OpenAI(api_key=GATEWAY_KEY, max_retries=0) as client:",
+    ):
+        assert line in out, line
+    result.stdout.re_match_lines([r"key += '\[REDACTED\]'"])  # the -l local
+    junit = (root / "out" / "junit.xml").read_text(encoding="utf-8")
+    assert "client key: [REDACTED]" in junit
+    assert "key        = '[REDACTED]'" in junit  # the -l local
+    assert "AssertionError: failed with [REDACTED]" in junit
+    assert "the gateway refused [REDACTED]" in (root / "out" / "report.html").read_text()
+    assert "sent key [REDACTED]" in (root / "out" / "log.txt").read_text()

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import secrets
+import threading
+
 import pytest
 
-from pytest_agentfaults._redact import REDACTED, redact_headers, redact_text, redact_value
+from pytest_agentfaults._redact import (
+    REDACTED,
+    LearnedSecrets,
+    redact_headers,
+    redact_text,
+    redact_value,
+)
 
 
 @pytest.mark.parametrize(
@@ -143,3 +153,153 @@ def test_the_quick_check_lets_every_rule_run():
 
     for marker in redact._MARKERS:
         assert any(gate in marker for gate in redact._GATE), marker
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "with anthropic.Anthropic(api_key=ANTHROPIC_KEY) as client:",
+        "client = openai.OpenAI(api_key=settings.api_key, max_retries=0)",
+        "model = Model(api_key=api_key)",
+        "Agent(token=self._token); run()",
+        "password = getpass()",
+        "api_key = os.environ['OPENAI_API_KEY']",
+        "headers = {'api_key': API_KEY}",
+        "def connect(api_key: Optional[str] = None, token: SecretStr = DEFAULT) -> None:",
+    ],
+)
+def test_a_python_name_given_as_a_key_is_code_not_a_secret(code):
+    # A traceback's source lines pass through here: a name is not the key it holds, and
+    # the brackets and commas after it belong to the code (its value was never shown).
+    assert redact_text(code) == code
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # a quoted literal is a secret whatever it looks like
+        (
+            'OpenAI(api_key="gw_live_EEEEsecretGATEWAYkey1234567890")',
+            'OpenAI(api_key="[REDACTED]")',
+        ),
+        ("OpenAI(api_key='ANTHROPIC_KEY')", "OpenAI(api_key='[REDACTED]')"),
+        # token-shaped: a digit, or case mixed inside a word; the value ends at ")" ...
+        ("connect(api_key=gw_live_EEEEsecretGATEWAYkey1234567890)", "connect(api_key=[REDACTED])"),
+        ("connect(token=gw_live_EEEEsecretGATEWAYkey) as c", "connect(token=[REDACTED]) as c"),
+        # ... "," ";" and whitespace
+        ("login password=hunter2hunter2, retrying", "login password=[REDACTED], retrying"),
+        ("secret=abcdefgh12; path=/", "secret=[REDACTED]; path=/"),
+        ("api_key: abcdef1234 sent", "api_key: [REDACTED] sent"),
+        # a lower-case word alone is taken as a password
+        ("token=letmeinplease", "token=[REDACTED]"),
+    ],
+)
+def test_a_key_value_ends_where_the_value_ends_and_a_literal_stays_secret(text, shown):
+    assert redact_text(text) == shown
+
+
+def test_redacting_twice_changes_nothing_more():
+    once = redact_text("f(api_key=gw_live_EEEEsecretGATEWAYkey1234567890), token='abcdef12'")
+    assert once == "f(api_key=[REDACTED]), token='[REDACTED]'"
+    assert redact_text(once) == once
+
+
+# ----------------------------------------------------------------------------- learned values
+
+
+@pytest.fixture
+def gateway_key() -> str:
+    # no prefix, no shape any rule knows: only its value tells it apart
+    return "gw_live_" + secrets.token_hex(16)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("Authorization", "Bearer {key}"),
+        ("authorization", "bearer   {key}  "),
+        ("Proxy-Authorization", "Bearer {key}"),
+        ("x-api-key", "{key}"),
+        ("api-key", "{key}"),
+        ("x-goog-api-key", "{key}"),
+        ("anthropic-api-key", "{key}"),
+        ("X-Gateway-Token", "{key}"),  # a name holding "token", as `redact_headers` blanks it
+        ("Cookie", "theme=dark; session={key}"),
+    ],
+)
+def test_a_credential_header_value_is_redacted_by_value_once_learned(name, value, gateway_key):
+    learned = LearnedSecrets()
+    text = f"client key: {gateway_key}, again {gateway_key!r}"
+    assert redact_text(text, learned) == text  # no rule knows this shape
+    learned.learn_header(name, value.format(key=gateway_key))
+    assert redact_text(text, learned) == f"client key: {REDACTED}, again '{REDACTED}'"
+    assert redact_text(text) == text  # learned by one session, not by the package
+
+
+def test_a_basic_credential_is_learned_encoded_and_its_password_decoded():
+    password = "pw-" + secrets.token_hex(8)
+    encoded = base64.b64encode(f"bob:{password}".encode()).decode()
+    learned = LearnedSecrets()
+    learned.learn_header("Authorization", f"Basic {encoded}")
+    assert redact_text(f"login bob/{password} ({encoded})", learned) == (
+        f"login bob/{REDACTED} ({REDACTED})"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("Authorization", "Bearer x"),  # a unit test's placeholder would redact every "x"
+        ("x-api-key", "1234567"),  # under 8 characters
+        ("user-agent", "OpenAI/Python 1.99.0-beta"),  # not a credential header
+        ("x-ratelimit-remaining-tokens", "1234567890"),  # a count, not a token
+        ("content-type", "application/json"),
+    ],
+)
+def test_short_values_and_other_headers_are_not_learned(name, value):
+    learned = LearnedSecrets()
+    learned.learn_header(name, value)
+    assert len(learned) == 0
+    text = f"x marks {value}"
+    assert redact_text(text, learned) == text
+
+
+def test_secret_query_parameters_are_learned_as_sent_and_decoded(gateway_key):
+    learned = LearnedSecrets()
+    learned.learn_url(f"https://x.test/v1/models?page=2&key={gateway_key}%2Fv2&cursor=abcdefgh1")
+    assert redact_text(f"sent {gateway_key}/v2 and {gateway_key}%2Fv2", learned) == (
+        f"sent {REDACTED} and {REDACTED}"
+    )
+    assert redact_text("cursor abcdefgh1", learned) == "cursor abcdefgh1"  # not a secret name
+
+
+def test_a_longer_value_is_redacted_whole_before_a_shorter_one_inside_it(gateway_key):
+    learned = LearnedSecrets()
+    learned.learn_header("x-api-key", gateway_key[:12])
+    learned.learn_header("x-api-key", gateway_key)
+    assert redact_text(f"[{gateway_key}]", learned) == f"[{REDACTED}]"
+
+
+def test_redact_value_takes_the_learned_values_too(gateway_key):
+    learned = LearnedSecrets()
+    learned.learn_header("api-key", gateway_key)
+    assert redact_value({"a": [gateway_key, 1]}, learned) == {"a": [REDACTED, 1]}
+
+
+def test_values_learned_on_other_threads_are_all_kept(gateway_key):
+    # the loopback server learns on its own threads while the test's thread redacts
+    learned = LearnedSecrets()
+    keys = [f"{gateway_key}-{n:03d}" for n in range(200)]
+
+    def learn(part: list[str]) -> None:
+        for key in part:
+            learned.learn_header("authorization", f"Bearer {key}")
+            redact_text(key, learned)
+
+    threads = [threading.Thread(target=learn, args=(keys[n::4],)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(learned) == len(keys)
+    assert redact_text(" ".join(keys), learned) == " ".join([REDACTED] * len(keys))

@@ -10,10 +10,13 @@ from __future__ import annotations
 import logging
 import secrets
 
+import httpx
+import httpx2
 import pytest
 
 import pytest_agentfaults as af
 from pytest_agentfaults import call_tool, say
+from pytest_agentfaults._redact import REDACTED, LearnedSecrets, redact_text
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import VirtualClock
 from pytest_agentfaults.testing.faults import FaultPlan
@@ -158,3 +161,19 @@ def test_the_report_writers_show_no_key(tmp_path, key, sk):
         assert "[REDACTED]" in text
         assert key not in text
         assert sk[8:24] not in text
+
+
+@pytest.mark.parametrize("library", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_the_http_layer_learns_the_credentials_each_request_carries(library, key):
+    # httpx2 is the official SDKs' client: each request's credential headers and
+    # credential query parameters are learned, to be redacted by value from then on
+    plan = FaultPlan()
+    plan.learned = learned = LearnedSecrets()
+    plan.http().status(503).times(2)
+    bearer, api_key = "gw_live_" + key, key[::-1]
+    with plan.active(), library.Client() as client:
+        client.get(f"https://x.test/v1?key={key}", headers={"Authorization": f"Bearer {bearer}"})
+        client.get("https://x.test/v1", headers={"x-api-key": api_key})
+    assert len(plan.fired) == 2
+    shown = redact_text(f"{bearer} {api_key} {key}", learned)
+    assert shown == f"{REDACTED} {REDACTED} {REDACTED}"

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import secrets
+import urllib.request
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
 import pytest_agentfaults as af
+from pytest_agentfaults._redact import REDACTED, LearnedSecrets, redact_text
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.models.base import Message, ModelRequest, ToolSpec
 from pytest_agentfaults.testing import call_tool, call_tools, fail, malformed, say
@@ -461,3 +464,21 @@ def test_a_script_that_is_not_a_list_of_steps_is_refused(server, steps):
     with pytest.raises(UsageError, match=r"give a list of steps, such as \[say\('done'\)\]"):
         server.script(steps)
     assert server.script([say("hi"), "there"]).remaining == 2
+
+
+def test_the_server_learns_the_credentials_each_request_carries(server: LLMServer):
+    # sent past the in-process layer (urllib): only the server sees the headers
+    plan = FaultPlan()
+    plan.learned = learned = LearnedSecrets()
+    server.bind(plan)
+    server.script([say("hi")])
+    bearer, query = "gw_live_" + secrets.token_hex(16), secrets.token_hex(16)
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+    request = urllib.request.Request(
+        f"{server.base_url('openai')}/chat/completions?key={query}",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {bearer}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as answer:
+        assert answer.status == 200
+    assert redact_text(f"{bearer} {query}", learned) == f"{REDACTED} {REDACTED}"

@@ -24,15 +24,18 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from pytest_agentfaults._redact import is_secret_header
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
 
 if TYPE_CHECKING:
+    from pytest_agentfaults._redact import LearnedSecrets
     from pytest_agentfaults.testing._fault import HTTPFault
 
 __all__ = [
     "attempt_fields",
     "client_fields",
+    "learn_request",
     "request_headers",
     "response_fields",
     "response_header_fields",
@@ -52,19 +55,35 @@ _READ: Final = {
     name.encode("ascii"): name
     for name in ("user-agent", "x-stainless-retry-count", "x-stainless-lang")
 }
+#: what `request_headers` does with a header, by its lower-case name as bytes: reads it
+#: (the name of `_READ`), learns it (`_CREDENTIAL`, a credential header: see
+#: `is_secret_header`) or skips it (None: most of an SDK's ~15 headers). Names are added
+#: as first seen, so a header costs one lookup, as it did before credentials were learned.
+_KINDS: dict[bytes, str | None] = dict(_READ)
+_CREDENTIAL: Final = "credential"
+_NAMES_AT_MOST: Final = 1024  # a session sees few names; past this, each is worked out again
+
+
+def _kind(lower: bytes) -> str | None:
+    """`_CREDENTIAL` or None, for a header name `request_headers` has not seen before."""
+    kind = _CREDENTIAL if is_secret_header(lower.decode("latin-1")) else None
+    if len(_KINDS) < _NAMES_AT_MOST:
+        _KINDS[lower] = kind
+    return kind
 
 
 #: the encodings ``headers.encoding`` falls back through: each decodes ascii bytes as ascii
 _ASCII_COMPATIBLE: Final = frozenset({None, "ascii", "utf-8", "iso-8859-1"})
 
 
-def request_headers(headers: Any) -> dict[str, str]:
+def request_headers(headers: Any, learned: LearnedSecrets | None = None) -> dict[str, str]:
     """The headers of an httpx / httpx2 request that the event reads, by lower-case name.
 
     Each value as ``headers.get`` gives it (a repeated header's values joined by ``, ``,
     decoded with the headers' encoding). One pass over the headers' own ``(name,
     lower-case name, value)`` list: each ``headers.get`` would loop over all of an SDK's
-    ~15 headers again, and ``headers.raw`` would copy them first.
+    ~15 headers again, and ``headers.raw`` would copy them first. On the way, the value
+    of every credential header is learned into ``learned`` (the session's).
     """
     items = getattr(headers, "_list", None)  # httpx's and httpx2's own, as their methods read
     if items is None:
@@ -72,9 +91,18 @@ def request_headers(headers: Any) -> dict[str, str]:
     found: dict[str, str] = {}
     ascii_ok = None  # looked up at the first hit
     for _, lower, raw_value in items:  # a loop, not a comprehension: no frame per request
-        if lower not in _READ:
+        try:  # free in the common case (3.11+), unlike a ``get`` call
+            name = _KINDS[lower]
+        except KeyError:
+            name = _kind(lower)
+        if name is None:
             continue
-        name = _READ[lower]
+        if name is _CREDENTIAL:
+            # the same key on every request: one set lookup of the bytes as sent
+            if learned is not None and raw_value not in learned.sent:
+                value = _decoded(headers, raw_value)
+                learned.learn_credential(lower.decode("latin-1"), value, raw_value)
+            continue
         if ascii_ok is None:
             ascii_ok = getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE
         # an ascii value reads the same in every encoding the headers may fall back to
@@ -85,6 +113,25 @@ def request_headers(headers: Any) -> dict[str, str]:
         )
         found[name] = f"{found[name]}, {value}" if name in found else value
     return found
+
+
+def _decoded(headers: Any, raw_value: bytes) -> str:
+    """One of ``headers``' values, decoded as `request_headers` decodes the ones it reads."""
+    if raw_value.isascii() and getattr(headers, "_encoding", None) in _ASCII_COMPATIBLE:
+        return raw_value.decode("ascii")
+    return str(raw_value.decode(headers.encoding))
+
+
+def learn_request(request: Any, learned: LearnedSecrets) -> None:
+    """Learn the credentials an httpx / httpx2 request carries into ``learned``.
+
+    Its credential headers (as `request_headers` does) and its credential query
+    parameters (the URL made a string only when it has a query).
+    """
+    request_headers(request.headers, learned)
+    url = request.url
+    if url.query:
+        learned.learn_url(str(url))
 
 
 def client_fields(headers: Mapping[str, str], url: str = "") -> dict[str, Any]:
@@ -199,15 +246,19 @@ def attempt_fields(
     error: BaseException | None,
     fault: HTTPFault | None,
     digests: Digests,
+    learned: LearnedSecrets | None = None,
 ) -> dict[str, Any]:
     """The fields of the in-process layer's ``http.request`` event for one attempt.
 
     ``url`` as the event shows it; ``response`` or ``error`` is what the client got, and
     ``fault`` the fault behind it, if any. ``digests`` is the test's (its HTTP layer's).
+    The request's credentials are learned into ``learned`` (the session's), if given.
     """
     method = request.method
     fields: dict[str, Any] = {"method": method, "url": url}
-    headers = request_headers(request.headers)
+    headers = request_headers(request.headers, learned)
+    if learned is not None and "?" in url:
+        learned.learn_url(url)
     client = client_fields(headers, url).get("client")
     if client is not None:
         fields["client"] = client

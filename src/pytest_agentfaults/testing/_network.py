@@ -32,7 +32,7 @@ from respx.mocks import HTTPCoreMocker
 from respx.models import AllMockedAssertionError
 
 from pytest_agentfaults._network_policy import HOW_TO_ALLOW, blocked_message, is_loopback
-from pytest_agentfaults._redact import redact_text
+from pytest_agentfaults._redact import LearnedSecrets, redact_text
 from pytest_agentfaults.errors import NetworkBlockedError
 from pytest_agentfaults.testing._clients import (
     Injected,
@@ -41,6 +41,7 @@ from pytest_agentfaults.testing._clients import (
     remove_guard,
 )
 from pytest_agentfaults.testing._handoff import NETWORK, Answer, Via, transport_kind
+from pytest_agentfaults.testing._http_fields import learn_request
 
 __all__ = ["NetworkGuard", "UnmatchedRequestError", "is_sdk_request"]
 
@@ -88,12 +89,19 @@ class NetworkGuard:
     _socket_connect: ClassVar[Any] = None  # socket.socket's own, while one guard patches it
 
     def __init__(
-        self, test: str, *, sockets: bool = False, fixturenames: Sequence[str] = ()
+        self,
+        test: str,
+        *,
+        sockets: bool = False,
+        fixturenames: Sequence[str] = (),
+        learned: LearnedSecrets | None = None,
     ) -> None:
         self.test = test
         self.sockets = sockets
         #: the test's fixtures: those that mock httpx alone explain a refused httpx2 request
         self.fixturenames = fixturenames
+        #: where the credentials of the requests it handles are learned (the session's)
+        self.learned = learned
         #: the SDK requests answered with the refusal (``"POST https://..."``, redacted)
         self.answered: list[str] = []
         #: why the httpx mocks of the test did not answer them (`unseen_by_mocks`), if so
@@ -148,6 +156,8 @@ class NetworkGuard:
         return await original(Via(client, Answer(refusal)), request)
 
     def _refusal(self, library: Library, client: Any, request: Any) -> Injected | None:
+        if self.learned is not None:
+            learn_request(request, self.learned)
         if is_loopback(request.url.host):
             return None
         transport = client._transport_for_url(request.url)

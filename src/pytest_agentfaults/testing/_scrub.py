@@ -7,6 +7,9 @@ causes, the captured stdout, stderr and log records. The plugin passes each repo
 error that quotes its arguments) is redacted at that one boundary. Log records that
 bypass reports (live logging, ``--log-file``) are redacted by their handlers' formatter
 (`redact_log_output`).
+
+Both take the session's `LearnedSecrets`: a key of no known shape that the kit saw in a
+request is redacted by value, in the report of the test that sent it and every later one.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import dataclasses
 import logging
 from typing import Any
 
-from pytest_agentfaults._redact import redact_text
+from pytest_agentfaults._redact import LearnedSecrets, redact_text
 
 __all__ = ["redact_log_output", "scrub_report"]
 
@@ -23,53 +26,63 @@ __all__ = ["redact_log_output", "scrub_report"]
 _DIRECT_HANDLERS = ("log_cli_handler", "log_file_handler")
 
 
-def scrub_report(report: Any) -> None:
-    """Redact ``report``'s ``longrepr`` and ``sections`` in place."""
+def scrub_report(report: Any, learned: LearnedSecrets | None = None) -> None:
+    """Redact ``report``'s ``longrepr`` and ``sections`` in place.
+
+    With ``learned`` (the session's), every value it holds too.
+    """
     longrepr = getattr(report, "longrepr", None)
     if longrepr is not None:
-        report.longrepr = _scrub(longrepr, set())
+        report.longrepr = _scrub(longrepr, set(), learned)
     sections = getattr(report, "sections", None)
     if sections:
-        report.sections = [(title, redact_text(text)) for title, text in sections]
+        report.sections = [(title, redact_text(text, learned)) for title, text in sections]
 
 
-def _scrub(value: Any, seen: set[int]) -> Any:
+def _scrub(value: Any, seen: set[int], learned: LearnedSecrets | None) -> Any:
     """``value`` with every string in it redacted; pytest's repr objects are edited in place.
 
     pytest keeps a failure as dataclasses (``ExceptionChainRepr``, ``ReprEntry``,
     ``ReprLocals``, ``ReprFileLocation`` ...) holding strings, lists and tuples.
     """
     if isinstance(value, str):
-        return redact_text(value)
+        return redact_text(value, learned)
     if isinstance(value, list):
-        return [_scrub(item, seen) for item in value]
+        return [_scrub(item, seen, learned) for item in value]
     if isinstance(value, tuple):
-        return tuple(_scrub(item, seen) for item in value)
+        return tuple(_scrub(item, seen, learned) for item in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         if id(value) in seen:  # a chain shares its last traceback with the top level
             return value
         seen.add(id(value))
         for field in dataclasses.fields(value):
             current = getattr(value, field.name, None)
-            cleaned = _scrub(current, seen)
+            cleaned = _scrub(current, seen, learned)
             if cleaned is not current:
                 object.__setattr__(value, field.name, cleaned)
     return value
 
 
 class _RedactingFormatter(logging.Formatter):
-    """Formats with pytest's own formatter, then redacts the line (the record is untouched)."""
+    """Formats with pytest's own formatter, then redacts the line (the record is untouched).
 
-    def __init__(self, inner: logging.Formatter) -> None:
+    With the session's ``learned`` credentials: those learned by the time a line is written.
+    """
+
+    def __init__(self, inner: logging.Formatter, learned: LearnedSecrets | None) -> None:
         super().__init__()
         self.inner = inner
+        self.learned = learned
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact_text(self.inner.format(record))
+        return redact_text(self.inner.format(record), self.learned)
 
 
-def redact_log_output(logging_plugin: object) -> None:
-    """Make pytest's live-log and log-file handlers redact what they write."""
+def redact_log_output(logging_plugin: object, learned: LearnedSecrets | None = None) -> None:
+    """Make pytest's live-log and log-file handlers redact what they write.
+
+    With ``learned`` (the session's), every value it holds too.
+    """
     for name in _DIRECT_HANDLERS:
         handler = getattr(logging_plugin, name, None)
         formatter = getattr(handler, "formatter", None)
@@ -78,4 +91,4 @@ def redact_log_output(logging_plugin: object) -> None:
             and isinstance(formatter, logging.Formatter)
             and not isinstance(formatter, _RedactingFormatter)
         ):
-            handler.setFormatter(_RedactingFormatter(formatter))
+            handler.setFormatter(_RedactingFormatter(formatter, learned))

@@ -163,6 +163,10 @@ class Service:
         url = f"{server.url}{path}"
         shown = f"{RECORDED_ORIGIN}{path}"  # no port: the same bytes on every run
         plan = binding.plan
+        learned = plan.learned if plan is not None else None
+        if learned is not None:  # what the in-process layer never saw (urllib, a subprocess)
+            learned.learn_headers(handler.fields)
+            learned.learn_url(path)
         hit = plan.next_http_fault(method, url, any_host=True) if plan is not None else None
         if plan is not None and hit is not None:
             fault, occurrence = hit

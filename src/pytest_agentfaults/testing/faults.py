@@ -62,6 +62,7 @@ from pytest_agentfaults.testing._undo import raise_together, run_all
 from pytest_agentfaults.testing._unfired import explain_unfired
 
 if TYPE_CHECKING:
+    from pytest_agentfaults._redact import LearnedSecrets
     from pytest_agentfaults.runtime._recorder import Recorder
     from pytest_agentfaults.testing.http import HttpInjector
 
@@ -107,6 +108,10 @@ class FaultPlan:
         #: progress (an SDK client called straight from a test). The plugin points it at
         #: the test's trace; left None, the first HTTP event makes one on the default clock.
         self.http_recorder: Recorder | None = None
+        #: Where the credentials of the requests the plan's HTTP layer and the loopback
+        #: server see are learned, to be redacted by value: the plugin's session's. Left
+        #: None (a plan outside pytest), nothing is learned.
+        self.learned: LearnedSecrets | None = None
         self._http: HttpInjector | None = None
         #: set when the layer stops: the ``http_faults`` routes never requested (`check`)
         self.unused_routes: str | None = None

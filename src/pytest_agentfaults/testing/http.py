@@ -297,7 +297,9 @@ class HttpInjector:
         error: BaseException | None = None,
         fault: HTTPFault | None = None,
     ) -> None:
-        fields = attempt_fields(request, url, response, error, fault, self._digests)
+        fields = attempt_fields(
+            request, url, response, error, fault, self._digests, self.plan.learned
+        )
         self._emit("http.request", fields, ("url", "client"))
 
     def _emit(self, type: str, fields: dict[str, Any], texts: tuple[str, ...]) -> None:

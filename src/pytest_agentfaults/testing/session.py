@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentfaults._redact import redact_text
+from pytest_agentfaults._redact import LearnedSecrets, redact_text
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime._test_context import Entered, enter_test, leave_test
 from pytest_agentfaults.runtime.clock import RealClock, VirtualClock
@@ -107,12 +107,17 @@ class TestState:
         seed: int,
         real_time: bool,
         snapshots: SnapshotSettings | None = None,
+        learned: LearnedSecrets | None = None,
     ) -> None:
         self.nodeid = nodeid
         self.snapshots = snapshots
         self.seed = seed
         self.real_time = real_time
+        #: the session's credentials seen in requests: the plan's HTTP layer and server
+        #: learn into it, and this test's reports redact each by value
+        self.learned = learned
         self.plan = FaultPlan(seed=seed)
+        self.plan.learned = learned
         self.clock = VirtualClock()
         self.trace = Trace()
         # HTTP attempts outside any agent run (an SDK client called from the test, the
@@ -259,15 +264,19 @@ class TestState:
         events = self.trace.events
         if events or self.plan.fired:
             lines.append(f"summary: {self._summary()}")
+        learned = self.learned
+        if learned:  # a learned key is replaced whole before a line is clipped, not after
+            events = self.shown_events()
         if self.plan.faults:
             lines.append("faults:")
             fired_ids = [id(f.fault) for f in self.plan.fired]
             for fault in self.plan.faults:
                 hits = plural(fired_ids.count(id(fault)), "time")
-                lines.append(clip(f"  fired {hits}: {fault.describe()} ({fault.source})"))
+                line = f"  fired {hits}: {fault.describe()} ({fault.source})"
+                lines.append(clip(redact_text(line, learned) if learned else line))
         lines.append("timeline:")
         lines.extend(f"  {line}" for line in render_events(events) or ["(no events)"])
-        text: str = _shown("\n".join(lines), self._origins())
+        text: str = _shown("\n".join(lines), self._origins(), self.learned)
         return text
 
     def _summary(self) -> str:
@@ -318,12 +327,12 @@ class TestState:
             "counts": self.counts().as_dict(),
             "events": json.loads(self.trace.to_json())["events"],
         }
-        return _shown(data, self._origins())  # type: ignore[no-any-return]
+        return _shown(data, self._origins(), self.learned)  # type: ignore[no-any-return]
 
     def shown_events(self) -> list[Event]:
         """The trace's events as reports show them (redacted, stable loopback origins)."""
         events = json.loads(self.trace.to_json())["events"]
-        return [Event.model_validate(e) for e in _shown(events, self._origins())]
+        return [Event.model_validate(e) for e in _shown(events, self._origins(), self.learned)]
 
     def _origins(self) -> dict[str, str]:
         """Each loopback `LLMServer`'s origin, and the stable one reports show instead.
@@ -339,21 +348,22 @@ class TestState:
         return origins
 
 
-def _shown(value: Any, origins: dict[str, str]) -> Any:
+def _shown(value: Any, origins: dict[str, str], learned: LearnedSecrets | None) -> Any:
     """``value`` as reports show it: redacted, the loopback server's port left out.
 
-    The port and default reprs' addresses change from run to run; with them out, one seed
-    gives the same bytes.
+    Redacted with the session's ``learned`` credentials too: an event recorded before the
+    kit saw a key (or quoting one of no known shape) holds it. The port and default reprs'
+    addresses change from run to run; with them out, one seed gives the same bytes.
     """
     if isinstance(value, str):
         for origin, stable in origins.items():
             if origin in value:
                 value = value.replace(origin, stable)
-        return without_addresses(redact_text(value))
+        return without_addresses(redact_text(value, learned))
     if isinstance(value, dict):
-        return {key: _shown(item, origins) for key, item in value.items()}
+        return {key: _shown(item, origins, learned) for key, item in value.items()}
     if isinstance(value, list):
-        return [_shown(item, origins) for item in value]
+        return [_shown(item, origins, learned) for item in value]
     return value
 
 
