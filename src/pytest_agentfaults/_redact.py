@@ -81,7 +81,9 @@ def _keep_prefix(match: re.Match[str]) -> str:
 
 
 def _keep_code(match: re.Match[str]) -> str:
-    """The key=value rule's match as it is when its value is a Python name, else redacted.
+    """A key=value (or credential header) match as it is when its value is a Python name.
+
+    Else the value is redacted.
 
     Group 1 is the prefix (``api_key=`` and any opening quote), 2 the quote, 3 the value:
     a quoted value is a literal, a secret whatever it looks like.
@@ -145,15 +147,16 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]]
         _keep_prefix,
     ),
     (
-        # "x-api-key: ...", "'cookie': '...'": a credential header written out as text
+        # "x-api-key: ...", "'cookie': '...'": a credential header written out as text; as
+        # for key=value, a Python name there is code ({"x-api-key": SERVER_KEY})
         ("authorization", "api-key", "cookie"),
         re.compile(
-            r"(\b(?:" + _HEADER_NAMES + r")[\"']?\s*[:=]\s*[\"']?)"
+            r"(\b(?:" + _HEADER_NAMES + r")[\"']?\s*[:=]\s*([\"']?))"
             r"(?!(?:(?:Bearer|Basic)\s+)?\[REDACTED\])"
-            r"[^\s\"'\r\n,}][^\"'\r\n,}]{3,}",
+            r"([^\s\"'\r\n,}][^\"'\r\n,}]{3,})",
             re.IGNORECASE,
         ),
-        _keep_prefix,
+        _keep_code,
     ),
 )
 

@@ -175,6 +175,32 @@ def test_a_python_name_given_as_a_key_is_code_not_a_secret(code):
 
 
 @pytest.mark.parametrize(
+    "code",
+    [
+        'client.get(url, headers={"x-api-key": SERVER_KEY})',
+        "headers = {'Authorization': auth_header(), 'cookie': jar['session']}",
+        "request.headers['x-goog-api-key'] = settings.google_key",
+    ],
+)
+def test_a_python_name_given_as_a_credential_header_is_code_not_a_secret(code):
+    assert redact_text(code) == code
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ('headers={"x-api-key": "SERVER_KEY"}', 'headers={"x-api-key": "[REDACTED]"}'),
+        ("x-api-key: gw_live_EEEEsecretGATEWAYkey", "x-api-key: [REDACTED]"),
+        ("x-api-key: letmeinplease", "x-api-key: [REDACTED]"),
+        ("Authorization: Bearer abcdefgh12345", "Authorization: Bearer [REDACTED]"),
+        ("cookie: session=abc123", "cookie: [REDACTED]"),
+    ],
+)
+def test_a_credential_header_value_written_as_text_stays_secret(text, shown):
+    assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(
     ("text", "shown"),
     [
         # a quoted literal is a secret whatever it looks like
