@@ -11,6 +11,7 @@ report of an earlier run. Light like ``plugin.py``: the standard library and pyt
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,26 +40,22 @@ def check_coverage_path(value: str, *, ini: bool) -> None:
             "report write --agentfaults-coverage=PATH.json; for the table alone, put "
             "--agentfaults-coverage after the test paths"
         )
-    path = Path(value)
-    if path.is_dir() or (path.exists() and not _is_coverage_report(path)):
-        raise pytest.UsageError(
-            f"{written}: {value} exists and is not a fault coverage report of "
-            "pytest-agentfaults; it is never written over. Give a new path, e.g. "
-            "--agentfaults-coverage=fault-coverage.json"
-        )
+    _refuse_foreign(
+        value,
+        written,
+        "a fault coverage report",
+        _is_coverage_report,
+        "--agentfaults-coverage=fault-coverage.json",
+    )
 
 
 def check_html_path(value: str, *, ini: bool) -> None:
     """Refuse an HTML report path that names a file other than our own report."""
     __tracebackhide__ = True
-    path = Path(value)
-    if path.is_dir() or (path.exists() and not _is_html_report(path)):
-        written = f"agentfaults_html = {value!r}" if ini else f"--agentfaults-html={value}"
-        raise pytest.UsageError(
-            f"{written}: {value} exists and is not an HTML report of pytest-agentfaults; "
-            "it is never written over. Give a new path, e.g. "
-            "--agentfaults-html=agentfaults.html"
-        )
+    written = f"agentfaults_html = {value!r}" if ini else f"--agentfaults-html={value}"
+    _refuse_foreign(
+        value, written, "an HTML report", _is_html_report, "--agentfaults-html=agentfaults.html"
+    )
 
 
 def check_trace_dir(value: str, *, ini: bool) -> None:
@@ -72,6 +69,19 @@ def check_trace_dir(value: str, *, ini: bool) -> None:
         raise pytest.UsageError(
             f"{written}: {value} is a file, not a directory; the traces go into a "
             "directory of their own, e.g. --agentfaults-trace-dir=agentfaults-traces"
+        )
+
+
+def _refuse_foreign(
+    value: str, written: str, report: str, is_ours: Callable[[Path], bool], example: str
+) -> None:
+    """Refuse ``value`` when it names a directory, or a file that is not ``report`` of ours."""
+    __tracebackhide__ = True
+    path = Path(value)
+    if path.is_dir() or (path.exists() and not is_ours(path)):
+        raise pytest.UsageError(
+            f"{written}: {value} exists and is not {report} of pytest-agentfaults; it is "
+            f"never written over. Give a new path, e.g. {example}"
         )
 
 

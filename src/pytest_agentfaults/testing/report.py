@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pytest_agentfaults.runtime._verdict_http import failed
 from pytest_agentfaults.testing._html_test import STYLE, test_section
 
 if TYPE_CHECKING:
@@ -76,13 +77,8 @@ def count_retries(events: Sequence[Event]) -> RetryCounts:
                 last_failed[route] if retry_count == 0 else retry_count is None
             ):
                 http += 1
-            last_failed[route] = _failed(event)
+            last_failed[route] = failed(event)  # as the verdict tells a failed attempt
     return RetryCounts(tool=tool, llm=llm, http=http)
-
-
-def _failed(event: Event) -> bool:
-    status = event.status
-    return event.error is not None or (isinstance(status, int) and status >= 400)
 
 
 @dataclass
