@@ -352,3 +352,33 @@ class ScriptedModel:
             steps=len(steps),
             request=request.snapshot(),
         )
+
+
+def peek_answer(model: ScriptedModel, request: ModelRequest) -> ModelResponse | None:
+    """What ``model``'s next step answers ``request``, the step left in place (a cut stream).
+
+    A stream cut mid-way sends the start of this answer; the request asked again takes
+    the step and gets it in full, with the same tool-call ids. None when no step answers:
+    a model built by `from_function` (its function is called once per request), no step
+    left, or a failure step (it raises when taken; a cut has no answer to cut).
+    """
+    if model._function is not None:  # noqa: SLF001 - this module's own model
+        return None
+    position, steps = model._position, model._steps  # noqa: SLF001
+    if position < len(steps):
+        step = steps[position]
+    elif model.on_exhausted == "repeat_last":
+        step = steps[-1]
+    else:
+        return None
+    issued = model._issued_ids  # noqa: SLF001
+
+    def next_call_id() -> str:
+        nonlocal issued
+        issued += 1
+        return f"call_{issued}"
+
+    try:
+        return step.respond(request, model=model.name, next_call_id=next_call_id)
+    except Exception:  # the step's failure is its answer, served when the step is taken
+        return None
