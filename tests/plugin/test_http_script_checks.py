@@ -47,3 +47,28 @@ def test_leftover_steps_fail_the_test(pytester):
             "strict=False) to allow them.*"
         ]
     )
+
+
+def test_a_cut_never_asked_again_leaves_its_step_over(pytester):
+    pytester.makepyfile(
+        """
+        import openai
+        import pytest
+        from pytest_agentfaults import say
+
+        @pytest.mark.inject_fault(http="truncated_stream", after=2)
+        def test_it(http_faults):
+            http_faults.script("openai", [say("Sunny all week.")])
+            with openai.OpenAI(api_key="sk-test") as client:
+                with pytest.raises(openai.APIConnectionError):
+                    list(client.chat.completions.create(
+                        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}],
+                        stream=True,
+                    ))
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*http_faults.script('openai', ...): the script has 1 step left over*"]
+    )

@@ -296,7 +296,11 @@ class Injected:
 
 
 def outcome(
-    library: Library, request: Any, fault: HTTPFault, options: dict[str, Any] | None = None
+    library: Library,
+    request: Any,
+    fault: HTTPFault,
+    options: dict[str, Any] | None = None,
+    routes: Any = None,
 ) -> Injected:
     """What the client gets for ``fault``: a status or a failure kind (see `HTTP_KINDS`).
 
@@ -305,6 +309,10 @@ def outcome(
     JSON, is cut mid-way or stalls (the cut and the stall raise once the client reads);
     ``slow_first_token`` lets the request through and holds its first chunk. ``options``
     are ``fault.options`` when the caller has them already.
+
+    A stream cut or stalled carries the start of the answer a script route of ``routes``
+    (the ``http_faults`` router) would give, its step kept for the request asked again;
+    else the kit's own partial answer.
     """
     module = library.module
     path = request.url.path
@@ -341,7 +349,12 @@ def outcome(
             stream=library.cut_stream(data, failure),
         )
         return Injected(response, later=failure)
-    served = kind_served(kind, provider, stream=stream, model=model, **options)
+    answer = None
+    if stream and routes is not None and kind in ("stall", "truncated_stream"):
+        from pytest_agentfaults.testing._script_routes import scripted_stream  # noqa: PLC0415
+
+        answer = scripted_stream(routes, request.method, str(request.url), body)
+    served = kind_served(kind, provider, stream=stream, model=model, **options, answer=answer)
     if served.then == "end":
         return Injected(_response(module, served))
     if served.then == "cut":

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 
@@ -39,15 +39,16 @@ from pytest_agentfaults.testing._wire import (
     retry_headers,
     wants_stream,
 )
-from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError
+from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError, peek_answer
 
 if TYPE_CHECKING:
     import respx
 
+    from pytest_agentfaults.runtime.models.base import ModelResponse
     from pytest_agentfaults.testing._wire import Provider
     from pytest_agentfaults.testing.steps import Step
 
-__all__ = ["SCRIPT_PROVIDERS", "script_route"]
+__all__ = ["SCRIPT_PROVIDERS", "ScriptAnswer", "script_route", "scripted_stream"]
 
 #: the provider -> the official endpoint its route answers by default
 SCRIPT_PROVIDERS: Final[dict[str, str]] = {
@@ -58,6 +59,8 @@ SCRIPT_PROVIDERS: Final[dict[str, str]] = {
     "gemini": "https://generativelanguage.googleapis.com/",
 }
 _GEMINI: Final = r"/models/[^/:]+:(stream)?[gG]enerateContent$"
+#: the attribute of a script route's side effect that holds its `ScriptAnswer`
+_ANSWER: Final = "agentfaults_script"
 
 
 def script_route(
@@ -85,15 +88,9 @@ def script_route(
         raise UsageError(f"{shown}: strict= must be True or False, got {strict!r}")
     model.strict = strict
     wire: Provider = provider  # type: ignore[assignment]  # checked above
-    ids = itertools.count(1)
     # the request ids of this test (shared with its in-process faults), looked up once
-    request_id_source = request_ids(_current.current_plan())
-    exhausted: list[str] = []
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        __tracebackhide__ = True
-        response_id = f"agentfaults{next(ids):06d}"
-        return _answer(wire, model, request, response_id, request_id_source, exhausted)
+    answer = ScriptAnswer(wire, model, request_ids(_current.current_plan()))
+    exhausted = answer.exhausted
 
     def check() -> None:  # at teardown, like llm_server: the 400 may have been swallowed
         __tracebackhide__ = True
@@ -112,19 +109,71 @@ def script_route(
         route = router.post(url__startswith=SCRIPT_PROVIDERS["gemini"], path__regex=_GEMINI)
     else:
         route = router.post(url or SCRIPT_PROVIDERS[provider])
-    route.side_effect = answer
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        # a function, not the ScriptAnswer itself: respx reads a side effect's signature
+        # on every call, and a function's is the quickest to read
+        __tracebackhide__ = True
+        return answer.respond(request)
+
+    vars(respond)[_ANSWER] = answer  # for `scripted_stream`
+    route.side_effect = respond
     return model
 
 
-def _answer(
-    provider: Provider,
-    model: ScriptedModel,
-    request: httpx.Request,
-    response_id: str,
-    ids: RequestIds,
-    exhausted: list[str],
-) -> httpx.Response:
+class ScriptAnswer:
+    """What a script route answers: each request gets the script's next step.
+
+    `peek` renders that step without taking it, for a stream a fault cuts.
+    """
+
+    __slots__ = ("exhausted", "ids", "model", "provider", "response_ids")
+
+    def __init__(self, provider: Provider, model: ScriptedModel, ids: RequestIds) -> None:
+        self.provider = provider
+        self.model = model
+        self.ids = ids
+        self.response_ids = itertools.count(1)
+        #: the requests that found no step (each fails the test at teardown)
+        self.exhausted: list[str] = []
+
+    def respond(self, request: httpx.Request) -> httpx.Response:
+        """Answer ``request`` with the script's next step (taken)."""
+        __tracebackhide__ = True
+        response_id = f"agentfaults{next(self.response_ids):06d}"
+        return _answer(self, request, response_id)
+
+    def peek(self, body: bytes, path: str) -> list[bytes] | None:
+        """The stream events of the next step's answer to a streamed request, not taken."""
+        provider = self.provider
+        data, problem = parse_body(body)
+        if problem:
+            return None
+        response = peek_answer(self.model, model_request(provider, data, stream=True))
+        if response is None:
+            return None
+        response_id = f"agentfaults{next(self.response_ids):06d}"
+        return _render(provider, response, data, body, path, response_id, stream=True)
+
+
+def scripted_stream(routes: respx.Router, method: str, url: str, body: bytes) -> list[bytes] | None:
+    """The events a script route of ``routes`` would stream for this request, its step kept.
+
+    The route that answers is the first whose pattern matches, as respx picks it; None
+    when that is no script route (or no route matches, or its script has no answer).
+    """
+    request = httpx.Request(method, url, content=body)
+    for route in routes.routes:
+        pattern = route.pattern
+        if pattern is None or pattern.match(request):
+            answer = getattr(route.side_effect, _ANSWER, None)
+            return answer.peek(body, request.url.path) if isinstance(answer, ScriptAnswer) else None
+    return None
+
+
+def _answer(answer: ScriptAnswer, request: httpx.Request, response_id: str) -> httpx.Response:
     __tracebackhide__ = True
+    provider, model, ids = answer.provider, answer.model, answer.ids
     body, path = request.content, request.url.path
     stream = wants_stream(provider, body, path)
     data, problem = parse_body(body)
@@ -133,7 +182,7 @@ def _answer(
     try:
         response = model.request(model_request(provider, data, stream=stream))
     except ScriptExhaustedError as exc:  # answered, never retried; fails the test at teardown
-        exhausted.append(str(exc))
+        answer.exhausted.append(str(exc))
         return _error(provider, 400, f"agentfaults: {exc}", ids)
     except ModelHTTPError as exc:
         retry_after = getattr(exc, "retry_after", None)
@@ -147,13 +196,30 @@ def _answer(
             "answer; inject transport failures with an http fault instead "
             "(faults.http(url=...).timeout(), .connect_error(), .truncated_stream())"
         ) from exc
+    events = _render(provider, response, data, body, path, response_id, stream=stream)
+    headers = [("content-type", content_type(provider, stream))]
+    headers += id_headers(provider, draw_id(provider, ids))
+    return httpx.Response(200, headers=headers, content=b"".join(events))
+
+
+def _render(
+    provider: Provider,
+    response: ModelResponse,
+    data: Any,
+    body: bytes,
+    path: str,
+    response_id: str,
+    *,
+    stream: bool,
+) -> list[bytes]:
+    """``response`` as the provider sends it to this request (its model, its usage option)."""
     name = model_name(body, path) if provider == "gemini" else None
     if name is None:
         name = str(data.get("model") or "agentfaults") if isinstance(data, dict) else "x"
     include_usage = isinstance(data, dict) and bool(
         (data.get("stream_options") or {}).get("include_usage")
     )
-    events = render_response(
+    return render_response(
         provider,
         response,
         model=name,
@@ -162,9 +228,6 @@ def _answer(
         include_usage=include_usage,
         request=data,
     )
-    headers = [("content-type", content_type(provider, stream))]
-    headers += id_headers(provider, draw_id(provider, ids))
-    return httpx.Response(200, headers=headers, content=b"".join(events))
 
 
 def _error(

@@ -28,7 +28,7 @@ from pytest_agentfaults.errors import (
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import RealClock
 from pytest_agentfaults.runtime.events import ErrorRecord, Event
-from pytest_agentfaults.runtime.models.base import ModelRequest
+from pytest_agentfaults.runtime.models.base import ModelRequest, ModelResponse
 from pytest_agentfaults.testing._handler import Handler, Reply, send
 from pytest_agentfaults.testing._http_fields import client_fields, response_fields
 from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
@@ -53,7 +53,7 @@ from pytest_agentfaults.testing._wire import (
     truncated_body,
     wants_stream,
 )
-from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError
+from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError, peek_answer
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan, HTTPFault
@@ -175,7 +175,7 @@ class Service:
                 reply = self._script_reply(binding, provider, stream, body, path)
                 reply.first_delay, reply.fault = fault.delay, reply.fault or fault.label
             else:
-                reply = self._fault_reply(binding, fault, provider, stream, body, path)
+                reply = self._fault_reply(binding, fault, provider, stream, body, path, method)
             plan.record(fault, f"{method} {shown}", reply.fault or "", occurrence)
             self._emit(
                 binding,
@@ -259,9 +259,7 @@ class Service:
         data, problem = parse_body(body)
         if problem:
             return _error(provider, 400, problem, binding.ids)
-        model = str(data.get("model") or "agentfaults") if isinstance(data, dict) else "x"
-        if provider == "gemini":
-            model = model_name(b"", path)
+        model = model_name(b"", path) if provider == "gemini" else _model_of(data)
         request = model_request(provider, data, stream=stream)
         with self._lock:
             try:
@@ -271,21 +269,24 @@ class Service:
                 return _error(provider, 400, f"agentfaults: {exc}", binding.ids)
             except Exception as exc:  # a failure step: serve it over the wire
                 return _failure_reply(exc, provider, stream, model, binding.ids)
-        include_usage = False
-        if isinstance(data, dict) and isinstance(data.get("stream_options"), dict):
-            include_usage = bool(data["stream_options"].get("include_usage"))
-        events = render_response(
-            provider,
-            response,
-            model=model,
-            stream=stream,
-            response_id=f"agentfaults{next(binding.answers):06d}",
-            include_usage=include_usage,
-            request=data,
-        )
+        events = _events(binding, provider, response, data, model, stream=stream)
         headers = [("content-type", content_type(provider, stream))]
         headers += id_headers(provider, draw_id(provider, binding.ids))
         return Reply("answer", 200, headers, events, stream=stream)
+
+    def _peek_events(
+        self, binding: Binding, provider: Provider, body: bytes, path: str
+    ) -> list[bytes] | None:
+        """The events of the script's next answer to this streamed request, its step kept."""
+        data, problem = parse_body(body)
+        if problem:
+            return None
+        model = model_name(b"", path) if provider == "gemini" else _model_of(data)
+        with self._lock:
+            response = peek_answer(binding.model, model_request(provider, data, stream=True))
+        if response is None:
+            return None
+        return _events(binding, provider, response, data, model, stream=True)
 
     def _fault_reply(
         self,
@@ -295,6 +296,7 @@ class Service:
         stream: bool,
         body: bytes,
         path: str,
+        method: str,
     ) -> Reply:
         fault.check()
         options = fault.options
@@ -311,15 +313,50 @@ class Service:
         if kind not in _SERVED_KINDS:
             return _kind_reply(kind, provider, stream, model_name(body, path))
         model = model_name(body, path)
-        return _served_reply(
-            kind_served(kind, provider, stream=stream, model=model, **options, ids=ids), kind
+        answer = None  # a cut or stalled stream: the start of the script's next answer
+        if stream and provider is not None and method == "POST" and kind in _CUT_KINDS:
+            answer = self._peek_events(binding, provider, body, path)
+        served = kind_served(
+            kind, provider, stream=stream, model=model, **options, ids=ids, answer=answer
         )
+        return _served_reply(served, kind)
 
 
 #: the kinds whose answer `kind_served` describes (the older ones are `_kind_reply`'s)
 _SERVED_KINDS: Final = frozenset(
     {"not_json", "proxy_html", "stall", "context_length", "quota", "truncated_stream"}
 )
+
+
+_CUT_KINDS: Final = frozenset({"stall", "truncated_stream"})
+
+
+def _model_of(data: Any) -> str:
+    return str(data.get("model") or "agentfaults") if isinstance(data, dict) else "x"
+
+
+def _events(
+    binding: Binding,
+    provider: Provider,
+    response: ModelResponse,
+    data: Any,
+    model: str,
+    *,
+    stream: bool,
+) -> list[bytes]:
+    """``response`` as the provider sends it to this request, with the binding's next id."""
+    include_usage = False
+    if isinstance(data, dict) and isinstance(data.get("stream_options"), dict):
+        include_usage = bool(data["stream_options"].get("include_usage"))
+    return render_response(
+        provider,
+        response,
+        model=model,
+        stream=stream,
+        response_id=f"agentfaults{next(binding.answers):06d}",
+        include_usage=include_usage,
+        request=data,
+    )
 
 
 def _served_reply(served: Served, fault: str) -> Reply:

@@ -269,7 +269,7 @@ class HttpInjector:
             },
             ("url",),
         )
-        return outcome(library, request, fault, options)
+        return outcome(library, request, fault, options, self._router)
 
     def _slow(self, library: Library, request: Any, url: str, response: Any, slow: Injected) -> Any:
         """``response`` with its first chunk held (``slow_first_token``), recorded."""

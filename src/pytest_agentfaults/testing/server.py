@@ -26,13 +26,15 @@ bound to, are served over the socket:
 | ``"reset"``                              | a TCP reset before the headers                     |
 | ``"read_error"``                         | the headers, half the body, then the drop          |
 | ``"truncated_stream"``                   | a 200 stream cut mid-way: no terminal event, no    |
-| (``malformed.truncated()``)              | last chunk, so the client's read fails             |
+| (``malformed.truncated()``)              | last chunk, so the client's read fails; streamed,  |
+|                                          | the start of the script's next answer (step kept)  |
 | ``"malformed_body"``                     | a 200 whose body (or first stream event) is not    |
 | (``malformed.not_json()``)               | JSON                                               |
 | ``"not_json"``, ``"proxy_html"``,        | what the in-process kinds send (`_wire._kinds`);   |
 | ``"context_length"``, ``"quota"``        | a proxy page's status is ``status=``               |
-| ``"stall"``                              | ``after=`` events, then held until the client      |
-|                                          | gives up (at most ``timeout_hold``)                |
+| ``"stall"``                              | ``after=`` events (of the script's next answer),   |
+|                                          | then held until the client gives up (at most       |
+|                                          | ``timeout_hold``)                                  |
 | ``"slow_first_token"``                   | the scripted answer, its first chunk held          |
 |                                          | ``delay=`` s (at most ``timeout_hold``)            |
 

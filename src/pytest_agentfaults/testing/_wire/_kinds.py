@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from pytest_agentfaults.testing._wire._answers import truncated_events
-from pytest_agentfaults.testing._wire._base import JSON_TYPE, Provider, encode
+from pytest_agentfaults.testing._wire._base import JSON_TYPE, Provider, content_type, encode
 from pytest_agentfaults.testing._wire._errors import error_payload, status_phrase
 from pytest_agentfaults.testing._wire._ids import RequestIds, draw_id, id_headers
 
@@ -251,6 +251,7 @@ def kind_served(
     should_retry: bool | None = None,
     delay: float | None = None,
     ids: RequestIds | None = None,
+    answer: list[bytes] | None = None,
 ) -> Served:
     """What the kind ``kind`` answers a request to ``provider`` with.
 
@@ -262,13 +263,20 @@ def kind_served(
 
     A quota 429 with no ``retry_after`` asks for `QUOTA_WAIT` seconds, in its body and
     its headers alike, so a client waits what the body says.
+
+    ``answer``: the events of the scripted answer a ``stall`` or ``truncated_stream``
+    stream sends the start of (a step peeked, not taken); without it, the kit's own
+    partial answer. A body (``stream=False``) is always the kit's own.
     """
     if kind == "not_json":
         return Served(200, [("content-type", JSON_TYPE)], [_NOT_JSON])
     if kind == "slow_first_token":
         return Served(200, [], first_delay=delay)
     if kind in ("stall", "truncated_stream"):
-        content_type, events = truncated_events(provider, stream=stream, model=model)
+        if stream and answer:
+            media_type, events = content_type(provider, stream), answer
+        else:
+            media_type, events = truncated_events(provider, stream=stream, model=model)
         if not stream:  # a body: half of it, cut; or, stalled, nothing after the headers
             sent = [] if kind == "stall" else [events[0][: len(events[0]) // 2]]
         elif after is None:
@@ -276,7 +284,7 @@ def kind_served(
         else:  # never the terminal event
             sent = events[: min(after, len(events) - 1)]
         then: Literal["cut", "stall"] = "stall" if kind == "stall" else "cut"
-        headers = [("content-type", content_type), *id_headers(provider, draw_id(provider, ids))]
+        headers = [("content-type", media_type), *id_headers(provider, draw_id(provider, ids))]
         return Served(200, headers, sent, stream, then)
     if kind == "proxy_html":
         code = 502 if status is None else status
