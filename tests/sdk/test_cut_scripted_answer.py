@@ -78,6 +78,13 @@ def anthropic_text(events: list[Any]) -> str:
     )
 
 
+def stream_lines(client: Any, url: str, got: list[str], **request: Any) -> list[str]:
+    """Read the lines of one streamed answer into ``got``."""
+    with client.stream("POST", url, **request) as response:
+        got.extend(line for line in response.iter_lines() if line)
+    return got
+
+
 @pytest.fixture(params=["sync", "async"])
 def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -272,16 +279,11 @@ def test_a_cut_ollama_or_gemini_stream_carries_the_scripted_answer(
     http_faults.script(provider, [say("Sunny all week.")])
     body = {"model": "llama3", "messages": [], "stream": True, "contents": []}
 
-    def lines(client: httpx2.Client, got: list[str]) -> list[str]:
-        with client.stream("POST", url, json=body) as response:
-            got.extend(line for line in response.iter_lines() if line)
-        return got
-
     with httpx2.Client() as client:
         cut: list[str] = []
         with pytest.raises(httpx2.RemoteProtocolError):
-            lines(client, cut)
-        again = lines(client, [])
+            stream_lines(client, url, cut, json=body)
+        again = stream_lines(client, url, [], json=body)
     assert len(cut) == 1
     assert "Sunny a" in cut[0]
     assert "The answer was cut off" not in cut[0]
@@ -300,3 +302,41 @@ def test_a_route_that_answers_before_the_script_leaves_the_cut_its_own(faults, h
         openai_stream(received, mode="sync")
     assert received == ["", "The answer was cut off "]
     assert script.remaining == 1
+
+
+def test_a_cut_no_script_route_answers_is_the_kits_own(faults, http_faults):
+    faults.http(url=ANTHROPIC_URL).truncated_stream(after=3)
+    script = http_faults.script("openai", [say("Not for Anthropic.")], strict=False)
+    http_faults.assert_all_called = False
+    events: list[Any] = []
+    with pytest.raises(httpx2.RemoteProtocolError):
+        anthropic_stream(events, mode="sync", max_retries=0)
+    assert anthropic_text(events) == "The answer was cut off "
+    assert script.remaining == 1
+
+
+GEMINI_STREAM = (
+    "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:streamGenerateContent"
+)
+
+
+def test_a_cut_stream_whose_body_is_not_json_is_the_kits_own(faults, http_faults):
+    faults.http(url=GEMINI_STREAM).truncated_stream(after=1)
+    script = http_faults.script("gemini", [say("Sunny all week.")], strict=False)
+    http_faults.assert_all_called = False
+    cut: list[str] = []
+    with httpx2.Client() as client, pytest.raises(httpx2.RemoteProtocolError):
+        stream_lines(client, GEMINI_STREAM, cut, content=b"{not json")
+    assert "The answer was cut off" in cut[0]
+    assert script.remaining == 1
+
+
+@pytest.mark.inject_fault(http="truncated_stream", after=1)
+def test_the_server_cuts_its_own_answer_for_a_body_that_is_not_json(llm_server):
+    llm_server.script([say("Sunny all week.")], strict=False)
+    url = llm_server.base_url("gemini") + "/models/gemini-2.0-flash:streamGenerateContent"
+    cut: list[str] = []
+    with httpx2.Client() as client, pytest.raises(httpx2.RemoteProtocolError):
+        stream_lines(client, url, cut, content=b"{not json")
+    assert "The answer was cut off" in cut[0]
+    assert llm_server.scripted.remaining == 1

@@ -165,7 +165,7 @@ def scripted_stream(routes: respx.Router, method: str, url: str, body: bytes) ->
     request = httpx.Request(method, url, content=body)
     for route in routes.routes:
         pattern = route.pattern
-        if pattern is None or pattern.match(request):
+        if not pattern or pattern.match(request):  # no pattern matches all, as in respx
             answer = getattr(route.side_effect, _ANSWER, None)
             return answer.peek(body, request.url.path) if isinstance(answer, ScriptAnswer) else None
     return None
