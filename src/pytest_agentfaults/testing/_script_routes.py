@@ -11,7 +11,9 @@ stream when the request asks for one. So no test hand-writes a provider's JSON. 
 steps that are HTTP answers (`fail.http`, `fail.rate_limit`) become that status with the
 provider's error body and ``Retry-After``; `malformed.not_json` a 200 that is not JSON.
 Transport failures (a timeout, a dropped connection, a cut stream) belong to the http
-faults, which fire before the route: ``faults.http(url=...).timeout()``.
+faults, which fire before the route: ``faults.http(url=...).timeout()``. A stream such a
+fault cuts or stalls carries the start of the route's next answer (`scripted_stream`,
+`ScriptAnswer.peek`); the step stays for the request asked again.
 """
 
 from __future__ import annotations
