@@ -76,6 +76,19 @@ def test_an_old_format_mismatch_says_the_file_is_old_and_how_to_rewrite_it(tmp_p
     assert '+      "detail": "go",' in message
 
 
+def test_a_hand_written_file_without_times_is_not_called_an_older_format(tmp_path):
+    # A golden file the user wrote by hand: no "format" key, and no times or delays in it.
+    golden = tmp_path / "hand.json"
+    golden.write_text('{"events": []}\n')
+    with pytest.raises(AssertionError) as caught:
+        _jittered_trace(seed=1).assert_matches_snapshot(golden)
+    message = str(caught.value)
+    assert "older format" not in message
+    assert "stored times and delays" not in message
+    assert 'has no "format" key: it was not written by assert_matches_snapshot()' in message
+    assert "rewrite it: pytest --agentfaults-update-snapshots" in message
+
+
 def test_the_seed_free_form_keeps_outcomes_and_drops_times_ports_and_call_ids():
     trace = Trace(
         [

@@ -46,6 +46,25 @@ def test_a_model_calling_an_unknown_tool_covers_the_tools_of_that_run():
     assert ("tool", "search", "agentfaults", "unknown_tool", "user") in _hits(scope.trace)
 
 
+def test_an_unknown_tool_covers_the_tools_the_agent_offered_even_when_none_ran():
+    # The model calls only a tool the agent lacks, then answers: the agent offered
+    # `search` in that run and survived the bad call, so `search`'s cell is covered.
+    with af.fault_scope() as scope:
+        _run(scope, call_tool("nope"), say("ok"))
+    observed = observe(scope.trace.events)
+    assert ["tool", "search", "agentfaults"] in observed["rows"]
+    assert ("tool", "search", "agentfaults", "unknown_tool", "user") in _hits(scope.trace)
+    # the built-in recovery tools are not rows of their own
+    assert {row[1] for row in observed["rows"] if row[0] == "tool"} == {"search"}
+
+
+def test_an_injected_unknown_tool_alone_covers_the_offered_tool_as_injected():
+    with af.fault_scope() as scope:
+        scope.faults.llm.unknown_tool()
+        _run(scope, call_tool("search", query="q"), say("ok"))
+    assert ("tool", "search", "agentfaults", "unknown_tool", "injected") in _hits(scope.trace)
+
+
 def test_a_non_retryable_exception_is_apart_from_a_retryable_one():
     with af.fault_scope() as scope:
         scope.faults.tool("search").raises(ValueError("bad"))

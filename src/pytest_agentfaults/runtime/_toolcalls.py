@@ -201,7 +201,9 @@ class ToolCalls:
                 tool=name,
                 available=available,
             )
-            self.tool_error(call, None, error)
+            # the tools this agent offered (built-ins apart): fault coverage counts the
+            # survived bad call for each of them, called in the run or not
+            self.tool_error(call, None, error, offered=[*self.tools])
             return Outcome(self.payload(name, error, 0), error=error)
 
         config = self.resilience.for_tool(name)

@@ -202,7 +202,11 @@ class Trace:
         )
 
     def retries(self, tool: ToolName | None = None) -> int:
-        """The number of ``tool.retry`` events (of ``tool``, a name or an ``@af.tool``)."""
+        """The number of ``tool.retry`` events (of ``tool``, a name or an ``@af.tool``).
+
+        Tool retries only: the terminal summary's ``retries`` also counts the model's
+        (``llm.retry``, see `count`).
+        """
         __tracebackhide__ = True
         if tool is None:
             return self.count("tool.retry")

@@ -178,6 +178,20 @@ def assert_matches_snapshot(trace: Trace, path: str | Path, *, exact_times: bool
     raise AssertionError(_mismatch(target, golden, expected, mine, old_format, settings.seed))
 
 
+def _old_format_note(golden: dict[str, Any]) -> str:
+    """What a golden file without this version's ``format`` key is: older, or hand-written."""
+    events = golden.get("events") or []
+    if any(isinstance(e, dict) and ("at" in e or "delay" in e) for e in events):
+        return (
+            "the file is in an older format (it stored times and delays); rewriting it once "
+            "makes it seed-free"
+        )
+    return (
+        'the file has no "format" key: it was not written by assert_matches_snapshot(); '
+        "rewriting it stores this run's trace in the seed-free form"
+    )
+
+
 def _read(target: Path) -> dict[str, Any]:
     __tracebackhide__ = True
     try:
@@ -227,9 +241,6 @@ def _mismatch(
             "(times and delays left out)"
         )
     if old_format:
-        lines.append(
-            "the file is in an older format (it stored times and delays); rewriting it once "
-            "makes it seed-free"
-        )
+        lines.append(_old_format_note(golden))
     lines.append(f"if the change is intended, rewrite it: {_UPDATE}")
     return "\n".join(lines) + "\n" + diff

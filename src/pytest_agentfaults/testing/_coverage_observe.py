@@ -168,6 +168,12 @@ def _observe_tool(
     if event.type == "tool.error" and error is not None and error.type == "UnknownToolError":
         source = INJECTED if llm_fault_of_run.get(event.run_id) == "unknown_tool" else USER
         unknown_runs.append((event.run_id, source))
+        offered = event.field("offered")  # our runtime's: the tools the agent offered
+        if isinstance(offered, list):
+            run_tools = tools_of_run.setdefault(event.run_id, set())
+            for name in offered:
+                rows.add(("tool", str(name), KIT))
+                run_tools.add((str(name), KIT))
         return
     if event.type not in ("tool.call", "tool.error", "tool.result"):
         return
