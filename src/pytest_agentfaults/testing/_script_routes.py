@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 
 import httpx
 
+from pytest_agentfaults._network_policy import url_host
 from pytest_agentfaults.errors import MalformedResponseError, ModelHTTPError, UsageError
 from pytest_agentfaults.testing import _current
 from pytest_agentfaults.testing._wire import (
@@ -86,8 +87,11 @@ def script_route(
     model.strict = strict
     wire: Provider = provider  # type: ignore[assignment]  # checked above
     ids = itertools.count(1)
+    plan = _current.current_plan()
     # the request ids of this test (shared with its in-process faults), looked up once
-    request_id_source = request_ids(_current.current_plan())
+    request_id_source = request_ids(plan)
+    if plan is not None:  # what it served counts for the fault coverage of its host
+        plan.scripts.append((url_host(url or SCRIPT_PROVIDERS[provider]) or provider, model))
     exhausted: list[str] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
