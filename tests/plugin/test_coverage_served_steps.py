@@ -1,15 +1,19 @@
-"""Fault coverage of a host's malformed answers: what a script served.
+"""Fault coverage of a host's malformed answers: what a script served, and what to suggest.
 
 A model's empty or blocked answer and its malformed tool arguments reach a client as an
 answer, not a failure of the HTTP layer: only the script that served them
 (``llm_server.script`` or ``http_faults.script``) knows. A served ``malformed.empty()``
-or ``malformed.blocked()`` step counted nowhere. Here a served step covers the host that
-served it, for real SDK clients.
+or ``malformed.blocked()`` step counted nowhere, and the "to cover next" line of a host's
+``margs`` and ``empty`` cells named ``llm=`` faults, which reach `af.Agent`'s model only,
+never a host an SDK client or a framework's model talks to. Here a served step covers the
+host that served it, and each suggestion for such a cell is pasted into a test of a real
+SDK client; the next session must show the cell covered.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 # Loaded here, before pytester's in-process runs (a module one of them loads is dropped
 # after it).
@@ -115,3 +119,29 @@ def test_a_served_bad_tool_call_covers_the_host_that_served_it(
     cells = _host(_session(pytester, "api.openai.com", script), "api.openai.com")
 
     assert cells["malformed_tool_args"]["covered"]
+
+
+def _followed(suggestion: str) -> str:
+    """The script call a suggestion names, with its ``...`` (the rest of a script) dropped."""
+    call = re.match(r"((?:llm_server|http_faults)\.script\(.*?\)) \(", suggestion)
+    assert call, suggestion
+    return call.group(1).replace(", ...]", "]")
+
+
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_each_suggestion_for_a_hosts_malformed_answers_covers_its_cell(
+    pytester: pytest.Pytester, host: str
+) -> None:
+    before = _session(pytester, host, HOSTS[host][2], "plain")
+    suggestions = {
+        s["fault"]: s["marker"]
+        for s in before["suggestions"]
+        if s["row"] == f"host {host}" and s["fault"] in ("malformed_tool_args", "empty_or_blocked")
+    }
+    assert set(suggestions) == {"malformed_tool_args", "empty_or_blocked"}
+    for fault_class, suggestion in suggestions.items():
+        assert 'llm="' not in suggestion  # never reaches a host: af.Agent's model only
+        if host == "models.internal.test":  # no provider's own host: it may serve no model
+            assert f"agentfaults_coverage_exclude = {host}:{fault_class})" in suggestion
+        after = _session(pytester, host, _followed(suggestion), fault_class)
+        assert _host(after, host)[fault_class]["covered"], (host, fault_class, suggestion)
