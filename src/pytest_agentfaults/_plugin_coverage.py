@@ -16,6 +16,7 @@ from pytest_agentfaults._plugin_state import CoverageSettings, Session
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing._coverage import Matrix
+    from pytest_agentfaults.testing.faults import FaultPlan
 
 __all__ = [
     "SCRIPTED",
@@ -27,7 +28,7 @@ __all__ = [
     "summary",
 ]
 
-#: The bad tool calls ``llm_server``'s script sent in the test (`scripted_bad_calls`).
+#: The bad answers the test's scripts served (`scripted_bad_calls`).
 SCRIPTED = pytest.StashKey[list[list[Any]]]()
 
 
@@ -119,23 +120,33 @@ def finish(state: Session, session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def scripted_bad_calls(item: pytest.Item) -> list[list[Any]]:
-    """The bad tool calls ``llm_server``'s script has sent so far in the test ``item``.
+def scripted_bad_calls(item: pytest.Item, plan: FaultPlan | None) -> list[list[Any]]:
+    """The bad answers the test's scripts have served so far, by the host that served them.
 
-    ``[fault_class, [tool names]]``: a ``malformed.tool_args(...)`` step is
+    ``[fault_class, [tool names], host]``: a ``malformed.tool_args(...)`` step is
     ``invalid_args`` of the tool it called, a ``malformed.unknown_tool(...)`` step
-    ``unknown_tool`` of the tools the request offered. A framework agent refuses such a
-    call before any tool runs, and pydantic-ai and LangChain record nothing of it, so the
-    script is the only witness. Read at the end of the test's call, while the server
-    still serves the test.
+    ``unknown_tool`` of the tools the request offered, a ``malformed.empty()`` or
+    ``malformed.blocked()`` step ``empty_or_blocked`` (no tool). A framework agent refuses
+    a bad call before any tool runs, and pydantic-ai and LangChain record nothing of it;
+    no client records an empty answer as a failure: the script is the only witness. The
+    scripts are ``llm_server``'s and those of ``http_faults.script`` (``plan.scripts``),
+    read at the end of the test's call, while the server still serves the test.
     """
+    from pytest_agentfaults.testing._coverage_observe import LLM_SERVER  # noqa: PLC0415 - lazy
+
+    scripts: list[tuple[str, Any]] = list(plan.scripts) if plan is not None else []
     server = getattr(item, "funcargs", {}).get("llm_server")
-    if server is None:
-        return []
-    model = server.scripted
+    if server is not None:
+        scripts.insert(0, (LLM_SERVER, server.scripted))
+    return [call for host, model in scripts for call in _served(model, host)]
+
+
+def _served(model: Any, host: str) -> list[list[Any]]:
     from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - lazy
     from pytest_agentfaults.testing._malformed_steps import (  # noqa: PLC0415
         BadToolArgs,
+        BlockedAnswer,
+        EmptyAnswer,
         UnknownToolCall,
     )
 
@@ -144,11 +155,13 @@ def scripted_bad_calls(item: pytest.Item) -> list[list[Any]]:
     for step, request in zip(served, model.requests, strict=False):
         if isinstance(step, BadToolArgs):
             try:
-                calls.append(["invalid_args", [step.target(request)[0]]])
+                calls.append(["invalid_args", [step.target(request)[0]], host])
             except UsageError:  # no tool offered: the step failed that request
                 continue
         elif isinstance(step, UnknownToolCall):
-            calls.append(["unknown_tool", [spec.name for spec in request.tools]])
+            calls.append(["unknown_tool", [spec.name for spec in request.tools], host])
+        elif isinstance(step, EmptyAnswer | BlockedAnswer):
+            calls.append(["empty_or_blocked", [], host])
     return calls
 
 

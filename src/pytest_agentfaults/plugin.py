@@ -303,7 +303,7 @@ def pytest_runtest_makereport(
         elif when == "call" and report.outcome == "passed":
             state.passed = True
             if session.coverage is not None:  # while llm_server still serves the test
-                item.stash[_coverage.SCRIPTED] = _coverage.scripted_bad_calls(item)
+                item.stash[_coverage.SCRIPTED] = _coverage.scripted_bad_calls(item, state.plan)
         return report
     # Items live until the session ends: keeping every test's plan, trace and clock
     # alive would grow the heap, and with it the garbage collector's work, per test.

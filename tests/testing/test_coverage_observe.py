@@ -156,7 +156,7 @@ def test_a_scripted_bad_call_covers_the_one_row_of_that_tool_name():
         Event(type="tool.call", tool="search", framework="langchain"),
         Event(type="tool.result", tool="search", framework="langchain"),
     ]
-    hits = {tuple(h) for h in observe(events, [["invalid_args", ["search"]]])["hits"]}
+    hits = {tuple(h) for h in observe(events, [["invalid_args", ["search"], "llm_server"]])["hits"]}
     assert hits == {
         ("tool", "search", "langchain", "invalid_args", "user"),
         ("host", "llm_server", "http", "malformed_tool_args", "user"),
@@ -168,7 +168,7 @@ def test_a_scripted_bad_call_covers_no_row_when_two_frameworks_share_the_name():
         Event(type="tool.call", tool="search", framework="langchain"),
         Event(type="tool.call", tool="search", framework="mcp"),
     ]
-    assert observe(events, [["unknown_tool", ["search"]]])["hits"] == []
+    assert observe(events, [["unknown_tool", ["search"], "llm_server"]])["hits"] == []
 
 
 def test_the_agents_sdks_model_behavior_error_on_a_tool_is_invalid_arguments():

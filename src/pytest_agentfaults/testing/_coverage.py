@@ -73,10 +73,22 @@ _HOST_MARKERS: Final = {
     "timeout": 'http="timeout", url="{url}"',
     "connection": 'http="connect_error", url="{url}"',
     "stream_cut": 'http="truncated_stream", url="{url}"',
-    "malformed_tool_args": 'llm="malformed_tool_args"',
-    "empty_or_blocked": 'llm="empty"',
     "not_json": 'http="malformed_body", url="{url}"',
 }
+# A host's malformed answers: no http= fault sends them, and llm= faults reach af.Agent's
+# model only, never a host; the step served by a script on that host covers the cell.
+_SERVED_STEPS: Final = {
+    "malformed_tool_args": "malformed.tool_args()",
+    "empty_or_blocked": "malformed.empty()",
+}
+# The provider whose default endpoint `http_faults.script` answers on each provider host.
+_PROVIDER_HOSTS: Final = {
+    "api.openai.com": "openai",
+    "api.anthropic.com": "anthropic",
+    "generativelanguage.googleapis.com": "gemini",
+    "localhost:11434": "ollama",
+}
+_NEVER: Final = "an llm= fault never reaches it"
 
 
 # --------------------------------------------------------------------------- the session
@@ -340,7 +352,8 @@ def suggest(row: Row, fault_class: str) -> str:
     """What would cover ``fault_class`` on ``row``, in one line.
 
     A marker; for a framework's tool, what works there (an ``llm_server`` script for the
-    model's bad calls), or why nothing of the kit can and the exclusion to write.
+    model's bad calls), or why nothing of the kit can and the exclusion to write; for a
+    host's malformed answers, the script that serves one there.
     """
     if row.framework_tool and fault_class in _FRAMEWORK_TOOL:
         why = _UNREACHABLE.get((row.framework, fault_class))
@@ -350,8 +363,8 @@ def suggest(row: Row, fault_class: str) -> str:
                 f"agentfaults_coverage_exclude = {row.name} ({row.framework}):{fault_class}"
             )
         return _FRAMEWORK_TOOL[fault_class].format(name=row.name)
-    if row.kind == "host" and row.name == LLM_SERVER and fault_class == "malformed_tool_args":
-        return "llm_server.script([malformed.tool_args(), ...]) (an llm= fault never reaches it)"
+    if row.kind == "host" and fault_class in _SERVED_STEPS:
+        return _served_step(row.name, fault_class)
     if row.kind == "tool":
         spec = _TOOL_MARKERS[fault_class].format(name=row.name)
     elif row.kind == "model":
@@ -359,6 +372,22 @@ def suggest(row: Row, fault_class: str) -> str:
     else:
         spec = _HOST_MARKERS[fault_class].format(url=f"https://{row.name}/")
     return f"@pytest.mark.inject_fault({spec})"
+
+
+def _served_step(host: str, fault_class: str) -> str:
+    """The script that serves ``host`` the malformed answer of ``fault_class``."""
+    step = _SERVED_STEPS[fault_class]
+    if host == LLM_SERVER:
+        return f"llm_server.script([{step}, ...]) ({_NEVER})"
+    provider = _PROVIDER_HOSTS.get(host)
+    if provider is not None:
+        return f'http_faults.script("{provider}", [{step}, ...]) ({_NEVER})'
+    # another host: an OpenAI-compatible endpoint, the commonest; or no model at all
+    return (
+        f'http_faults.script("openai", [{step}, ...], '
+        f'url="https://{host}/v1/chat/completions") ({_NEVER}; if {host} serves no model, '
+        f"exclude the cell: agentfaults_coverage_exclude = {host}:{fault_class})"
+    )
 
 
 def _short(fault_class: str) -> str:

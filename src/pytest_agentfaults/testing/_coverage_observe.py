@@ -78,6 +78,11 @@ _MODEL_ERRORS: Final = {
     "ModelStreamError": "stream_cut",
     "MalformedResponseError": "not_json",
 }
+# What a bad answer a script served covers on the host that served it.
+_SERVED: Final = {
+    "invalid_args": "malformed_tool_args",
+    "empty_or_blocked": "empty_or_blocked",
+}
 INJECTED: Final = "injected"
 USER: Final = "user"
 #: The framework of the kit's own tools and models, and that of host rows.
@@ -103,12 +108,13 @@ def classes_of(kind: str) -> dict[str, str]:
 def observe(events: Sequence[Event], scripted: Sequence[Sequence[Any]] = ()) -> dict[str, Any]:
     """What one test's trace exercised, as plain JSON data (it travels in reports).
 
-    ``scripted``: the bad tool calls ``llm_server``'s script sent in the test,
-    ``[fault_class, [tool names]]`` (`_plugin_coverage.scripted_bad_calls`). A framework
-    refuses them before a tool runs, mostly leaving no event: each covers its class on the
-    test's one row of that tool name (none when two frameworks have a tool of that name in
-    the test), as a model's real bad call does (``"user"``); a bad-arguments call also
-    covers the server's malformed tool arguments.
+    ``scripted``: the bad answers the test's scripts served (``llm_server``'s, and
+    ``http_faults.script``'s), ``[fault_class, [tool names], host]``
+    (`_plugin_coverage.scripted_bad_calls`). A framework refuses a bad call before a tool
+    runs, mostly leaving no event: each covers its class on the test's one row of that
+    tool name (none when two frameworks have a tool of that name in the test), as a
+    model's real bad call does (``"user"``); a bad-arguments call also covers the host's
+    malformed tool arguments, and an empty or blocked answer its empty / blocked cell.
 
     ``rows``: ``[kind, name, framework]`` of every tool, model and host seen (a row is
     its kind, framework and name: tools of one name in two frameworks are two rows);
@@ -142,8 +148,8 @@ def observe(events: Sequence[Event], scripted: Sequence[Sequence[Any]] = ()) -> 
     for run_id, source in unknown_runs:
         for tool, framework in tools_of_run.get(run_id, ()):
             hits.add(("tool", tool, framework, "unknown_tool", source))
-    for fault_class, tools in scripted:
-        _observe_scripted(str(fault_class), tools, rows, hits)
+    for fault_class, tools, host in scripted:
+        _observe_scripted(str(fault_class), tools, str(host), rows, hits)
     return {"rows": sorted(list(row) for row in rows), "hits": sorted(list(h) for h in hits)}
 
 
@@ -202,14 +208,15 @@ def _observe_tool(
 
 
 def _observe_scripted(
-    fault_class: str, tools: Sequence[str], rows: set[_Row], hits: set[_Hit]
+    fault_class: str, tools: Sequence[str], host: str, rows: set[_Row], hits: set[_Hit]
 ) -> None:
     for tool in tools:
         frameworks = {row[2] for row in rows if row[:2] == ("tool", tool)}
         if len(frameworks) == 1:
             hits.add(("tool", tool, frameworks.pop(), fault_class, USER))
-    if fault_class == "invalid_args" and ("host", LLM_SERVER, HTTP) in rows:
-        hits.add(("host", LLM_SERVER, HTTP, "malformed_tool_args", USER))
+    covered = _SERVED.get(fault_class)
+    if covered is not None and ("host", host, HTTP) in rows:
+        hits.add(("host", host, HTTP, covered, USER))
 
 
 def _observe_model(

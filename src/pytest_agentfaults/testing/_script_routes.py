@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 
+from pytest_agentfaults._network_policy import url_host
 from pytest_agentfaults.errors import MalformedResponseError, ModelHTTPError, UsageError
 from pytest_agentfaults.testing import _current
 from pytest_agentfaults.testing._wire import (
@@ -90,8 +91,11 @@ def script_route(
         raise UsageError(f"{shown}: strict= must be True or False, got {strict!r}")
     model.strict = strict
     wire: Provider = provider  # type: ignore[assignment]  # checked above
+    plan = _current.current_plan()
+    if plan is not None:  # what it served counts for the fault coverage of its host
+        plan.scripts.append((url_host(url or SCRIPT_PROVIDERS[provider]) or provider, model))
     # the request ids of this test (shared with its in-process faults), looked up once
-    answer = ScriptAnswer(wire, model, request_ids(_current.current_plan()))
+    answer = ScriptAnswer(wire, model, request_ids(plan))
     exhausted = answer.exhausted
 
     def check() -> None:  # at teardown, like llm_server: the 400 may have been swallowed

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
     from pytest_agentfaults.runtime._recorder import Recorder
     from pytest_agentfaults.testing.http import HttpInjector
+    from pytest_agentfaults.testing.scripted import ScriptedModel
 
 # `testing.faults` is where the kit's users (and the docs) find the fault vocabulary: the
 # names below are defined in the private modules named for their jobs and shown here.
@@ -133,6 +134,9 @@ class FaultPlan:
         #: what `testing._frameworks` keeps per plan: its recorders, attempt counts, and
         #: the frameworks watched (``"watched"``, set by the plugin) for the strict message
         self.framework_state: dict[str, Any] = {}
+        #: the ``http_faults.script`` routes' models, with the host each answers for (the
+        #: fault coverage reads the answers they served)
+        self.scripts: list[tuple[str, ScriptedModel]] = []
         self._functions: dict[str, Callable[[], None]] = {}  # function= path -> undo
 
     # ------------------------------------------------------------------ declaring

@@ -28,23 +28,30 @@ import json
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.runtime._recorder import Recorder
-from pytest_agentfaults.runtime.clock import (
-    Clock,
-    VirtualClock,
-    advance_virtually,
-    default_clock,
-    sleeps_virtually_here,
-)
+from pytest_agentfaults.runtime.clock import advance_virtually, default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.output import preview
 from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing._fault import NOTHING, ToolFault
+from pytest_agentfaults.testing._frameworks._claims import (
+    Claim,
+    Outcome,
+    claim,
+    claim_of,
+    release,
+)
+from pytest_agentfaults.testing._frameworks._streaks import (
+    Failing,
+    Site,
+    answers,
+    run_key,
+    same_run,
+    waited,
+)
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
@@ -52,10 +59,6 @@ if TYPE_CHECKING:
 __all__ = ["FRAMEWORK_NAMES", "Outcome", "Site", "arun_attempt", "run_attempt"]
 
 T = TypeVar("T")
-
-#: An adapter's reading of a value its tool path returned: the text the caller reads, and
-#: the error it reports (an MCP ``is_error`` result), else None; None: nothing to say.
-Outcome = Callable[[Any], tuple[str, BaseException | None] | None]
 
 #: The ``framework`` field's values, as API.md names them.
 FRAMEWORK_NAMES: Final = (
@@ -66,27 +69,6 @@ FRAMEWORK_NAMES: Final = (
     "mcp",
     "function",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Site:
-    """What the framework says of one attempt: which run, which model turn, which call.
-
-    The core calls an attempt after a failed one of the same tool a *retry* only when the
-    framework made it in answer to that failure. Each field the adapter knows narrows it:
-
-    - ``run``: the framework run's own object (or its id str); a failure of another run
-      is not retried by this one (a test that runs the agent twice);
-    - ``turn``: the model turn (or graph step) that asked for the call; a failure of the
-      same turn is not retried by it: they are parallel calls of one answer;
-    - ``call_id``: the call's id; the same id attempted again is a retry, whatever the turn.
-
-    None is unknown: with nothing known, any attempt after a failure is its retry.
-    """
-
-    run: object = None
-    turn: object = None
-    call_id: str | None = None
 
 
 _UNKNOWN: Final = Site()
@@ -108,14 +90,13 @@ def run_attempt(
     """
     __tracebackhide__ = True
     plan = current_plan()
-    inside = _inside.get()
-    if plan is None or tool in inside:
+    if plan is None or claim_of(tool) is not None:
         return call()
-    token = _inside.set((*inside, tool))
+    _, token = claim((tool,))
     try:
         return _run(plan, framework, tool, args, call, failure, site)
     finally:
-        _inside.reset(token)
+        release(token)
 
 
 def _run(
@@ -164,18 +145,23 @@ async def arun_attempt(
     framework is bound to refuse before the tool runs (arguments it cannot parse), traced
     but neither counted by the faults' ``times=`` / ``at=`` nor replaced by one.
     ``outcome`` reads what the attempt returned (`Outcome`): a value that reports a
-    failure is a ``tool.error``, and a result shows the text it gives.
+    failure is a ``tool.error``, and a result shows the text it gives. Inside another
+    attempt at the same tool, ``outcome`` reads for that attempt (`Claim`).
     """
     __tracebackhide__ = True
     plan = current_plan()
-    inside = _inside.get()
-    if plan is None or tool in inside:
+    if plan is None:
         return await call()
-    token = _inside.set((*inside, tool, *nested))
+    outer = claim_of(tool)
+    if outer is not None:
+        return await outer.inside(call, outcome)
+    held, token = claim((tool, *nested))
     try:
-        return await _arun(plan, framework, tool, args, call, failure, site, faultable, outcome)
+        return await _arun(
+            plan, framework, tool, args, call, failure, site, faultable, outcome, held
+        )
     finally:
-        _inside.reset(token)
+        release(token)
 
 
 async def _arun(
@@ -188,9 +174,10 @@ async def _arun(
     site: Site,
     faultable: bool,
     outcome: Outcome | None,
+    held: Claim,
 ) -> T:
     __tracebackhide__ = True
-    attempt = _Attempt(plan, framework, tool, args, site, outcome)
+    attempt = _Attempt(plan, framework, tool, args, site, outcome, held)
     fault = attempt.fault() if faultable else None
     if fault is not None:
         if fault.delay is None:
@@ -207,70 +194,12 @@ async def _arun(
     return result
 
 
-# The tools whose attempt is in progress in this context: an attempt at the same tool from
-# inside another (an adapter hooked at two levels, pydantic-ai's MCP toolset calling the MCP
-# client's call_tool, an adapter installed twice by nested sessions) is the same attempt,
-# counted once, by the outermost framework.
-_inside: ContextVar[tuple[str, ...]] = ContextVar("agentfaults_fw_inside", default=())
-
-
-@dataclass(slots=True)
-class _Failing:
-    """The failure streak of one tool in one run: its length, its last error and where.
-
-    ``calls`` holds, by call id, the attempt number and error of each call that failed in
-    it: parallel calls of one turn that failed are each attempted again by a rerun of
-    that turn (a LangGraph ``RetryPolicy``), each its own retry.
-    """
-
-    streak: int
-    error: ErrorRecord
-    site: Site
-    calls: dict[str, tuple[int, ErrorRecord]]
-    at: float  # when the last failure ended, on the test's clock
-    wall: float  # the same, on the real clock (`time.perf_counter`)
-
-
-def _answers(failed: _Failing, now: Site) -> tuple[int, ErrorRecord, bool, bool] | None:
-    """The retry an attempt at ``now`` makes of ``failed`` (None: it makes none).
-
-    Its attempt number, the error it answers, whether it is the same call again, and
-    whether the model asked for it (a later turn's call). Both are of one run.
-    """
-    same = failed.calls.get(now.call_id) if now.call_id is not None else None
-    if same is not None:  # the same call, attempted again (with_retry, a RetryPolicy)
-        return same[0] + 1, same[1], True, False
-    if failed.site.turn is None or now.turn is None:  # no turns: the code called again
-        return failed.streak + 1, failed.error, False, False
-    if failed.site.turn == now.turn:
-        return None  # the same turn: a parallel call, not a retry
-    return failed.streak + 1, failed.error, False, True
-
-
-def _waited(failed: _Failing, clock: Clock) -> float:
-    """The wait between ``failed``'s last failure and now, on the test's clock.
-
-    Which the sleeps of the test's thread and event loops move; when it stood still and
-    this attempt runs on another thread, whose sleeps stay real (a sync LangGraph graph's
-    executor), on the real clock.
-    """
-    waited = clock.now() - failed.at
-    if waited <= 0 and isinstance(clock, VirtualClock) and not sleeps_virtually_here(clock):
-        waited = time.perf_counter() - failed.wall
-    return max(waited, 0.0)
-
-
-def _same_run(one: object, other: object) -> bool:
-    # A run's own object is compared by identity (dataclasses compare equal by value); an
-    # id string by value; None (unknown) is the same as None.
-    return one is other or (isinstance(one, str) and one == other)
-
-
 class _Attempt:
     """One attempt's bookkeeping: its number, its events, the fault that hits it."""
 
     __slots__ = (
         "again",
+        "claim",
         "failing",
         "key",
         "marks",
@@ -291,11 +220,13 @@ class _Attempt:
         args: Mapping[str, Any] | None,
         site: Site,
         outcome: Outcome | None = None,
+        held: Claim | None = None,
     ) -> None:
         self.plan = plan
         self.name = tool
         self.site = site
         self.outcome = outcome
+        self.claim = held
         self.recorder = _recorder(plan, framework)
         plan.tools_called.add(tool)  # for the message of a tool fault that never fired
         # A tool declared non-idempotent for the test says so on its events (the verdict's
@@ -322,22 +253,22 @@ class _Attempt:
         self.key: tuple[str, str, object, str | None] = (
             framework,
             tool,
-            _run_key(site.run),
+            run_key(site.run),
             same_call,
         )
-        self.failing: dict[tuple[str, str, object, str | None], _Failing] = _side(plan).setdefault(
+        self.failing: dict[tuple[str, str, object, str | None], Failing] = _side(plan).setdefault(
             "failing", {}
         )
         before = self.failing.get(self.key)
-        if before is not None and not _same_run(before.site.run, site.run):
+        if before is not None and not same_run(before.site.run, site.run):
             before = None  # an id of a run gone, reused by this one
-        retry = None if before is None else _answers(before, site)
+        retry = None if before is None else answers(before, site)
         self.retry = retry is not None
         self.again = False  # the same call attempted again (else a later turn's call)
         if retry is not None and before is not None:
             self.number, error, self.again, by_model = retry
-            waited = None if by_model else _waited(before, self.recorder.clock)
-            who = {"by": "model"} if by_model else {"by": "code", "delay": waited}
+            wait = None if by_model else waited(before, self.recorder.clock)
+            who = {"by": "model"} if by_model else {"by": "code", "delay": wait}
             self.recorder.emit(
                 "tool.retry", tool=tool, attempt=self.number, error=error, **who, **self.marks
             )
@@ -397,9 +328,9 @@ class _Attempt:
         before = self.failing.get(self.key)
         call_id = self.site.call_id
         at, wall = self.recorder.clock.now(), time.perf_counter()
-        if before is None or not _same_run(before.site.run, self.site.run):
+        if before is None or not same_run(before.site.run, self.site.run):
             calls = {} if call_id is None else {call_id: (self.number, record)}
-            self.failing[self.key] = _Failing(self.number, record, self.site, calls, at, wall)
+            self.failing[self.key] = Failing(self.number, record, self.site, calls, at, wall)
             return
         # a retry that failed again, or a parallel call of a failed one that failed too
         before.streak = max(before.streak, self.number)
@@ -409,10 +340,17 @@ class _Attempt:
             before.calls[call_id] = (self.number, record)
 
     def succeeded(self, result: object) -> None:
-        """The attempt returned ``result``: a success, unless its value reports a failure."""
+        """The attempt returned ``result``: a success, unless it reports a failure.
+
+        Its value may say so (`Outcome`), or a call made inside it may have read it (an
+        MCP ``is_error`` result the Agents SDK turned into the model's text).
+        """
         read = None if self.outcome is None else self.outcome(result)
-        if read is not None and read[1] is not None:
-            self.failed(read[1])
+        error = read[1] if read is not None else None
+        if error is None and self.claim is not None:
+            error = self.claim.error()
+        if error is not None:
+            self.failed(error)
             return
         before = self.failing.get(self.key)
         if self.retry and before is not None:
@@ -443,11 +381,6 @@ def _steers(error: BaseException) -> bool:
         if isinstance(kind, type) and isinstance(error, kind):
             return True
     return False
-
-
-def _run_key(run: object) -> object:
-    """A run as a dict key: its id string, or its own object's id (None: unknown)."""
-    return run if run is None or isinstance(run, str) else id(run)
 
 
 def _recorder(plan: FaultPlan, framework: str) -> Recorder:

@@ -30,7 +30,9 @@ cure, as an exception of a tool is in the other frameworks).
 
 A call made inside another framework's attempt at the same tool (an Agents SDK agent's
 MCP tool, a pydantic-ai MCP toolset's) is that framework's attempt, counted once, there
-(`arun_attempt` lets a nested attempt at the same tool through).
+(`arun_attempt` lets a nested attempt at the same tool through). Its reading of the
+result still counts: the Agents SDK turns an ``is_error`` result into the model's text, and
+that attempt is a ``tool.error`` from what was read here (`Claim`).
 Imported only by `install`, once ``mcp`` is imported.
 """
 

@@ -23,8 +23,11 @@ an agent's ``mcp_servers`` and agents used as tools (``agent.as_tool``). A
 ``FunctionTool(on_invoke_tool=...)`` built by hand has no failure handling of the SDK and
 is not hooked. The name a fault matches is the tool's name as the model sees it
 (``name_override`` included; an MCP tool's server-prefixed name, with
-``include_server_in_tool_names``, whose session call is the same attempt). Imported
-only by `install`, once the SDK is imported.
+``include_server_in_tool_names``, whose session call is the same attempt). An MCP tool's
+server answering with an ``is_error`` result is a failed attempt: the SDK gives the model
+that result's text as the tool's output, so the MCP adapter's hook on the session call,
+inside this attempt, reads the result for it. Imported only by `install`, once the SDK is
+imported.
 """
 
 from __future__ import annotations
