@@ -226,6 +226,30 @@ def declares_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool
     return not SDK_FIXTURES.isdisjoint(names) and uses_our_sdk_fixture(item)
 
 
+def reports_as_kit(item: pytest.Item, state: TestState | None = None) -> bool:
+    """Whether ``item``'s reports get the full redaction: the test used the kit.
+
+    Declared (a marker or a kit fixture) or recorded something, as the session's summary
+    counts it. A test that did neither gets only the redaction that cannot be wrong
+    (`pytest_agentfaults._redact.redact_shapes`). ``state`` is its state, if the caller has it.
+    """
+    if state is None and STATE in item.stash:
+        state = item.stash[STATE]
+    if state is not None and (state.declared or state.recorded()):
+        return True
+    return declares_kit(item)  # a setup that failed before the state was made
+
+
+def running_uses_kit() -> bool:
+    """`reports_as_kit` for the test running in this context; True outside any test.
+
+    For a log line written straight out (live logging, ``--log-file``): one written where
+    no test is known (a thread started without the test's context) is redacted in full.
+    """
+    item = ITEM.get()
+    return item is None or reports_as_kit(item)
+
+
 _RUNTIME = "pytest_agentfaults.runtime.clock"  # every agent reads its default clock there
 
 

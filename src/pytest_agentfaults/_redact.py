@@ -9,6 +9,8 @@ info (``https://user:pass@host``).
 A key of no known shape (a gateway's ``gw_live_...``) is told by where it was sent: the
 test kit learns every credential it sees in a request (`LearnedSecrets`), and the
 session's output boundaries pass them to `redact_text`, which replaces them by value.
+A test that does not use the kit gets `redact_shapes`: the learned values and the
+provider key shapes only, no rule that reads context.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ __all__ = [
     "SHORTEST_LEARNED",
     "LearnedSecrets",
     "is_secret_header",
+    "looks_like_key",
     "redact_headers",
+    "redact_shapes",
     "redact_text",
     "redact_value",
 ]
@@ -161,6 +165,12 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]]
 )
 
 
+# The rules that read no context: a provider key's own shape is a secret wherever it
+# appears. Each replaces its whole match; a rule that reads context keeps its prefix or the
+# code around the value. A test that does not use the kit gets only these (`redact_shapes`).
+_SHAPES: Final = tuple(rule for rule in _RULES if rule[2] == REDACTED)
+
+
 # No rule above can match fewer characters ("?sig=" and one more is the shortest), so
 # shorter text (most names and previews) skips the scan.
 _SHORTEST_SECRET: Final = 6
@@ -193,6 +203,28 @@ def redact_text(text: str, learned: LearnedSecrets | None = None) -> str:
     else:
         return text
     for markers, pattern, replacement in _RULES:
+        for marker in markers:
+            if marker in lowered:
+                text = pattern.sub(replacement, text)
+                break
+    return text
+
+
+def redact_shapes(text: str, learned: LearnedSecrets | None = None) -> str:
+    """`redact_text` for a test that does not use the kit: only what cannot be wrong.
+
+    The values of ``learned`` (keys the session's kit tests sent), then the provider key
+    shapes (``sk-proj-...``, ``AKIA...``). No rule that reads context (``password=``,
+    ``Bearer``, a URL's query): in a plain test those are often the values under test.
+    """
+    if not text or len(text) < _SHORTEST_SECRET:
+        return text
+    if learned is not None:
+        for value in learned.values:
+            if value in text:
+                text = text.replace(value, REDACTED)
+    lowered = text.lower()
+    for markers, pattern, replacement in _SHAPES:
         for marker in markers:
             if marker in lowered:
                 text = pattern.sub(replacement, text)
@@ -238,8 +270,11 @@ def redact_value(value: Any, learned: LearnedSecrets | None = None) -> Any:
 
 # ----------------------------------------------------------------------------- learned values
 
-#: a shorter credential is not learned: ``Bearer x`` in a unit test would redact every "x"
-SHORTEST_LEARNED: Final = 8
+#: a shorter credential is not learned: ``Bearer x`` in a unit test would redact every "x",
+#: and ``secret123`` every message that quotes that word (`looks_like_key` says the rest)
+SHORTEST_LEARNED: Final = 12
+#: a credential this long is learned whatever its characters (unless all digits)
+_LONG_LEARNED: Final = 20
 #: how many header values and URLs `LearnedSecrets` remembers having read (past that, each
 #: is read again: the same few keys on every request are what it saves work on)
 _SEEN_AT_MOST: Final = 4096
@@ -256,7 +291,7 @@ class LearnedSecrets:
     shape, printed, logged or held in a local, is redacted all the same.
 
     One per session, kept by the plugin: nothing is learned for the process. Values
-    shorter than `SHORTEST_LEARNED` are not learned. Learning from several threads (the
+    that do not pass `looks_like_key` are not learned. Learning from several threads (the
     loopback server's) while others redact is safe.
     """
 
@@ -317,7 +352,7 @@ class LearnedSecrets:
 
     def _add(self, read: str, values: Iterable[str], sent: bytes | None = None) -> None:
         # "REDACTED" itself would redact the marker again and again
-        new = {v for v in values if len(v) >= SHORTEST_LEARNED and v not in REDACTED}
+        new = {v for v in values if looks_like_key(v) and v not in REDACTED}
         with self._lock:
             if len(self.seen) < _SEEN_AT_MOST:
                 self.seen.add(read)
@@ -326,6 +361,30 @@ class LearnedSecrets:
             new.difference_update(self.values)
             if new:
                 self.values = tuple(sorted((*self.values, *new), key=len, reverse=True))
+
+
+def looks_like_key(value: str) -> bool:
+    """Whether a credential the kit saw is a key, to be learned, and not a word or a number.
+
+    At least `SHORTEST_LEARNED` (12) characters with two of lower-case letters, upper-case
+    letters and digits (``gw_live_8f2a9c1d4e``), or at least 20 characters not all digits.
+    Punctuation is no class: ``default-password`` is words. A learned value is redacted in
+    every test, those that do not use the kit too: ``password``, ``12345678``,
+    ``secret123`` or ``test-key`` would rewrite unrelated messages and source lines.
+    """
+    if len(value) >= _LONG_LEARNED:
+        return not value.isdigit()
+    if len(value) < SHORTEST_LEARNED:
+        return False
+    lower = upper = digit = False
+    for char in value:
+        if char.isdigit():
+            digit = True
+        elif char.islower():
+            lower = True
+        elif char.isupper():
+            upper = True
+    return lower + upper + digit >= 2
 
 
 def _credentials(header: str, value: str) -> list[str]:

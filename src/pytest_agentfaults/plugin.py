@@ -59,7 +59,13 @@ from pytest_agentfaults._plugin_state import (
     pend as _pend,
 )
 from pytest_agentfaults._plugin_state import (
+    reports_as_kit as _reports_as_kit,
+)
+from pytest_agentfaults._plugin_state import (
     running_item as _running_item,
+)
+from pytest_agentfaults._plugin_state import (
+    running_uses_kit as _running_uses_kit,
 )
 from pytest_agentfaults._plugin_state import (
     start_state as _start_state,
@@ -283,8 +289,10 @@ def pytest_runtest_makereport(
     report = yield
     if report.longrepr is not None or report.sections:  # else nothing to redact
         # what the terminal, -rA and junit XML show of the test; under xdist, in the
-        # worker that learned the keys, before the report is shipped
-        _scrub_report(report, item.config.stash[_SESSION].learned)
+        # worker that learned the keys, before the report is shipped; the rules that read
+        # context only for a test that uses the kit
+        kit = _reports_as_kit(item, state)
+        _scrub_report(report, item.config.stash[_SESSION].learned, kit=kit)
     stash = item.stash
     if not ending:
         if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
@@ -349,7 +357,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if logging_plugin is not None:
         from pytest_agentfaults.testing._scrub import redact_log_output  # noqa: PLC0415
 
-        redact_log_output(logging_plugin, state.learned)
+        redact_log_output(logging_plugin, state.learned, _running_uses_kit)
 
 
 @pytest.hookimpl(trylast=True)
@@ -359,13 +367,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def _scrub_report(
-    report: pytest.TestReport | pytest.CollectReport, learned: LearnedSecrets | None
+    report: pytest.TestReport | pytest.CollectReport,
+    learned: LearnedSecrets | None,
+    *,
+    kit: bool = True,
 ) -> None:
     if report.longrepr is None and not report.sections:
         return  # a passing test that printed nothing: no text to redact (most reports)
     from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415 - lazy
 
-    scrub_report(report, learned)
+    scrub_report(report, learned, kit=kit)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -10,15 +10,18 @@ bypass reports (live logging, ``--log-file``) are redacted by their handlers' fo
 
 Both take the session's `LearnedSecrets`: a key of no known shape that the kit saw in a
 request is redacted by value, in the report of the test that sent it and every later one.
+The report of a test that does not use the kit gets only that and the provider key shapes
+(`redact_shapes`): no rule that reads context, so its failure reads as without the plugin.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from pytest_agentfaults._redact import LearnedSecrets, redact_text
+from pytest_agentfaults._redact import LearnedSecrets, redact_shapes, redact_text
 
 __all__ = ["redact_log_output", "scrub_report"]
 
@@ -26,38 +29,45 @@ __all__ = ["redact_log_output", "scrub_report"]
 _DIRECT_HANDLERS = ("log_cli_handler", "log_file_handler")
 
 
-def scrub_report(report: Any, learned: LearnedSecrets | None = None) -> None:
+def scrub_report(report: Any, learned: LearnedSecrets | None = None, *, kit: bool = True) -> None:
     """Redact ``report``'s ``longrepr`` and ``sections`` in place.
 
-    With ``learned`` (the session's), every value it holds too.
+    With ``learned`` (the session's), every value it holds too. ``kit``: the report is of
+    a test that uses the kit (`redact_text`); else only `redact_shapes`.
     """
+    redact: Callable[[str, LearnedSecrets | None], str] = redact_text if kit else redact_shapes
     longrepr = getattr(report, "longrepr", None)
     if longrepr is not None:
-        report.longrepr = _scrub(longrepr, set(), learned)
+        report.longrepr = _scrub(longrepr, set(), learned, redact)
     sections = getattr(report, "sections", None)
     if sections:
-        report.sections = [(title, redact_text(text, learned)) for title, text in sections]
+        report.sections = [(title, redact(text, learned)) for title, text in sections]
 
 
-def _scrub(value: Any, seen: set[int], learned: LearnedSecrets | None) -> Any:
+def _scrub(
+    value: Any,
+    seen: set[int],
+    learned: LearnedSecrets | None,
+    redact: Callable[[str, LearnedSecrets | None], str] = redact_text,
+) -> Any:
     """``value`` with every string in it redacted; pytest's repr objects are edited in place.
 
     pytest keeps a failure as dataclasses (``ExceptionChainRepr``, ``ReprEntry``,
     ``ReprLocals``, ``ReprFileLocation`` ...) holding strings, lists and tuples.
     """
     if isinstance(value, str):
-        return redact_text(value, learned)
+        return redact(value, learned)
     if isinstance(value, list):
-        return [_scrub(item, seen, learned) for item in value]
+        return [_scrub(item, seen, learned, redact) for item in value]
     if isinstance(value, tuple):
-        return tuple(_scrub(item, seen, learned) for item in value)
+        return tuple(_scrub(item, seen, learned, redact) for item in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         if id(value) in seen:  # a chain shares its last traceback with the top level
             return value
         seen.add(id(value))
         for field in dataclasses.fields(value):
             current = getattr(value, field.name, None)
-            cleaned = _scrub(current, seen, learned)
+            cleaned = _scrub(current, seen, learned, redact)
             if cleaned is not current:
                 object.__setattr__(value, field.name, cleaned)
     return value
@@ -67,21 +77,35 @@ class _RedactingFormatter(logging.Formatter):
     """Formats with pytest's own formatter, then redacts the line (the record is untouched).
 
     With the session's ``learned`` credentials: those learned by the time a line is written.
+    ``kit`` says whether the line is written where the kit is in use (see `scrub_report`).
     """
 
-    def __init__(self, inner: logging.Formatter, learned: LearnedSecrets | None) -> None:
+    def __init__(
+        self,
+        inner: logging.Formatter,
+        learned: LearnedSecrets | None,
+        kit: Callable[[], bool] | None = None,
+    ) -> None:
         super().__init__()
         self.inner = inner
         self.learned = learned
+        self.kit = kit
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact_text(self.inner.format(record), self.learned)
+        if self.kit is None or self.kit():
+            return redact_text(self.inner.format(record), self.learned)
+        return redact_shapes(self.inner.format(record), self.learned)
 
 
-def redact_log_output(logging_plugin: object, learned: LearnedSecrets | None = None) -> None:
+def redact_log_output(
+    logging_plugin: object,
+    learned: LearnedSecrets | None = None,
+    kit: Callable[[], bool] | None = None,
+) -> None:
     """Make pytest's live-log and log-file handlers redact what they write.
 
-    With ``learned`` (the session's), every value it holds too.
+    With ``learned`` (the session's), every value it holds too. ``kit``: whether the kit
+    is in use where a line is written (None: everywhere); if not, only `redact_shapes`.
     """
     for name in _DIRECT_HANDLERS:
         handler = getattr(logging_plugin, name, None)
@@ -91,4 +115,4 @@ def redact_log_output(logging_plugin: object, learned: LearnedSecrets | None = N
             and isinstance(formatter, logging.Formatter)
             and not isinstance(formatter, _RedactingFormatter)
         ):
-            handler.setFormatter(_RedactingFormatter(formatter, learned))
+            handler.setFormatter(_RedactingFormatter(formatter, learned, kit))
