@@ -315,17 +315,25 @@ class LearnedSecrets:
                 found += (value, unquote_plus(value))
         self._add(url, found)
 
-    def _add(self, read: str, values: Iterable[str], sent: bytes | None = None) -> None:
+    def learn(self, values: Iterable[str]) -> None:
+        """Learn ``values`` as they are: credentials another process learned (an xdist worker).
+
+        Values shorter than `SHORTEST_LEARNED` are left out.
+        """
         # "REDACTED" itself would redact the marker again and again
         new = {v for v in values if len(v) >= SHORTEST_LEARNED and v not in REDACTED}
+        with self._lock:
+            new.difference_update(self.values)
+            if new:
+                self.values = tuple(sorted((*self.values, *new), key=len, reverse=True))
+
+    def _add(self, read: str, values: Iterable[str], sent: bytes | None = None) -> None:
+        self.learn(values)  # before ``read`` is seen: a thread that skips it finds the values
         with self._lock:
             if len(self.seen) < _SEEN_AT_MOST:
                 self.seen.add(read)
                 if sent is not None:
                     self.sent.add(sent)
-            new.difference_update(self.values)
-            if new:
-                self.values = tuple(sorted((*self.values, *new), key=len, reverse=True))
 
 
 def _credentials(header: str, value: str) -> list[str]:

@@ -20,16 +20,17 @@ from typing import Any
 
 from pytest_agentfaults._redact import LearnedSecrets, redact_text
 
-__all__ = ["redact_log_output", "scrub_report"]
+__all__ = ["redact_log_output", "redact_xml", "scrub_report"]
 
 # pytest's logging plugin writes these handlers straight to the terminal or a file
 _DIRECT_HANDLERS = ("log_cli_handler", "log_file_handler")
 
 
 def scrub_report(report: Any, learned: LearnedSecrets | None = None) -> None:
-    """Redact ``report``'s ``longrepr`` and ``sections`` in place.
+    """Redact ``report``'s ``longrepr``, ``sections`` and ``user_properties`` in place.
 
-    With ``learned`` (the session's), every value it holds too.
+    With ``learned`` (the session's), every value it holds too. A warning's report
+    (pytest's ``WarningReport``) has its ``message`` redacted.
     """
     longrepr = getattr(report, "longrepr", None)
     if longrepr is not None:
@@ -37,6 +38,36 @@ def scrub_report(report: Any, learned: LearnedSecrets | None = None) -> None:
     sections = getattr(report, "sections", None)
     if sections:
         report.sections = [(title, redact_text(text, learned)) for title, text in sections]
+    properties = getattr(report, "user_properties", None)
+    if properties:  # record_property(): junit XML writes str() of each value
+        report.user_properties = [(name, _property(value, learned)) for name, value in properties]
+    message = getattr(report, "message", None)
+    if isinstance(message, str) and not hasattr(report, "longrepr"):
+        report.message = redact_text(message, learned)
+
+
+def _property(value: Any, learned: LearnedSecrets | None) -> Any:
+    if isinstance(value, str):
+        return redact_text(value, learned)
+    if value is None or isinstance(value, int | float):
+        return value
+    text = str(value)  # what junit XML writes of it
+    redacted = redact_text(text, learned)
+    return value if redacted == text else redacted
+
+
+def redact_xml(element: Any, learned: LearnedSecrets | None = None) -> None:
+    """Redact the text, tail and attribute values of ``element`` and all inside it.
+
+    ``element`` is an ``xml.etree.ElementTree.Element`` (pytest's junit XML records).
+    """
+    for node in element.iter():
+        if node.text:
+            node.text = redact_text(node.text, learned)
+        if node.tail:
+            node.tail = redact_text(node.tail, learned)
+        for name, value in node.attrib.items():
+            node.attrib[name] = redact_text(value, learned)
 
 
 def _scrub(value: Any, seen: set[int], learned: LearnedSecrets | None) -> Any:

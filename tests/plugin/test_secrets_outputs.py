@@ -1,0 +1,109 @@
+"""A learned key is redacted from every output written after it was learned.
+
+The audit's findings: under xdist a key one worker learned leaked from another worker's
+reports; a key printed before the kit learned it stayed in the outputs written at the
+session's end (``-rA``, junit XML, pytest-html, our HTML report); warnings and
+``record_property`` values reached the terminal and junit XML as written.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+pytest.importorskip("httpx2")
+
+# Sends the key to a gateway: the kit learns it from the request's header.
+LEARNS = """
+import os
+
+import openai
+import pytest
+
+GW = os.environ["AF_GW"]
+
+
+@pytest.mark.inject_fault(http=401)
+def test_learns(http_faults):
+    with openai.OpenAI(api_key=GW, base_url="https://gw.example.test/v1", max_retries=0) as c:
+        with pytest.raises(openai.AuthenticationError):
+            c.chat.completions.create(model="m", messages=[])
+"""
+
+# Quotes the key, and never sends it: in a file that runs first, or on another worker.
+QUOTES = """
+import os
+import warnings
+
+import pytest
+
+GW = os.environ["AF_GW"]
+
+
+def test_prints(record_property):
+    print("configured key:", GW)
+    record_property("gateway", GW)
+    record_property("known", "Bearer sk-proj-" + "PropKey1234567890abcdefXYZ")
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_fails(i, trace):
+    assert GW == "other", f"bad key {GW}"
+
+
+def test_warns():
+    warnings.warn(f"deprecated key {GW}", UserWarning)
+    warnings.warn("OPENAI key sk-proj-" + "WarnKey1234567890abcdefXYZ is old", UserWarning)
+"""
+
+KNOWN = ("sk-proj-PropKey1234567890abcdefXYZ", "sk-proj-WarnKey1234567890abcdefXYZ")
+
+
+@pytest.fixture
+def gateway_key(pytester, monkeypatch):
+    key = "gw" + secrets.token_hex(12)  # no shape the rules know
+    monkeypatch.setenv("AF_GW", key)
+    # "a" sorts first: serially, its tests quote the key before the kit learns it
+    pytester.makepyfile(test_a_quotes=QUOTES, test_b_learns=LEARNS)
+    return key
+
+
+@pytest.mark.parametrize("how", ["serial", pytest.param("xdist", marks=pytest.mark.slow)])
+def test_a_learned_key_leaves_no_output_written_after_it_was_learned(pytester, gateway_key, how):
+    root = pytester.path
+    out = root / "out"
+    options = [
+        "-p",
+        "no:randomly",
+        "-rA",
+        "-W",
+        "always::UserWarning",
+        f"--junitxml={out / 'junit.xml'}",
+        "-o",
+        "junit_logging=all",
+        "-o",
+        "junit_family=xunit1",  # where record_property is allowed
+        f"--html={out / 'pytest-html.html'}",
+        "--self-contained-html",
+        f"--agentfaults-html={out / 'af.html'}",
+        "--agentfaults-trace=always",
+    ]
+    if how == "xdist":  # each file on its own worker: the quoting one never learns the key
+        result = pytester.runpytest_subprocess(*options, "-n", "2", "--dist=loadfile")
+    else:
+        result = pytester.runpytest(*options)
+    result.assert_outcomes(passed=3, failed=3, warnings=2)
+    stdout = result.stdout.str()
+    written = {path.name: path.read_text(encoding="utf-8") for path in out.iterdir()}
+    texts = {"stdout": stdout, **written}
+    leaks = [where for where, text in texts.items() for key in (gateway_key, *KNOWN) if key in text]
+    assert leaks == []
+    # shown where the key was
+    assert "configured key: [REDACTED]" in stdout
+    assert "AssertionError: bad key [REDACTED]" in stdout
+    assert "UserWarning: deprecated key [REDACTED]" in stdout
+    assert 'value="[REDACTED]"' in written["junit.xml"]
+    assert 'value="Bearer [REDACTED]"' in written["junit.xml"]
+    assert "bad key [REDACTED]" in written["af.html"]
+    assert "configured key: [REDACTED]" in written["pytest-html.html"]
