@@ -107,3 +107,30 @@ def test_a_learned_key_leaves_no_output_written_after_it_was_learned(pytester, g
     assert 'value="Bearer [REDACTED]"' in written["junit.xml"]
     assert "bad key [REDACTED]" in written["af.html"]
     assert "configured key: [REDACTED]" in written["pytest-html.html"]
+
+
+SNAPSHOT = """
+import os
+
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, say
+
+GW = os.environ["AF_GW"]
+
+
+def test_snapshot(trace):
+    af.Agent("bot", model=ScriptedModel([say("ok")])).run(f"use key {GW}")
+    trace.assert_matches_snapshot("snaps/golden.json")
+"""
+
+
+def test_a_golden_trace_keeps_no_learned_key(pytester, gateway_key):
+    # Golden files are committed: written through the same redaction as trace files.
+    pytester.makepyfile(test_c_snapshot=SNAPSHOT)
+    options = ("-p", "no:randomly", "test_b_learns.py", "test_c_snapshot.py")
+    pytester.runpytest(*options, "--agentfaults-update-snapshots").assert_outcomes(passed=2)
+    golden = (pytester.path / "snaps" / "golden.json").read_text(encoding="utf-8")
+    assert gateway_key not in golden
+    assert "use key [REDACTED]" in golden
+    # and the next run, which sends the key again, matches it
+    pytester.runpytest(*options).assert_outcomes(passed=2)
