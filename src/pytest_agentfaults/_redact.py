@@ -34,31 +34,55 @@ __all__ = [
 
 REDACTED: Final = "[REDACTED]"
 
+# The credential names, in one place: the request headers and URL query parameters whose
+# value is a credential, whatever it looks like. Checked against what the official SDKs
+# and common gateways send: OpenAI and Anthropic (``authorization``, ``x-api-key``),
+# Azure OpenAI (``api-key``), Gemini (``x-goog-api-key``, ``?key=``), Azure API
+# Management (``ocp-apim-subscription-key``, ``?subscription-key=``), Azure Functions
+# (``x-functions-key``), Kong (``apikey``), Cloudflare (``x-auth-key``), proxies
+# (``proxy-authorization``), OAuth (``?access_token=`` ...).
+
+#: request headers that carry a credential, by (lower-case) name
 SECRET_HEADERS: Final = frozenset(
     {
         "authorization",
         "proxy-authorization",
         "api-key",
+        "apikey",
         "x-api-key",
         "x-goog-api-key",
         "openai-api-key",
         "anthropic-api-key",
+        "ocp-apim-subscription-key",
+        "x-functions-key",
+        "x-auth",
+        "x-auth-key",
         "cookie",
         "set-cookie",
     }
 )
+#: and any header whose name holds one of these (``x-gateway-token``), unless it holds
+#: ``ratelimit`` (``x-ratelimit-remaining-tokens`` is a count)
+_SECRET_HEADER_PARTS: Final = ("api-key", "apikey", "token", "secret", "password")
 
-# Query parameters whose value is a credential, whatever it looks like.
-_QUERY_NAMES: Final = (
-    "key",
-    "api_key",
-    "apikey",
-    "api-key",
-    "token",
-    "access_token",
-    "sig",
-    "signature",
-    "password",
+#: URL query parameters that carry a credential, by (lower-case) name
+_QUERY_NAMES: Final = frozenset(
+    {
+        "key",
+        "api_key",
+        "apikey",
+        "api-key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "auth",
+        "subscription-key",
+        "client_secret",
+        "sig",
+        "signature",
+        "password",
+    }
 )
 # A Python name where the key=value rule expects a value: ``api_key=ANTHROPIC_KEY)`` in a
 # traceback's source line is code, and the name is not the key it holds. A word is letters
@@ -123,9 +147,12 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]]
         _keep_code,
     ),
     (
-        tuple(f"{name}=" for name in ("key", "token", "sig", "signature", "password")),
+        # every query name ends with one of these
+        tuple(
+            f"{end}=" for end in ("key", "token", "auth", "secret", "sig", "signature", "password")
+        ),
         re.compile(
-            r"([?&;](?:" + "|".join(_QUERY_NAMES) + r")=)[^&#\s\"'<>]+",
+            r"([?&;](?:" + "|".join(map(re.escape, sorted(_QUERY_NAMES))) + r")=)[^&#\s\"'<>]+",
             re.IGNORECASE,
         ),
         _keep_prefix,
@@ -149,7 +176,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]]
     (
         # "x-api-key: ...", "'cookie': '...'": a credential header written out as text; as
         # for key=value, a Python name there is code ({"x-api-key": SERVER_KEY})
-        ("authorization", "api-key", "cookie"),
+        tuple(SECRET_HEADERS),
         re.compile(
             r"(\b(?:" + _HEADER_NAMES + r")[\"']?\s*[:=]\s*([\"']?))"
             r"(?!(?:(?:Bearer|Basic)\s+)?\[REDACTED\])"
@@ -171,7 +198,7 @@ _MARKERS: Final = tuple(marker for markers, _, _ in _RULES for marker in markers
 # The first check, whether any rule can match: the markers above, each shortened to a
 # prefix that covers several ("api" for apikey, api_key, api-key; "=" for key=, sig= ...).
 _GATE: Final = ("=", "sk-", "bearer", "basic", "api", "token", "secret", "password", "auth",
-                "cookie", "akia", "asia", "aiza", "gh", "xox", "@")  # fmt: skip
+                "cookie", "akia", "asia", "aiza", "gh", "xox", "@", "functions-key")  # fmt: skip
 
 
 def redact_text(text: str, learned: LearnedSecrets | None = None) -> str:
@@ -215,12 +242,13 @@ def redact_headers(
 def is_secret_header(lowered: str) -> bool:
     """Whether a header of this lower-case name carries a credential.
 
-    The `SECRET_HEADERS`, and any name holding ``api-key`` or ``token`` but not
-    ``ratelimit`` (``x-ratelimit-remaining-tokens`` is a count).
+    The `SECRET_HEADERS`, and any name holding ``api-key``, ``apikey``, ``token``,
+    ``secret`` or ``password`` but not ``ratelimit`` (``x-ratelimit-remaining-tokens`` is
+    a count).
     """
-    return (
-        lowered in SECRET_HEADERS or "api-key" in lowered or "token" in lowered
-    ) and "ratelimit" not in lowered
+    if lowered in SECRET_HEADERS:
+        return True
+    return any(part in lowered for part in _SECRET_HEADER_PARTS) and "ratelimit" not in lowered
 
 
 def redact_value(value: Any, learned: LearnedSecrets | None = None) -> Any:

@@ -134,3 +134,50 @@ def test_a_golden_trace_keeps_no_learned_key(pytester, gateway_key):
     assert "use key [REDACTED]" in golden
     # and the next run, which sends the key again, matches it
     pytester.runpytest(*options).assert_outcomes(passed=2)
+
+
+GATEWAY_HEADERS = """
+import os
+
+import httpx
+import openai
+import pytest
+
+APIM = os.environ["AF_APIM"]
+XAUTH = os.environ["AF_XAUTH"]
+QUERY = os.environ["AF_QUERY"]
+
+
+@pytest.mark.inject_fault(http=401)
+def test_azure_api_management(http_faults):
+    headers = {"Ocp-Apim-Subscription-Key": APIM}
+    with openai.OpenAI(
+        api_key="unused", base_url="https://apim.example.test/v1", default_headers=headers,
+        max_retries=0,
+    ) as client:
+        with pytest.raises(openai.AuthenticationError):
+            client.chat.completions.create(model="m", messages=[])
+    print("apim:", APIM)
+
+
+@pytest.mark.inject_fault(http=503, url="https://api.example.test/z", times=2)
+def test_x_auth_and_auth_query(http_faults):
+    httpx.get("https://api.example.test/z", headers={"X-Auth": XAUTH})
+    httpx.get("https://api.example.test/z?auth=" + QUERY)
+    print("x-auth:", XAUTH, "auth:", QUERY)
+"""
+
+
+def test_the_credentials_gateways_send_are_learned(pytester, monkeypatch):
+    keys = {name: name.lower() + secrets.token_hex(8) for name in ("APIM", "XAUTH", "QUERY")}
+    for name, value in keys.items():
+        monkeypatch.setenv(f"AF_{name}", value)
+    pytester.makepyfile(test_gateways=GATEWAY_HEADERS)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest("-rA", "--agentfaults-trace=always", f"--junitxml={junit}")
+    result.assert_outcomes(passed=2)
+    out = result.stdout.str()
+    texts = {"stdout": out, "junit": junit.read_text(encoding="utf-8")}
+    assert [(w, k) for w, text in texts.items() for k in keys.values() if k in text] == []
+    assert "apim: [REDACTED]" in out
+    assert "x-auth: [REDACTED] auth: [REDACTED]" in out

@@ -84,9 +84,13 @@ def test_a_generic_key_query_parameter_is_redacted_whatever_its_shape():
     assert redact_text("https://x.test/?a=1&key=short") == f"https://x.test/?a=1&key={REDACTED}"
 
 
-@pytest.mark.parametrize(
-    "name", ["key", "api_key", "apikey", "token", "access_token", "sig", "signature", "password"]
-)
+QUERY_NAMES = [
+    *("key", "api_key", "apikey", "api-key", "token", "access_token", "sig", "signature"),
+    *("password", "auth", "subscription-key", "client_secret", "refresh_token", "id_token"),
+]
+
+
+@pytest.mark.parametrize("name", QUERY_NAMES)
 def test_credential_query_parameters_are_redacted(name):
     url = f"https://x.test/a?page=2&{name}=s3cr3tValue&b=1"
     assert redact_text(url) == f"https://x.test/a?page=2&{name}={REDACTED}&b=1"
@@ -251,6 +255,14 @@ def gateway_key() -> str:
         ("anthropic-api-key", "{key}"),
         ("X-Gateway-Token", "{key}"),  # a name holding "token", as `redact_headers` blanks it
         ("Cookie", "theme=dark; session={key}"),
+        # what SDKs and gateways send: Azure API Management, Azure Functions, Kong,
+        # Cloudflare, a gateway's own secret header
+        ("Ocp-Apim-Subscription-Key", "{key}"),
+        ("x-functions-key", "{key}"),
+        ("apikey", "{key}"),
+        ("X-Auth", "{key}"),
+        ("X-Auth-Key", "{key}"),
+        ("X-Client-Secret", "{key}"),
     ],
 )
 def test_a_credential_header_value_is_redacted_by_value_once_learned(name, value, gateway_key):
@@ -288,6 +300,28 @@ def test_short_values_and_other_headers_are_not_learned(name, value):
     assert len(learned) == 0
     text = f"x marks {value}"
     assert redact_text(text, learned) == text
+
+
+@pytest.mark.parametrize("name", QUERY_NAMES)
+def test_every_credential_query_parameter_is_learned(name, gateway_key):
+    learned = LearnedSecrets()
+    learned.learn_url(f"https://x.test/v1?{name}={gateway_key}")
+    assert redact_text(f"sent {gateway_key}", learned) == f"sent {REDACTED}"
+
+
+@pytest.mark.parametrize(
+    "name", ["Ocp-Apim-Subscription-Key", "X-Auth", "x-functions-key", "apikey", "X-Auth-Key"]
+)
+def test_gateway_credential_headers_are_blanked_and_redacted_as_text(name):
+    assert redact_headers({name: "plainvalue"}) == {name.lower(): REDACTED}
+    assert redact_text(f"{name}: plainvalue") == f"{name}: {REDACTED}"
+
+
+@pytest.mark.parametrize(
+    "name", ["Idempotency-Key", "X-Request-Id", "x-author", "x-ratelimit-remaining-tokens"]
+)
+def test_headers_that_hold_no_credential_are_kept(name):
+    assert redact_headers({name: "plainvalue1"}) == {name.lower(): "plainvalue1"}
 
 
 def test_secret_query_parameters_are_learned_as_sent_and_decoded(gateway_key):
