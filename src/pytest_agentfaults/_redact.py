@@ -104,6 +104,20 @@ def _keep_prefix(match: re.Match[str]) -> str:
     return f"{match.group(1)}{REDACTED}"
 
 
+# An f-string (or str.format) placeholder: ``{name}``, ``{obj.attr!r}``, ``{xs[0]:>8}``.
+# Where a value is expected (``?key={GEMINI_KEY}``), it is code, as a bare name is.
+_PLACEHOLDER: Final = re.compile(
+    r"\{[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]{}]*\])*(?:![rsa])?(?::[^{}]*)?\}"
+)
+
+
+def _keep_placeholder(match: re.Match[str]) -> str:
+    """A match kept when its value (after group 1, the prefix) is one placeholder."""
+    if _PLACEHOLDER.fullmatch(match.group(0), len(match.group(1))):
+        return match.group(0)
+    return f"{match.group(1)}{REDACTED}"
+
+
 def _keep_code(match: re.Match[str]) -> str:
     """A key=value (or credential header) match as it is when its value is a Python name.
 
@@ -113,6 +127,8 @@ def _keep_code(match: re.Match[str]) -> str:
     a quoted value is a literal, a secret whatever it looks like.
     """
     value = match.group(3)
+    if value[0] == "{" and _PLACEHOLDER.match(match.string, match.start(3)):
+        return match.group(0)  # the value stops before the placeholder's "}"
     if match.group(2) or not _code().match(value) or (value.isalpha() and value.islower()):
         return f"{match.group(1)}{REDACTED}"
     return match.group(0)
@@ -155,7 +171,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]]
             r"([?&;](?:" + "|".join(map(re.escape, sorted(_QUERY_NAMES))) + r")=)[^&#\s\"'<>]+",
             re.IGNORECASE,
         ),
-        _keep_prefix,
+        _keep_placeholder,
     ),
     (
         # a long hex or base64 token as the value of any query parameter
@@ -171,7 +187,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]]
         # a password in a URL's user info ("https://user:pass@host"): the user is kept
         ("@",),
         re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#@]+(?=@)"),
-        _keep_prefix,
+        _keep_placeholder,
     ),
     (
         # "x-api-key: ...", "'cookie': '...'": a credential header written out as text; as
@@ -379,5 +395,6 @@ def _credentials(header: str, value: str) -> list[str]:
             decoded = base64.b64decode(credentials, validate=True).decode()
         except (binascii.Error, UnicodeDecodeError):
             return found
-        found += (decoded, decoded.partition(":")[2])
+        # not "user:password" whole: the user is kept, as in a URL's user info
+        found.append(decoded.partition(":")[2])
     return found

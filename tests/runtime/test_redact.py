@@ -363,3 +363,46 @@ def test_values_learned_on_other_threads_are_all_kept(gateway_key):
         thread.join()
     assert len(learned) == len(keys)
     assert redact_text(" ".join(keys), learned) == " ".join([REDACTED] * len(keys))
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'f"url was built with token={token_count} and max_tokens={max_tokens}"',
+        'url = f"https://x.test/v1beta/models/g:generateContent?key={GEMINI_KEY}"',
+        'f"https://x.test/v1?api_key={cfg.api_key!r}&page=2"',
+        'f"api_key={settings.api_key}, retries={n}"',
+        'headers = {"x-api-key": f"{self.key}"}',
+        'f"{scheme}://{user}:{password}@{host}/v1"',
+        'print(f"secret={secrets[0]:>8}")',
+        '"password={pw}".format(pw=pw)',
+    ],
+)
+def test_an_f_string_placeholder_is_code_not_a_secret(code):
+    assert redact_text(code) == code
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ('assert url.endswith("?key=abc")', 'assert url.endswith("?key=[REDACTED]")'),
+        ("https://x.test/?key={a}{b}", "https://x.test/?key=[REDACTED]"),
+        ("https://x.test/?key={9abc}", "https://x.test/?key=[REDACTED]"),
+    ],
+)
+def test_a_value_that_is_not_one_placeholder_stays_secret(text, shown):
+    assert redact_text(text) == shown
+
+
+def test_a_password_in_a_url_is_redacted_alike_in_text_and_by_value():
+    # httpx sends a URL's user info as Basic credentials, which the kit learns: a message
+    # quoting the URL kept the user in one output and lost it in another
+    password = "Pw" + secrets.token_hex(8)
+    encoded = base64.b64encode(f"admin:{password}".encode()).decode()
+    learned = LearnedSecrets()
+    learned.learn_header("Authorization", f"Basic {encoded}")
+    url = f"https://admin:{password}@gw.example.test/v1/x"
+    shown = "https://admin:[REDACTED]@gw.example.test/v1/x"
+    assert redact_text(f"failed for {url}", learned) == f"failed for {shown}"
+    assert redact_text(f"failed for {url}") == f"failed for {shown}"
+    assert redact_text(f"login admin:{password}", learned) == f"login admin:{REDACTED}"
