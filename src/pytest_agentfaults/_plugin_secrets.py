@@ -8,8 +8,11 @@ Three things can put a key in an output that this misses, and are handled here:
   union, before any other plugin sees it (`ShareLearned`);
 - a key printed before the kit learned it: the outputs written at the session's end
   (``-rA``, the warnings summary, junit XML, pytest-html, our HTML report) are redacted
-  again just before they are written, with all the session learned (`SessionEnd`);
-- a warning holds a key: its stored text is redacted as it is recorded.
+  again just before they are written, with all the session learned (`Boundary`);
+- a warning holds a key: its stored text is redacted as it is recorded;
+- a parameter holds a key: the test's id, in every report, would show it. A parameter of
+  a known key shape gets a safe id instead (`Boundary.pytest_make_parametrize_id`); a
+  learned key in an id is redacted from our own outputs and the files written at the end.
 
 Light like ``plugin.py``: the kit's modules load only when there is something to redact.
 """
@@ -27,7 +30,7 @@ from pytest_agentfaults._plugin_state import Session
 if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
 
-__all__ = ["LEARNED_FIELD", "SessionEnd", "ShareLearned", "scrub"]
+__all__ = ["LEARNED_FIELD", "Boundary", "ShareLearned", "scrub"]
 
 #: the key of a serialized report's data that carries a worker's learned values
 LEARNED_FIELD = "agentfaults_learned"
@@ -78,13 +81,28 @@ class ShareLearned:
         return report
 
 
-class SessionEnd:
-    """Redacts warnings as recorded, and the stored reports at the session's end."""
+class Boundary:
+    """Keeps keys out of test ids, warnings, and the stored reports at the session's end."""
 
     def __init__(self, session: Session, config: pytest.Config) -> None:
         self.session = session
         self.config = config
         self.warned = 0  # how many of the terminal's stored warnings are redacted
+
+    def pytest_make_parametrize_id(self, val: object, argname: str) -> str | None:
+        """A parameter shaped like a key gets its argument's name as its id, not the key.
+
+        A test id reaches every report, and pytest's own lines cannot be redacted without
+        changing the id (which ``--lf`` and xdist go by). Known shapes only: the id must
+        be the same in every xdist worker, whatever each learned. pytest numbers repeated
+        ids (``key0``, ``key1``).
+        """
+        if isinstance(val, str) and len(val) >= 6:
+            from pytest_agentfaults._redact import redact_text  # noqa: PLC0415 - lazy
+
+            if redact_text(val) != val:
+                return argname
+        return None
 
     @pytest.hookimpl(trylast=True)  # after the terminal reporter stored it
     def pytest_warning_recorded(self) -> None:
@@ -99,14 +117,17 @@ class SessionEnd:
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal summary and the files are written
     def pytest_sessionfinish(self) -> None:
-        learned = self.session.learned
-        if not learned or getattr(self.config, "workerinput", None) is not None:
-            return  # nothing learned: every report was redacted as it was made
-        redact_stored(self.config, self.session, learned)
+        if getattr(self.config, "workerinput", None) is not None:
+            return  # a worker's reports are shipped; the controller writes
+        session = self.session
+        if session.learned:  # else every report was redacted as it was made
+            redact_stored(self.config, session.learned)
+        if session.always or session.html_tests or session.phases or session.matrix:
+            redact_ours(session, session.learned)
 
 
-def redact_stored(config: pytest.Config, session: Session, learned: LearnedSecrets) -> None:
-    """Redact, with ``learned``, every report and record the session's outputs still hold."""
+def redact_stored(config: pytest.Config, learned: LearnedSecrets) -> None:
+    """Redact, with ``learned``, every report and record pytest's outputs still hold."""
     from _pytest.junitxml import xml_key  # noqa: PLC0415 - lazy
     from _pytest.terminal import WarningReport  # noqa: PLC0415
 
@@ -136,7 +157,27 @@ def redact_stored(config: pytest.Config, session: Session, learned: LearnedSecre
         for plugin in config.pluginmanager.get_plugins():
             data = getattr(getattr(plugin, "_report", None), "data", None)
             if isinstance(data, dict) and isinstance(data.get("tests"), dict):
-                data["tests"] = redact_value(data["tests"], learned)
+                data["tests"] = _by_test(data["tests"], learned)  # by node id
+
+
+def redact_ours(session: Session, learned: LearnedSecrets | None) -> None:
+    """Redact what our session-end outputs hold: node ids hold a test's parameters too.
+
+    An explicit ``ids=`` is used as written, known key shapes included (see `Boundary`).
+    """
+    from pytest_agentfaults._redact import redact_value  # noqa: PLC0415 - lazy
+
     session.always[:] = redact_value(session.always, learned)
     session.html_tests[:] = redact_value(session.html_tests, learned)
-    session.phases.update(redact_value(session.phases, learned))
+    session.phases = _by_test(session.phases, learned)
+    if session.matrix is not None:
+        for row in session.matrix.rows.values():
+            for cell in row.cells.values():
+                cell.tests = redact_value(cell.tests, learned)
+
+
+def _by_test(tests: dict[str, Any], learned: LearnedSecrets | None) -> dict[str, Any]:
+    """``tests`` (by node id) redacted, its node ids too."""
+    from pytest_agentfaults._redact import redact_text, redact_value  # noqa: PLC0415 - lazy
+
+    return {redact_text(nodeid, learned): redact_value(v, learned) for nodeid, v in tests.items()}

@@ -173,7 +173,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[_SESSION].coverage = _coverage.settings(config)
     config.pluginmanager.register(_totals.SessionEnd(config.stash[_SESSION]))
-    config.pluginmanager.register(_secrets.SessionEnd(config.stash[_SESSION], config))
+    config.pluginmanager.register(_secrets.Boundary(config.stash[_SESSION], config))
     if _totals.counts_from_the_start(config):
         _totals.count_reports(config)  # else on the first report that carries counts
     if config.pluginmanager.hasplugin("xdist"):

@@ -181,3 +181,83 @@ def test_the_credentials_gateways_send_are_learned(pytester, monkeypatch):
     assert [(w, k) for w, text in texts.items() for k in keys.values() if k in text] == []
     assert "apim: [REDACTED]" in out
     assert "x-auth: [REDACTED] auth: [REDACTED]" in out
+
+
+PARAM_IDS = """
+import os
+
+import openai
+import pytest
+
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool, say
+
+GW = os.environ["AF_GW"]
+
+
+@af.tool
+def fetch(url: str) -> str:
+    '''Fetch.'''
+    return "ok"
+
+
+@pytest.mark.inject_fault(http=401)
+def test_a_learns(http_faults):
+    with openai.OpenAI(api_key=GW, base_url="https://gw.example.test/v1", max_retries=0) as c:
+        with pytest.raises(openai.AuthenticationError):
+            c.chat.completions.create(model="m", messages=[])
+
+
+@pytest.mark.parametrize("key", ["sk-proj-" + "ParamKey1234567890abcdefXYZ", GW, "plain"])
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"))
+def test_b_param(key, trace):
+    af.Agent("bot", model=ScriptedModel([call_tool("fetch", url="u"), say("ok")]), tools=[fetch]).run("go")
+
+
+@pytest.mark.parametrize("key", ["sk-proj-" + "FailKey1234567890abcdefXYZ"])
+def test_c_fails(key, trace):
+    assert key == "other"
+
+
+@pytest.mark.parametrize("key", ["x"], ids=["sk-proj-" + "IdKey1234567890abcdefXYZ"])
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"))
+def test_d_explicit_id(key, trace):
+    af.Agent("bot", model=ScriptedModel([call_tool("fetch", url="u"), say("ok")]), tools=[fetch]).run("go")
+"""
+
+
+def test_a_key_in_a_parametrize_id_reaches_no_report(pytester, monkeypatch):
+    key = "gw" + secrets.token_hex(12)
+    monkeypatch.setenv("AF_GW", key)
+    pytester.makepyfile(test_ids=PARAM_IDS)
+    out = pytester.path / "out"
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-v", "-rA", "--agentfaults-trace=always",
+        f"--junitxml={out / 'junit.xml'}", f"--html={out / 'ph.html'}", "--self-contained-html",
+        f"--agentfaults-html={out / 'af.html'}", f"--agentfaults-trace-dir={out / 'traces'}",
+        f"--agentfaults-coverage={out / 'cov.json'}",
+    )  # fmt: skip
+    result.assert_outcomes(passed=5, failed=1)
+    known = ("sk-proj-ParamKey1234567890abcdefXYZ", "sk-proj-FailKey1234567890abcdefXYZ")
+    stdout = result.stdout.str()
+    texts = {"stdout": stdout}
+    for path in out.rglob("*"):
+        texts[f"name {path.name}"] = path.name
+        if path.is_file():
+            texts[path.name] = path.read_text(encoding="utf-8")
+    # a known shape never enters a node id: pytest's own lines are clean too
+    assert [where for where, text in texts.items() for k in known if k in text] == []
+    # a learned key did, before it was learned: our outputs and the files written at the
+    # session's end are clean (pytest's live -v line names the test by its id)
+    ours = {w: t for w, t in texts.items() if w != "stdout"}
+    assert [where for where, text in ours.items() if key in text] == []
+    # an explicit ids= is pytest's as written (the -v line, junit XML); ours redact it
+    explicit = "sk-proj-IdKey1234567890abcdefXYZ"
+    assert explicit in stdout
+    ours = {w: t for w, t in ours.items() if w not in ("junit.xml", "ph.html")}
+    assert [where for where, text in ours.items() if explicit in text] == []
+    # the replay command of the failed test runs it
+    replay = next(line for line in stdout.splitlines() if "replay: pytest" in line)
+    nodeid = replay.split("'")[1]
+    assert "test_c_fails[" in nodeid
+    pytester.runpytest("-p", "no:randomly", nodeid).assert_outcomes(failed=1)
