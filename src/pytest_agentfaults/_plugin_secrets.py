@@ -141,6 +141,7 @@ def redact_stored(config: pytest.Config, learned: LearnedSecrets) -> None:
             for report in stored:
                 if isinstance(report, reports):  # not the deselected items
                     scrub_report(report, learned)
+                    _locate(report, learned)
 
     xml = config.stash.get(xml_key, None)
     if xml is not None:  # junit XML keeps each test's record as it comes
@@ -168,12 +169,25 @@ def redact_ours(session: Session, learned: LearnedSecrets | None) -> None:
     from pytest_agentfaults._redact import redact_value  # noqa: PLC0415 - lazy
 
     session.always[:] = redact_value(session.always, learned)
+    if session.trace_dir is not None and learned:  # xdist: files a worker wrote unknowing
+        from pytest_agentfaults.testing._scrub import redact_trace_files  # noqa: PLC0415
+
+        redact_trace_files(session.trace_dir, learned)
     session.html_tests[:] = redact_value(session.html_tests, learned)
     session.phases = _by_test(session.phases, learned)
     if session.matrix is not None:
         for row in session.matrix.rows.values():
             for cell in row.cells.values():
                 cell.tests = redact_value(cell.tests, learned)
+
+
+def _locate(report: Any, learned: LearnedSecrets) -> None:
+    """Redact the test name a report's header shows (its location, not its node id)."""
+    location = getattr(report, "location", None)
+    if location is not None and location[2]:
+        from pytest_agentfaults._redact import redact_text  # noqa: PLC0415 - lazy
+
+        report.location = (location[0], location[1], redact_text(location[2], learned))
 
 
 def _by_test(tests: dict[str, Any], learned: LearnedSecrets | None) -> dict[str, Any]:

@@ -52,6 +52,11 @@ def test_fails(i, trace):
     assert GW == "other", f"bad key {GW}"
 
 
+@pytest.mark.parametrize("key", [GW])
+def test_id(key, trace):
+    print("id key:", key)
+
+
 def test_warns():
     warnings.warn(f"deprecated key {GW}", UserWarning)
     warnings.warn("OPENAI key sk-proj-" + "WarnKey1234567890abcdefXYZ is old", UserWarning)
@@ -88,17 +93,31 @@ def test_a_learned_key_leaves_no_output_written_after_it_was_learned(pytester, g
         "--self-contained-html",
         f"--agentfaults-html={out / 'af.html'}",
         "--agentfaults-trace=always",
+        f"--agentfaults-trace-dir={out / 'traces'}",
     ]
     if how == "xdist":  # each file on its own worker: the quoting one never learns the key
         result = pytester.runpytest_subprocess(*options, "-n", "2", "--dist=loadfile")
     else:
         result = pytester.runpytest(*options)
-    result.assert_outcomes(passed=3, failed=3, warnings=2)
+    result.assert_outcomes(passed=4, failed=3, warnings=2)
     stdout = result.stdout.str()
-    written = {path.name: path.read_text(encoding="utf-8") for path in out.iterdir()}
-    texts = {"stdout": stdout, **written}
+    written = {
+        path.name: f"{path.name}\n{path.read_text(encoding='utf-8')}"
+        for path in out.rglob("*")
+        if path.is_file()
+    }
+    # what is written as the tests run is left out: pytest's -v line, and the short
+    # summary, which name a test by its id (the id is not rewritten: see the docs)
+    kept = [
+        line
+        for line in stdout.splitlines()
+        if not line.startswith("PASSED test_a_quotes.py::test_id[")
+    ]
+    texts = {"stdout": "\n".join(kept), **written}
     leaks = [where for where, text in texts.items() for key in (gateway_key, *KNOWN) if key in text]
     assert leaks == []
+    assert "id key: [REDACTED]" in stdout
+    assert "test_id[[REDACTED]]" in stdout  # the -rA header
     # shown where the key was
     assert "configured key: [REDACTED]" in stdout
     assert "AssertionError: bad key [REDACTED]" in stdout

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
+from pathlib import Path
 from typing import Any
 
 from pytest_agentfaults._redact import LearnedSecrets, redact_text
 
-__all__ = ["redact_log_output", "redact_xml", "scrub_report"]
+__all__ = ["redact_log_output", "redact_trace_files", "redact_xml", "scrub_report"]
 
 # pytest's logging plugin writes these handlers straight to the terminal or a file
 _DIRECT_HANDLERS = ("log_cli_handler", "log_file_handler")
@@ -123,3 +125,24 @@ def redact_log_output(logging_plugin: object, learned: LearnedSecrets | None = N
             and not isinstance(formatter, _RedactingFormatter)
         ):
             handler.setFormatter(_RedactingFormatter(formatter, learned))
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")  # as in a trace file's name (`trace_file_name`)
+
+
+def redact_trace_files(directory: Path, learned: LearnedSecrets) -> None:
+    """Redact the trace files in ``directory``, their names too, with ``learned``.
+
+    At the session's end under xdist: a worker writes its tests' files knowing only the
+    keys it learned itself.
+    """
+    if not directory.is_dir():
+        return
+    for path in directory.glob("*.json"):
+        text = path.read_text(encoding="utf-8")
+        redacted = redact_text(text, learned)
+        if redacted != text:
+            path.write_text(redacted, encoding="utf-8")
+        name = _UNSAFE.sub("_", redact_text(path.name, learned))
+        if name != path.name:
+            path.replace(path.with_name(name))
