@@ -151,6 +151,13 @@ def test_redact_value_walks_dicts_and_lists():
     assert redact_value(value) == {"a": [REDACTED, 3], "b": (f"Bearer {REDACTED}",)}
 
 
+def test_every_credential_header_name_lets_its_text_rule_run():
+    from pytest_agentfaults import _redact as redact
+
+    for name in redact.SECRET_HEADERS:
+        assert any(marker in name for marker in redact._HEADER_MARKERS), name
+
+
 def test_the_quick_check_lets_every_rule_run():
     # redact_text first checks a short list of markers; each rule's own markers must pass it
     from pytest_agentfaults import _redact as redact
