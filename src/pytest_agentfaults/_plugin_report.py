@@ -162,7 +162,8 @@ def ship(
     outcome = "failed" if state.failed else "passed"
     shipped: dict[str, Any] = {"counts": state.counts().as_dict(), "used": used}
     if session.trace_dir is not None and session.kit is not None:
-        session.kit.write_trace_file(session.trace_dir, item.nodeid, state.to_json(outcome))
+        text = state.to_json(outcome)
+        session.kit.write_trace_file(session.trace_dir, item.nodeid, text, session.learned)
     if session.trace_mode == "always" and state.trace.events:
         shipped["render"] = state.render(replay=replay(item, session))
     if session.html is not None:

@@ -436,7 +436,7 @@ def load_kit(config: pytest.Config, session: Session) -> Kit:
     session.kit = Kit()
     # This session's, switched on per test: a pytester session inside never changes it.
     session.kit.snapshots = SnapshotSettings(
-        config.rootpath, session.update_snapshots, session.seed
+        config.rootpath, session.update_snapshots, session.seed, session.learned
     )
     return session.kit
 

@@ -38,31 +38,55 @@ __all__ = [
 
 REDACTED: Final = "[REDACTED]"
 
+# The credential names, in one place: the request headers and URL query parameters whose
+# value is a credential, whatever it looks like. Checked against what the official SDKs
+# and common gateways send: OpenAI and Anthropic (``authorization``, ``x-api-key``),
+# Azure OpenAI (``api-key``), Gemini (``x-goog-api-key``, ``?key=``), Azure API
+# Management (``ocp-apim-subscription-key``, ``?subscription-key=``), Azure Functions
+# (``x-functions-key``), Kong (``apikey``), Cloudflare (``x-auth-key``), proxies
+# (``proxy-authorization``), OAuth (``?access_token=`` ...).
+
+#: request headers that carry a credential, by (lower-case) name
 SECRET_HEADERS: Final = frozenset(
     {
         "authorization",
         "proxy-authorization",
         "api-key",
+        "apikey",
         "x-api-key",
         "x-goog-api-key",
         "openai-api-key",
         "anthropic-api-key",
+        "ocp-apim-subscription-key",
+        "x-functions-key",
+        "x-auth",
+        "x-auth-key",
         "cookie",
         "set-cookie",
     }
 )
+#: and any header whose name holds one of these (``x-gateway-token``), unless it holds
+#: ``ratelimit`` (``x-ratelimit-remaining-tokens`` is a count)
+_SECRET_HEADER_PARTS: Final = ("api-key", "apikey", "token", "secret", "password")
 
-# Query parameters whose value is a credential, whatever it looks like.
-_QUERY_NAMES: Final = (
-    "key",
-    "api_key",
-    "apikey",
-    "api-key",
-    "token",
-    "access_token",
-    "sig",
-    "signature",
-    "password",
+#: URL query parameters that carry a credential, by (lower-case) name
+_QUERY_NAMES: Final = frozenset(
+    {
+        "key",
+        "api_key",
+        "apikey",
+        "api-key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "auth",
+        "subscription-key",
+        "client_secret",
+        "sig",
+        "signature",
+        "password",
+    }
 )
 # A Python name where the key=value rule expects a value: ``api_key=ANTHROPIC_KEY)`` in a
 # traceback's source line is code, and the name is not the key it holds. A word is letters
@@ -84,6 +108,20 @@ def _keep_prefix(match: re.Match[str]) -> str:
     return f"{match.group(1)}{REDACTED}"
 
 
+# An f-string (or str.format) placeholder: ``{name}``, ``{obj.attr!r}``, ``{xs[0]:>8}``.
+# Where a value is expected (``?key={GEMINI_KEY}``), it is code, as a bare name is.
+_PLACEHOLDER: Final = re.compile(
+    r"\{[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]{}]*\])*(?:![rsa])?(?::[^{}]*)?\}"
+)
+
+
+def _keep_placeholder(match: re.Match[str]) -> str:
+    """A match kept when its value (after group 1, the prefix) is one placeholder."""
+    if _PLACEHOLDER.fullmatch(match.group(0), len(match.group(1))):
+        return match.group(0)
+    return f"{match.group(1)}{REDACTED}"
+
+
 def _keep_code(match: re.Match[str]) -> str:
     """A key=value (or credential header) match as it is when its value is a Python name.
 
@@ -93,11 +131,17 @@ def _keep_code(match: re.Match[str]) -> str:
     a quoted value is a literal, a secret whatever it looks like.
     """
     value = match.group(3)
+    if value[0] == "{" and _PLACEHOLDER.match(match.string, match.start(3)):
+        return match.group(0)  # the value stops before the placeholder's "}"
     if match.group(2) or not _code().match(value) or (value.isalpha() and value.islower()):
         return f"{match.group(1)}{REDACTED}"
     return match.group(0)
 
 
+# Every name in SECRET_HEADERS holds one of these (a test checks): fewer substring tests
+# than one per name, and narrower than "api" or "auth", which most URLs hold.
+_HEADER_MARKERS: Final = ("authorization", "api-key", "apikey", "cookie", "x-auth",
+                          "subscription-key", "functions-key")  # fmt: skip
 _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADERS, key=len)[::-1])
 
 # (markers, pattern, replacement): a pattern runs only when one of its lower-cased
@@ -127,12 +171,15 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]]
         _keep_code,
     ),
     (
-        tuple(f"{name}=" for name in ("key", "token", "sig", "signature", "password")),
+        # every query name ends with one of these
+        tuple(
+            f"{end}=" for end in ("key", "token", "auth", "secret", "sig", "signature", "password")
+        ),
         re.compile(
-            r"([?&;](?:" + "|".join(_QUERY_NAMES) + r")=)[^&#\s\"'<>]+",
+            r"([?&;](?:" + "|".join(map(re.escape, sorted(_QUERY_NAMES))) + r")=)[^&#\s\"'<>]+",
             re.IGNORECASE,
         ),
-        _keep_prefix,
+        _keep_placeholder,
     ),
     (
         # a long hex or base64 token as the value of any query parameter
@@ -148,12 +195,12 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]]
         # a password in a URL's user info ("https://user:pass@host"): the user is kept
         ("@",),
         re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#@]+(?=@)"),
-        _keep_prefix,
+        _keep_placeholder,
     ),
     (
         # "x-api-key: ...", "'cookie': '...'": a credential header written out as text; as
         # for key=value, a Python name there is code ({"x-api-key": SERVER_KEY})
-        ("authorization", "api-key", "cookie"),
+        _HEADER_MARKERS,
         re.compile(
             r"(\b(?:" + _HEADER_NAMES + r")[\"']?\s*[:=]\s*([\"']?))"
             r"(?!(?:(?:Bearer|Basic)\s+)?\[REDACTED\])"
@@ -181,7 +228,7 @@ _MARKERS: Final = tuple(marker for markers, _, _ in _RULES for marker in markers
 # The first check, whether any rule can match: the markers above, each shortened to a
 # prefix that covers several ("api" for apikey, api_key, api-key; "=" for key=, sig= ...).
 _GATE: Final = ("=", "sk-", "bearer", "basic", "api", "token", "secret", "password", "auth",
-                "cookie", "akia", "asia", "aiza", "gh", "xox", "@")  # fmt: skip
+                "cookie", "akia", "asia", "aiza", "gh", "xox", "@", "-key")  # fmt: skip
 
 
 def redact_text(text: str, learned: LearnedSecrets | None = None) -> str:
@@ -247,24 +294,31 @@ def redact_headers(
 def is_secret_header(lowered: str) -> bool:
     """Whether a header of this lower-case name carries a credential.
 
-    The `SECRET_HEADERS`, and any name holding ``api-key`` or ``token`` but not
-    ``ratelimit`` (``x-ratelimit-remaining-tokens`` is a count).
+    The `SECRET_HEADERS`, and any name holding ``api-key``, ``apikey``, ``token``,
+    ``secret`` or ``password`` but not ``ratelimit`` (``x-ratelimit-remaining-tokens`` is
+    a count).
     """
-    return (
-        lowered in SECRET_HEADERS or "api-key" in lowered or "token" in lowered
-    ) and "ratelimit" not in lowered
+    if lowered in SECRET_HEADERS:
+        return True
+    for part in _SECRET_HEADER_PARTS:  # a loop, not any(): called for every header name
+        if part in lowered:
+            return "ratelimit" not in lowered
+    return False
 
 
-def redact_value(value: Any, learned: LearnedSecrets | None = None) -> Any:
-    """``value`` with `redact_text` applied to every string in it (dicts and lists too)."""
+def redact_value(value: Any, learned: LearnedSecrets | None = None, *, shapes: bool = False) -> Any:
+    """``value`` with `redact_text` applied to every string in it (dicts and lists too).
+
+    ``shapes``: `redact_shapes` instead (the learned values and key shapes only).
+    """
     if isinstance(value, str):
-        return redact_text(value, learned)
+        return redact_shapes(value, learned) if shapes else redact_text(value, learned)
     if isinstance(value, dict):
-        return {key: redact_value(item, learned) for key, item in value.items()}
+        return {key: redact_value(item, learned, shapes=shapes) for key, item in value.items()}
     if isinstance(value, list):
-        return [redact_value(item, learned) for item in value]
+        return [redact_value(item, learned, shapes=shapes) for item in value]
     if value.__class__ is tuple:
-        return tuple(redact_value(item, learned) for item in value)
+        return tuple(redact_value(item, learned, shapes=shapes) for item in value)
     return value
 
 
@@ -350,17 +404,25 @@ class LearnedSecrets:
                 found += (value, unquote_plus(value))
         self._add(url, found)
 
-    def _add(self, read: str, values: Iterable[str], sent: bytes | None = None) -> None:
+    def learn(self, values: Iterable[str]) -> None:
+        """Learn ``values`` as they are: credentials another process learned (an xdist worker).
+
+        Values shorter than `SHORTEST_LEARNED` are left out.
+        """
         # "REDACTED" itself would redact the marker again and again
         new = {v for v in values if looks_like_key(v) and v not in REDACTED}
+        with self._lock:
+            new.difference_update(self.values)
+            if new:
+                self.values = tuple(sorted((*self.values, *new), key=len, reverse=True))
+
+    def _add(self, read: str, values: Iterable[str], sent: bytes | None = None) -> None:
+        self.learn(values)  # before ``read`` is seen: a thread that skips it finds the values
         with self._lock:
             if len(self.seen) < _SEEN_AT_MOST:
                 self.seen.add(read)
                 if sent is not None:
                     self.sent.add(sent)
-            new.difference_update(self.values)
-            if new:
-                self.values = tuple(sorted((*self.values, *new), key=len, reverse=True))
 
 
 def looks_like_key(value: str) -> bool:
@@ -402,5 +464,6 @@ def _credentials(header: str, value: str) -> list[str]:
             decoded = base64.b64decode(credentials, validate=True).decode()
         except (binascii.Error, UnicodeDecodeError):
             return found
-        found += (decoded, decoded.partition(":")[2])
+        # not "user:password" whole: the user is kept, as in a URL's user info
+        found.append(decoded.partition(":")[2])
     return found

@@ -24,6 +24,7 @@ from pytest_agentfaults import _plugin_end as _end
 from pytest_agentfaults import _plugin_fixtures as _fixtures
 from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults import _plugin_paths as _paths
+from pytest_agentfaults import _plugin_secrets as _secrets
 from pytest_agentfaults import _plugin_totals as _totals
 from pytest_agentfaults._plugin_report import (
     add_trace_section as _add_trace_section,
@@ -77,7 +78,6 @@ from pytest_agentfaults._plugin_state import (
 _state = _fixtures.state_of
 
 if TYPE_CHECKING:
-    from pytest_agentfaults._redact import LearnedSecrets
     from pytest_agentfaults.runtime.clock import VirtualClock
     from pytest_agentfaults.runtime.events import Trace
     from pytest_agentfaults.testing.faults import FaultPlan
@@ -179,10 +179,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[_SESSION].coverage = _coverage.settings(config)
     config.pluginmanager.register(_totals.SessionEnd(config.stash[_SESSION]))
+    config.pluginmanager.register(_secrets.Boundary(config.stash[_SESSION], config))
     if _totals.counts_from_the_start(config):
         _totals.count_reports(config)  # else on the first report that carries counts
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed())
+        worker = getattr(config, "workerinput", None) is not None
+        config.pluginmanager.register(_secrets.ShareLearned(config.stash[_SESSION], worker))
 
 
 def _session_seed(config: pytest.Config) -> int:
@@ -287,12 +290,11 @@ def pytest_runtest_makereport(
     ending = call.when == "teardown"
     state = _end.end_test(item, call) if ending else None  # the test's state, if any
     report = yield
-    if report.longrepr is not None or report.sections:  # else nothing to redact
+    if report.longrepr is not None or report.sections or report.user_properties:
         # what the terminal, -rA and junit XML show of the test; under xdist, in the
-        # worker that learned the keys, before the report is shipped; the rules that read
-        # context only for a test that uses the kit
-        kit = _reports_as_kit(item, state)
-        _scrub_report(report, item.config.stash[_SESSION].learned, kit=kit)
+        # worker that learned the keys, before the report is shipped (`_plugin_secrets`);
+        # the rules that read context only for a test that uses the kit
+        _secrets.scrub(report, item.config.stash[_SESSION].learned, _reports_as_kit(item, state))
     stash = item.stash
     if not ending:
         if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
@@ -333,7 +335,7 @@ def pytest_make_collect_report(
 ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
     """Redact a collection error (an import that failed with a key in its message)."""
     report = yield
-    _scrub_report(report, collector.config.stash[_SESSION].learned)
+    _secrets.scrub(report, collector.config.stash[_SESSION].learned)
     return report
 
 
@@ -364,19 +366,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Unset the session's network policy (`pytest_sessionstart`)."""
     _network.stop_session(session.config)
-
-
-def _scrub_report(
-    report: pytest.TestReport | pytest.CollectReport,
-    learned: LearnedSecrets | None,
-    *,
-    kit: bool = True,
-) -> None:
-    if report.longrepr is None and not report.sections:
-        return  # a passing test that printed nothing: no text to redact (most reports)
-    from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415 - lazy
-
-    scrub_report(report, learned, kit=kit)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -84,9 +84,13 @@ def test_a_generic_key_query_parameter_is_redacted_whatever_its_shape():
     assert redact_text("https://x.test/?a=1&key=short") == f"https://x.test/?a=1&key={REDACTED}"
 
 
-@pytest.mark.parametrize(
-    "name", ["key", "api_key", "apikey", "token", "access_token", "sig", "signature", "password"]
-)
+QUERY_NAMES = [
+    *("key", "api_key", "apikey", "api-key", "token", "access_token", "sig", "signature"),
+    *("password", "auth", "subscription-key", "client_secret", "refresh_token", "id_token"),
+]
+
+
+@pytest.mark.parametrize("name", QUERY_NAMES)
 def test_credential_query_parameters_are_redacted(name):
     url = f"https://x.test/a?page=2&{name}=s3cr3tValue&b=1"
     assert redact_text(url) == f"https://x.test/a?page=2&{name}={REDACTED}&b=1"
@@ -145,6 +149,13 @@ def test_credential_headers_written_as_text_are_redacted(text):
 def test_redact_value_walks_dicts_and_lists():
     value = {"a": ["sk-proj-abcdefghijklmnopqrstuv", 3], "b": ("Bearer abcdefghijk",)}
     assert redact_value(value) == {"a": [REDACTED, 3], "b": (f"Bearer {REDACTED}",)}
+
+
+def test_every_credential_header_name_lets_its_text_rule_run():
+    from pytest_agentfaults import _redact as redact
+
+    for name in redact.SECRET_HEADERS:
+        assert any(marker in name for marker in redact._HEADER_MARKERS), name
 
 
 def test_the_quick_check_lets_every_rule_run():
@@ -251,6 +262,14 @@ def gateway_key() -> str:
         ("anthropic-api-key", "{key}"),
         ("X-Gateway-Token", "{key}"),  # a name holding "token", as `redact_headers` blanks it
         ("Cookie", "theme=dark; session={key}"),
+        # what SDKs and gateways send: Azure API Management, Azure Functions, Kong,
+        # Cloudflare, a gateway's own secret header
+        ("Ocp-Apim-Subscription-Key", "{key}"),
+        ("x-functions-key", "{key}"),
+        ("apikey", "{key}"),
+        ("X-Auth", "{key}"),
+        ("X-Auth-Key", "{key}"),
+        ("X-Client-Secret", "{key}"),
     ],
 )
 def test_a_credential_header_value_is_redacted_by_value_once_learned(name, value, gateway_key):
@@ -288,6 +307,28 @@ def test_short_values_and_other_headers_are_not_learned(name, value):
     assert len(learned) == 0
     text = f"x marks {value}"
     assert redact_text(text, learned) == text
+
+
+@pytest.mark.parametrize("name", QUERY_NAMES)
+def test_every_credential_query_parameter_is_learned(name, gateway_key):
+    learned = LearnedSecrets()
+    learned.learn_url(f"https://x.test/v1?{name}={gateway_key}")
+    assert redact_text(f"sent {gateway_key}", learned) == f"sent {REDACTED}"
+
+
+@pytest.mark.parametrize(
+    "name", ["Ocp-Apim-Subscription-Key", "X-Auth", "x-functions-key", "apikey", "X-Auth-Key"]
+)
+def test_gateway_credential_headers_are_blanked_and_redacted_as_text(name):
+    assert redact_headers({name: "plainvalue"}) == {name.lower(): REDACTED}
+    assert redact_text(f"{name}: plainvalue") == f"{name}: {REDACTED}"
+
+
+@pytest.mark.parametrize(
+    "name", ["Idempotency-Key", "X-Request-Id", "x-author", "x-ratelimit-remaining-tokens"]
+)
+def test_headers_that_hold_no_credential_are_kept(name):
+    assert redact_headers({name: "plainvalue1"}) == {name.lower(): "plainvalue1"}
 
 
 def test_secret_query_parameters_are_learned_as_sent_and_decoded(gateway_key):
@@ -329,3 +370,46 @@ def test_values_learned_on_other_threads_are_all_kept(gateway_key):
         thread.join()
     assert len(learned) == len(keys)
     assert redact_text(" ".join(keys), learned) == " ".join([REDACTED] * len(keys))
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'f"url was built with token={token_count} and max_tokens={max_tokens}"',
+        'url = f"https://x.test/v1beta/models/g:generateContent?key={GEMINI_KEY}"',
+        'f"https://x.test/v1?api_key={cfg.api_key!r}&page=2"',
+        'f"api_key={settings.api_key}, retries={n}"',
+        'headers = {"x-api-key": f"{self.key}"}',
+        'f"{scheme}://{user}:{password}@{host}/v1"',
+        'print(f"secret={secrets[0]:>8}")',
+        '"password={pw}".format(pw=pw)',
+    ],
+)
+def test_an_f_string_placeholder_is_code_not_a_secret(code):
+    assert redact_text(code) == code
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ('assert url.endswith("?key=abc")', 'assert url.endswith("?key=[REDACTED]")'),
+        ("https://x.test/?key={a}{b}", "https://x.test/?key=[REDACTED]"),
+        ("https://x.test/?key={9abc}", "https://x.test/?key=[REDACTED]"),
+    ],
+)
+def test_a_value_that_is_not_one_placeholder_stays_secret(text, shown):
+    assert redact_text(text) == shown
+
+
+def test_a_password_in_a_url_is_redacted_alike_in_text_and_by_value():
+    # httpx sends a URL's user info as Basic credentials, which the kit learns: a message
+    # quoting the URL kept the user in one output and lost it in another
+    password = "Pw" + secrets.token_hex(8)
+    encoded = base64.b64encode(f"admin:{password}".encode()).decode()
+    learned = LearnedSecrets()
+    learned.learn_header("Authorization", f"Basic {encoded}")
+    url = f"https://admin:{password}@gw.example.test/v1/x"
+    shown = "https://admin:[REDACTED]@gw.example.test/v1/x"
+    assert redact_text(f"failed for {url}", learned) == f"failed for {shown}"
+    assert redact_text(f"failed for {url}") == f"failed for {shown}"
+    assert redact_text(f"login admin:{password}", learned) == f"login admin:{REDACTED}"

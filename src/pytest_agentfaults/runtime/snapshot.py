@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+from pytest_agentfaults._redact import LearnedSecrets, redact_value
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._pending import switch_on
 
@@ -41,14 +42,17 @@ _LOOPBACK_PORT: Final = re.compile(r"(127\.0\.0\.1|localhost|\[::1\]):\d+")
 class SnapshotSettings:
     """Where relative snapshot paths live, whether to rewrite the files, the session seed.
 
-    One per pytest session (the plugin builds it from the rootdir, the seed and
-    ``--agentfaults-update-snapshots``) and switched on per test with `use_snapshots`, so
-    a session run inside another (pytester) never changes the outer one's.
+    And the session's `LearnedSecrets`: a golden file is committed, so a key the kit
+    learned is redacted from it by value, as from a trace file. One per pytest session
+    (the plugin builds it from the rootdir, the seed, ``--agentfaults-update-snapshots``
+    and the learned keys) and switched on per test with `use_snapshots`, so a session
+    run inside another (pytester) never changes the outer one's.
     """
 
     root: Path | None = None
     update: bool = False
     seed: int | None = None
+    learned: LearnedSecrets | None = None
 
 
 #: the snapshot settings variable and a token that resets it
@@ -153,7 +157,10 @@ def assert_matches_snapshot(trace: Trace, path: str | Path, *, exact_times: bool
     target = Path(path)
     if not target.is_absolute() and settings.root is not None:
         target = settings.root / target
-    mine = _document(normalise(trace, exact_times=exact_times), exact_times, settings.seed)
+    events = normalise(trace, exact_times=exact_times)
+    if settings.learned:  # the known shapes were redacted as the events were recorded
+        events = redact_value(events, settings.learned)
+    mine = _document(events, exact_times, settings.seed)
     if settings.update or not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(_dumps(mine), encoding="utf-8")

@@ -18,22 +18,26 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pytest_agentfaults._redact import LearnedSecrets, redact_shapes, redact_text
 
-__all__ = ["redact_log_output", "scrub_report"]
+__all__ = ["redact_log_output", "redact_trace_files", "redact_xml", "scrub_report"]
 
 # pytest's logging plugin writes these handlers straight to the terminal or a file
 _DIRECT_HANDLERS = ("log_cli_handler", "log_file_handler")
 
 
 def scrub_report(report: Any, learned: LearnedSecrets | None = None, *, kit: bool = True) -> None:
-    """Redact ``report``'s ``longrepr`` and ``sections`` in place.
+    """Redact ``report``'s ``longrepr``, ``sections`` and ``user_properties`` in place.
 
     With ``learned`` (the session's), every value it holds too. ``kit``: the report is of
-    a test that uses the kit (`redact_text`); else only `redact_shapes`.
+    a test that uses the kit (`redact_text`); else only `redact_shapes` (no rule reading
+    the context: a plain test's report reads as without the plugin). A warning's report
+    (pytest's ``WarningReport``) has its ``message`` redacted.
     """
     redact: Callable[[str, LearnedSecrets | None], str] = redact_text if kit else redact_shapes
     longrepr = getattr(report, "longrepr", None)
@@ -42,6 +46,43 @@ def scrub_report(report: Any, learned: LearnedSecrets | None = None, *, kit: boo
     sections = getattr(report, "sections", None)
     if sections:
         report.sections = [(title, redact(text, learned)) for title, text in sections]
+    properties = getattr(report, "user_properties", None)
+    if properties:  # record_property(): junit XML writes str() of each value
+        report.user_properties = [
+            (name, _property(value, learned, redact)) for name, value in properties
+        ]
+    message = getattr(report, "message", None)
+    if isinstance(message, str) and not hasattr(report, "longrepr"):
+        report.message = redact(message, learned)
+
+
+def _property(
+    value: Any, learned: LearnedSecrets | None, redact: Callable[[str, LearnedSecrets | None], str]
+) -> Any:
+    if isinstance(value, str):
+        return redact(value, learned)
+    if value is None or isinstance(value, int | float):
+        return value
+    text = str(value)  # what junit XML writes of it
+    redacted = redact(text, learned)
+    return value if redacted == text else redacted
+
+
+def redact_xml(element: Any, learned: LearnedSecrets | None = None) -> None:
+    """Redact the text, tail and attribute values of ``element`` and all inside it.
+
+    ``element`` is an ``xml.etree.ElementTree.Element`` (pytest's junit XML records). At
+    the session's end, for keys learned after a report was made: the values learned and
+    the key shapes only (`redact_shapes`); the rules reading context ran on each kit
+    test's report as it was made, and a plain test's report must keep its text.
+    """
+    for node in element.iter():
+        if node.text:
+            node.text = redact_shapes(node.text, learned)
+        if node.tail:
+            node.tail = redact_shapes(node.tail, learned)
+        for name, value in node.attrib.items():
+            node.attrib[name] = redact_shapes(value, learned)
 
 
 def _scrub(
@@ -116,3 +157,24 @@ def redact_log_output(
             and not isinstance(formatter, _RedactingFormatter)
         ):
             handler.setFormatter(_RedactingFormatter(formatter, learned, kit))
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")  # as in a trace file's name (`trace_file_name`)
+
+
+def redact_trace_files(directory: Path, learned: LearnedSecrets) -> None:
+    """Redact the trace files in ``directory``, their names too, with ``learned``.
+
+    At the session's end under xdist: a worker writes its tests' files knowing only the
+    keys it learned itself.
+    """
+    if not directory.is_dir():
+        return
+    for path in directory.glob("*.json"):
+        text = path.read_text(encoding="utf-8")
+        redacted = redact_text(text, learned)
+        if redacted != text:
+            path.write_text(redacted, encoding="utf-8")
+        name = _UNSAFE.sub("_", redact_text(path.name, learned))
+        if name != path.name:
+            path.replace(path.with_name(name))

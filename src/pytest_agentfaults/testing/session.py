@@ -370,17 +370,22 @@ def _shown(value: Any, origins: dict[str, str], learned: LearnedSecrets | None) 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def trace_file_name(nodeid: str) -> str:
-    """A file name for ``nodeid``: readable, safe on every OS, unique per test id."""
+def trace_file_name(nodeid: str, learned: LearnedSecrets | None = None) -> str:
+    """A file name for ``nodeid``: readable, safe on every OS, unique per test id.
+
+    Redacted, with the session's ``learned`` keys too: a test id holds its parameters.
+    """
     digest = hashlib.sha1(nodeid.encode(), usedforsecurity=False).hexdigest()[:10]
-    readable = _UNSAFE.sub("_", redact_text(nodeid)).strip("_")[-80:]
+    readable = _UNSAFE.sub("_", redact_text(nodeid, learned)).strip("_")[-80:]
     return f"{readable}-{digest}.json"
 
 
-def write_trace_file(directory: Path, nodeid: str, text: str) -> Path:
+def write_trace_file(
+    directory: Path, nodeid: str, text: str, learned: LearnedSecrets | None = None
+) -> Path:
     """Write one test's trace JSON atomically (xdist workers share the directory)."""
     directory.mkdir(parents=True, exist_ok=True)
-    target = directory / trace_file_name(nodeid)
+    target = directory / trace_file_name(nodeid, learned)
     partial = target.with_suffix(f".{zlib.crc32(text.encode())}.tmp")
     partial.write_text(text, encoding="utf-8")
     partial.replace(target)
