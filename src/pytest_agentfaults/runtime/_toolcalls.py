@@ -1,9 +1,8 @@
 """Running one tool call through its recovery policy: the tool-call pipeline.
 
-`ToolCalls` is a unit a run owns (and `Tool.invoke` uses on its own, with no agent): it
-validates the model's arguments, runs attempts as effects, classifies failures, and
-applies the resolved action (retry after a wait, a fixer round, feed back, raise,
-respond), recording an event at each step.
+`ToolCalls` (a run's, or `Tool.invoke`'s alone) validates the model's arguments, runs attempts
+as effects, classifies failures and applies the resolved action (retry after a wait, a fixer
+round, feed back, raise, respond), with an event at each step.
 """
 
 from __future__ import annotations
@@ -66,10 +65,9 @@ _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 _HARD: Final = (ToolExecutionError, EscalationError)
 #: the ``framework`` field of this runtime's tool events (other frameworks' tools have theirs)
 _OURS: Final = "agentfaults"
-#: The trace record of the last plain transient failure recorded, with its key (class,
-#: message, ``retryable``): a pure function of that key (the message is redacted by
-#: pattern alone), and an `ErrorRecord` is frozen, so every pipeline shares it. Kept per
-#: agent, each test's new agent built it again for its first failure (~11k instructions).
+#: The trace record of the last plain transient failure, with its key (class, message,
+#: ``retryable``): a pure function of that key (the message is redacted by pattern alone) and
+#: frozen, so every pipeline shares it (per agent, each test built it again: ~11k instructions).
 _last_plain: Final[list[tuple[tuple[object, ...], ErrorRecord] | None]] = [None]
 
 
@@ -182,6 +180,7 @@ class ToolCalls:
 
     def tool_call(self, call: ToolCall) -> Steps[Outcome]:
         """Run one tool call the model asked for, through its recovery policy."""
+        __tracebackhide__ = True
         # A `ToolCall` is a pydantic model: its three fields read from its dict, not one
         # attribute read (~400 instructions) each; a client's own call class, as attributes
         fields = (
@@ -225,9 +224,8 @@ class ToolCalls:
             else:
                 checked = tool.check_arguments(raw)
                 if type(checked) is dict:
-                    # Only values no attempt can change are reused (a list the tool
-                    # appended to must come fresh from the arguments again). A loop, not
-                    # ``all(<generator>)``: every tool call comes here.
+                    # Only values no attempt can change are reused (a list the tool appended
+                    # to comes fresh again). A loop, not ``all(...)``: every tool call is here.
                     for value in checked.values():
                         if type(value) not in _SCALARS:
                             break
@@ -359,6 +357,7 @@ class ToolCalls:
         ``call_id`` is the tool call's id; ``record`` the failure's trace record; ``guarded``
         says an ambiguous failure ends the retries (a tool that must not run twice).
         """
+        __tracebackhide__ = True
         action = plan.action
         key = id(action)
         runs = used.get(key, 0) + 1
@@ -404,6 +403,7 @@ class ToolCalls:
         config: ResilienceConfig,
     ) -> Steps[Outcome | str]:
         """Apply ``action`` to a failure: an `Outcome` ends the call, a str is new arguments."""
+        __tracebackhide__ = True
         emit, name = self.emit, tool.name
         key = id(action)
         if isinstance(action, Fix):  # (a `Retry` is the caller's: see `retried`)
@@ -491,6 +491,7 @@ class ToolCalls:
     def exhausted(
         self, name: str, error: Exception, attempts: int, config: ResilienceConfig
     ) -> Outcome:
+        __tracebackhide__ = True
         if config.on_exhaustion == "raise":
             raise ToolExecutionError(
                 f"tool {name!r} failed after {attempts} attempt(s): "

@@ -164,6 +164,7 @@ class HttpFaultBuilder(_Builder):
         ``"seconds"`` / ``"ms"`` / ``"date"`` sends only one, or the date form);
         ``should_retry`` adds ``x-should-retry: true|false``.
         """
+        __tracebackhide__ = True
         if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
             raise UsageError(f"{self.fault.source}: status needs an HTTP code, got {code!r}")
         self._reset(None)

@@ -275,6 +275,7 @@ class FaultPlan:
 
     def activate(self) -> object:
         """Switch the plan on; returns a handle for `deactivate` (`active` does both)."""
+        __tracebackhide__ = True
         self._epoch = next(_epochs)
         http = functions = False
         for fault in self.faults:  # one pass: every test under the plugin activates a plan
@@ -319,6 +320,7 @@ class FaultPlan:
 
     def _patch_functions(self) -> None:
         """Patch (once each) the callables this plan's ``function=`` faults name."""
+        __tracebackhide__ = True
         for fault in self.faults:
             path = fault.tool if isinstance(fault, ToolFault) and fault.function else None
             if path is not None and path not in self._functions:
@@ -331,6 +333,7 @@ class FaultPlan:
         each attempt; the plan switches it on by itself when it has http faults, and the
         ``http_faults`` fixture when a test asks for the router. Only inside `active`.
         """
+        __tracebackhide__ = True
         if not self._active:
             raise UsageError("plan.http_layer() works inside `with plan.active():` only")
         if self._http is None:

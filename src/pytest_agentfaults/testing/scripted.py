@@ -247,6 +247,7 @@ class ScriptedModel:
 
     async def arequest(self, request: ModelRequest) -> ModelResponse:
         """The same as `request`, for async agents; an async step function is awaited."""
+        __tracebackhide__ = True
         self.requests.append(request.snapshot())
         if self._function is None:
             step = self._next_step(request)
