@@ -176,3 +176,25 @@ def test_bad_path():
         "testing/_builders.py:",
     ):
         assert source not in out, source
+
+
+def test_an_injected_llm_failure_names_the_marker_and_the_recovery(suite):
+    result = suite("""
+@pytest.mark.inject_fault(llm="timeout")
+def test_timeout():
+    make().run("go")
+
+def test_fluent(faults):
+    faults.llm.server_error()
+    make().run("go")
+""").runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "E *ModelTimeoutError: scripted model 'scripted' timed out",
+            "E *injected by @pytest.mark.inject_fault(llm='timeout'); an Agent rethrows a "
+            "model error by default: give it on_llm_error=... to retry "
+            "(see docs/howto/llm-errors.md), or expect the error with pytest.raises",
+            "E *injected by faults.llm.server_error*on_llm_error=*",
+        ]
+    )
