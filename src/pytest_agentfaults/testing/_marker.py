@@ -28,6 +28,7 @@ from pytest_agentfaults.testing._fault import (
     HTTPFault,
     LLMFault,
     ToolFault,
+    check_url,
     short,
 )
 from pytest_agentfaults.testing._frameworks.function import check_path
@@ -136,6 +137,7 @@ def _parse_http(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -
     url, method = kwargs.get("url"), kwargs.get("method")
     if url is not None and not isinstance(url, str):
         raise UsageError(f"{shown}: url= must be a str, got {url!r}")
+    check_url(url, shown)
     if method is not None and not isinstance(method, str):
         raise UsageError(f"{shown}: method= must be a str such as 'POST', got {method!r}")
     fault = HTTPFault(url=url, method=method.upper() if method else None, **common)

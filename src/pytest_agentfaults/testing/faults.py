@@ -52,6 +52,7 @@ from pytest_agentfaults.testing._fault import (
     LLMFault,
     Target,
     ToolFault,
+    check_url,
     fired_fault,
 )
 from pytest_agentfaults.testing._frameworks import not_watched
@@ -181,6 +182,7 @@ class FaultPlan:
                     + ("(a URL, or a part of one)" if key == "url" else "such as 'POST'")
                 )
         given = [f"url={url!r}"] if url else []  # what the test wrote, for messages
+        check_url(url, f"faults.http({given[0] if given else ''})")
         if method:
             given.append(f"method={method!r}")
         fault = HTTPFault(
