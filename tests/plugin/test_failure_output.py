@@ -198,3 +198,19 @@ def test_fluent(faults):
             "E *injected by faults.llm.server_error*on_llm_error=*",
         ]
     )
+
+
+def test_the_trace_fixture_refuses_a_tool_name_no_agent_of_the_test_had(suite):
+    result = suite("""
+def test_typo(trace):
+    make([say("done")]).run("go")
+    assert trace.retries("fetch") == 0  # the agent has it: never called, 0
+    assert trace.retries("fethc") == 0
+""").runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E *UsageError: trace.retries(tool='fethc'): no agent of this trace has a tool "
+            "'fethc'; did you mean 'fetch'? (their tools: fetch)"
+        ]
+    )

@@ -174,7 +174,7 @@ class Run:
         agent, rec, cancel = self.agent, self.rec, self.cancel
         # `initial_messages` refuses an empty history: the last message is the prompt.
         prompt = self.messages[-1].content
-        rec.run_start(redact(preview(prompt)))
+        rec.run_start(redact(preview(prompt)), agent.tools)
         try:
             if agent.fixer_function is not None:
                 output = agent.fixer_function(prompt)
