@@ -83,7 +83,8 @@ def test_module_typo():
     assert "ModuleNotFoundError" not in out  # the typed error says it, once
     result.stdout.fnmatch_lines(
         [
-            "*UsageError: @pytest.mark.inject_fault(http=999): status needs an HTTP code*",
+            "*UsageError: test_suite.py:* (test_status): @pytest.mark.inject_fault(http=999): "
+            "status needs an HTTP code*",
             "*UsageError: @pytest.mark.inject_fault(function='myapp_tools:serch'*"
             "'myapp_tools' has no attribute 'serch'*",
             "*UsageError: @pytest.mark.inject_fault(function='myapp_tool:search'*"

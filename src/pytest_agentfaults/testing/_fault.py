@@ -222,7 +222,7 @@ class ToolFault(FaultBase):
             return f"{subject} returns {short(self.returns)}"
         if action == "delay":
             return f"{subject} delays {self.delay}"
-        return f"{subject} (no action) {short(None)}"
+        return f"{subject} (unfinished: no .raises(), .returns() or .delay())"
 
     def check(self) -> None:
         __tracebackhide__ = True
