@@ -29,6 +29,9 @@ from pytest_agentfaults._plugin_report import (
     add_trace_section as _add_trace_section,
 )
 from pytest_agentfaults._plugin_report import (
+    note_async_misuse as _note_async_misuse,
+)
+from pytest_agentfaults._plugin_report import (
     ship as _ship,
 )
 from pytest_agentfaults._plugin_state import (
@@ -280,6 +283,8 @@ def pytest_runtest_makereport(
     """
     ending = call.when == "teardown"
     state = _end.end_test(item, call) if ending else None  # the test's state, if any
+    if call.excinfo is not None:
+        _note_async_misuse(call.excinfo.value)
     report = yield
     if report.longrepr is not None or report.sections:  # else nothing to redact
         # what the terminal, -rA and junit XML show of the test; under xdist, in the

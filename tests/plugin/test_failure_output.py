@@ -214,3 +214,26 @@ def test_typo(trace):
             "'fethc'; did you mean 'fetch'? (their tools: fetch)"
         ]
     )
+
+
+def test_async_misuse_says_what_to_write_instead(suite):
+    result = suite("""
+@pytest.mark.asyncio
+async def test_awaited_run():
+    await make([say("done")]).run("go")
+
+@pytest.mark.asyncio
+async def test_forgot_await():
+    result = make([say("done")]).arun("go")
+    assert result.output == "done"
+""").runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "E *TypeError: agent.run(...) is blocking and has already returned its RunResult: "
+            "drop the `await`, or write `await agent.arun(...)`",
+            "E *AttributeError: 'coroutine' object has no attribute 'output'",
+            "E *agent.arun(...) returns a coroutine: write `result = await agent.arun(...)`*",
+        ]
+    )
+    assert "was never awaited" not in result.stdout.str()
