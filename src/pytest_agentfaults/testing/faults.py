@@ -258,9 +258,9 @@ class FaultPlan:
         if fault.function:
             return "\n  the function was patched, and never called through that path"
         watched = self.framework_state.get("watched")
-        return f"\n  tools watched in: {', '.join(watched or ['agentfaults'])}" + not_watched(
-            watched
-        )
+        # "agentfaults" is af.Agent's tools (@af.tool); the others are frameworks' names
+        reached = [w.replace("agentfaults", "af.Agent") for w in watched or ["agentfaults"]]
+        return f"\n  the fault watches the tools of: {', '.join(reached)}" + not_watched(watched)
 
     def of(self, target: Target) -> list[Fault]:
         """The faults on ``target`` ("tool", "http" or "llm")."""
