@@ -326,8 +326,7 @@ class ToolCalls:
                         action, kind, failure, tool, call, raw, attempts, used, config
                     )
             finally:
-                # The failure's traceback holds this frame: drop the reference so no
-                # exception -> traceback -> frame -> exception cycle outlives the call.
+                # Its traceback holds this frame: no exception-frame cycle outlives the call.
                 retried = failure
                 del failure
                 self._record = None
