@@ -10,7 +10,7 @@ by the hooks on first use.
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
@@ -27,6 +27,7 @@ __all__ = [
     "add_junit_properties",
     "add_to_pytest_reports",
     "add_trace_section",
+    "note_async_misuse",
     "phase_of",
     "replay",
     "ship",
@@ -179,3 +180,26 @@ def ship(
         shipped["coverage"] = observe(state.trace.events, scripted)
         shipped["passed"] = state.passed and outcome == "passed" and report.passed
     report.agentfaults = shipped  # type: ignore[attr-defined]
+
+
+_FORGOT_AWAIT: Final = (
+    "agent.arun(...) returns a coroutine: write `result = await agent.arun(...)` in an "
+    "async test, or call agent.run(...) in a sync one"
+)
+
+
+def note_async_misuse(error: BaseException) -> None:
+    """Add the fix to an AttributeError read off an ``arun(...)`` nobody awaited.
+
+    The coroutine is closed: the test fails with this note, not again with Python's
+    "coroutine was never awaited" warning when it is collected.
+    """
+    if type(error) is not AttributeError:
+        return
+    coroutine = getattr(error, "obj", None)
+    code = getattr(coroutine, "cr_code", None)
+    if code is None or code.co_name != "arun" or "pytest_agentfaults" not in code.co_filename:
+        return
+    coroutine.close()  # type: ignore[union-attr]
+    if _FORGOT_AWAIT not in getattr(error, "__notes__", ()):
+        error.add_note(_FORGOT_AWAIT)

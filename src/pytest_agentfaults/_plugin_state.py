@@ -22,14 +22,12 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing.session import Counts, TestState
 
 __all__ = [
-    "FRAMEWORKS",
     "ITEM",
     "SESSION",
     "STATE",
     "CoverageSettings",
     "Kit",
     "Session",
-    "adapters_header",
     "declares_kit",
     "fault_marks",
     "kit_marks",
@@ -275,44 +273,6 @@ def is_kit(value: object) -> bool:
     return isinstance(name, str) and name.startswith("pytest_agentfaults")
 
 
-# The frameworks whose tools ``tool=`` faults reach: top-level module -> (the name the
-# header shows, the distributions that provide it). Kept here, not in the kit's adapter
-# registry (testing._frameworks), so the header loads none of the kit.
-FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "pydantic_ai": ("pydantic-ai", ("pydantic-ai-slim", "pydantic-ai")),
-    "langchain_core": ("langchain-core", ("langchain-core",)),
-    "agents": ("openai-agents", ("openai-agents",)),
-    "mcp": ("mcp", ("mcp",)),
-}
-
-
-def adapters_header() -> str | None:
-    """``agentfaults: tool faults also reach pydantic-ai 2.68.0, ...``: None if none installed.
-
-    Says which frameworks' tools the adapters can reach in this environment; an adapter
-    loads in a test only once the test process has imported its framework. Looks up what is
-    installed without importing any framework.
-    """
-    from importlib import metadata, util  # noqa: PLC0415 - lazy: once per session
-
-    found = []
-    for module, (shown, distributions) in FRAMEWORKS.items():
-        if util.find_spec(module) is None:
-            continue
-        for distribution in distributions:
-            try:
-                found.append(f"{shown} {metadata.version(distribution)}")
-                break
-            except metadata.PackageNotFoundError:
-                continue
-    if not found:
-        return None
-    return (
-        f"agentfaults: tool faults also reach {', '.join(found)} "
-        "(each adapter loads in the tests that import its framework)"
-    )
-
-
 def start_state(
     item: pytest.Item, marks: frozenset[str] | None = None, declared: bool | None = None
 ) -> TestState:
@@ -337,7 +297,7 @@ def start_state(
     if "inject_fault" in marks:
         faults = []
         for mark in fault_marks(item):  # a loop, not a comprehension: its frame hides
-            faults.append(parsed(mark, kit))
+            faults.append(parsed(mark, kit, item))
         state.add_faults(faults)
     item.stash[STATE] = state
     state.start()
@@ -441,14 +401,47 @@ def load_kit(config: pytest.Config, session: Session) -> Kit:
     return session.kit
 
 
-def parsed(mark: pytest.Mark, kit: Kit) -> Any:
+def parsed(mark: pytest.Mark, kit: Kit, item: pytest.Item) -> Any:
     __tracebackhide__ = True  # a bad marker's UsageError shows the test, not the parser
     # A parametrized test shares one Mark object across its items: parse it once a session.
     cached = kit.parsed.get(id(mark))
     if cached is None or cached[0] is not mark:
-        cached = (mark, kit.parse_marker(mark.args, mark.kwargs, label=mark.name))
+        try:
+            cached = (mark, kit.parse_marker(mark.args, mark.kwargs, label=mark.name))
+        except ValueError as error:  # a UsageError: said once, where the marker is
+            origin, shared = _origin(mark, item)
+            message = f"{origin}: {error}"
+            error.args = (message,)
+            if shared:  # the other tests under it point here, not repeat it
+                again = f"the {origin} is invalid: see the error at {item.nodeid}"
+                kit.parsed[id(mark)] = (mark, _Invalid(type(error)(again)))
+            raise error.with_traceback(None) from None
         kit.parsed[id(mark)] = cached
     return cached[1].fresh()  # a fresh copy: a Fault counts its own hits
+
+
+class _Invalid:
+    """A shared marker that failed to parse: `fresh` raises the short reference to it."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def fresh(self) -> Any:
+        __tracebackhide__ = True
+        raise type(self.error)(*self.error.args) from None
+
+
+def _origin(mark: pytest.Mark, item: pytest.Item) -> tuple[str, bool]:
+    """Where ``mark`` was written, and whether other tests share it (a pytestmark)."""
+    path, line, name = item.location
+    if any(own is mark for own in item.own_markers):
+        return f"{path}:{(line or 0) + 1} ({name})", False
+    node = item.parent
+    while node is not None and not any(own is mark for own in node.own_markers):
+        node = node.parent
+    if isinstance(node, pytest.Class):
+        return f"pytestmark of class {node.name} in {path}", True
+    return f"module pytestmark of {path}", True
 
 
 def fault_marks(item: pytest.Item) -> list[pytest.Mark]:

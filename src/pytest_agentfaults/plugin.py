@@ -26,8 +26,12 @@ from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults import _plugin_paths as _paths
 from pytest_agentfaults import _plugin_secrets as _secrets
 from pytest_agentfaults import _plugin_totals as _totals
+from pytest_agentfaults._plugin_adapters import adapters_header as _adapters_header
 from pytest_agentfaults._plugin_report import (
     add_trace_section as _add_trace_section,
+)
+from pytest_agentfaults._plugin_report import (
+    note_async_misuse as _note_async_misuse,
 )
 from pytest_agentfaults._plugin_report import (
     ship as _ship,
@@ -43,9 +47,6 @@ from pytest_agentfaults._plugin_state import (
 )
 from pytest_agentfaults._plugin_state import (
     Session as _Session,
-)
-from pytest_agentfaults._plugin_state import (
-    adapters_header as _adapters_header,
 )
 from pytest_agentfaults._plugin_state import (
     declares_kit as _declares_kit,
@@ -289,6 +290,8 @@ def pytest_runtest_makereport(
     """
     ending = call.when == "teardown"
     state = _end.end_test(item, call) if ending else None  # the test's state, if any
+    if call.excinfo is not None:
+        _note_async_misuse(call.excinfo.value)
     report = yield
     if report.longrepr is not None or report.sections or report.user_properties:
         # what the terminal, -rA and junit XML show of the test; under xdist, in the

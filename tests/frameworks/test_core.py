@@ -102,7 +102,7 @@ def test_another_tool_name_is_not_hit_and_the_strict_fault_names_what_was_watche
         scope.faults.tool("search").raises(ConnectionError())
         assert run_attempt("demo", "other", None, lambda: 1, native) == 1
     assert "fault on tool 'search' never fired" in str(caught.value)
-    assert "tools watched in: agentfaults" in str(caught.value)
+    assert "the fault watches the tools of: af.Agent" in str(caught.value)
 
 
 def test_a_nested_attempt_at_the_same_tool_is_the_same_attempt() -> None:

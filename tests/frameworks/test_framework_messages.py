@@ -81,7 +81,7 @@ def test_a_framework_imported_during_the_test_is_named_as_not_watched(
     result.stdout.fnmatch_lines(
         [
             "*fault on tool 'search' never fired*",
-            "*tools watched in: agentfaults",
+            "*the fault watches the tools of: af.Agent",
             "*pydantic_ai was imported after the test started, so its tools were not "
             "watched: import it at the top of the test module (or in conftest.py)*",
         ]
@@ -99,8 +99,8 @@ def test_a_framework_version_the_adapter_cannot_hook_is_not_called_watched(
     with pytest.raises(AssertionError) as failed, af.fault_scope() as scope:
         scope.faults.tool("search").raises(ConnectionError())
     message = str(failed.value)
-    assert "tools watched in: agentfaults" in message
-    assert "openai_agents" not in message.split("tools watched in:")[1].split("\n", maxsplit=1)[0]
+    assert "the fault watches the tools of: af.Agent" in message
+    assert "openai_agents" not in message.split("the tools of:")[1].split("\n", maxsplit=1)[0]
     assert (
         "agents is imported, but its tools could not be hooked: the Agents SDK has no "
         "_FailureHandlingFunctionToolInvoker.__call__"

@@ -243,7 +243,7 @@ def test_a_misspelt_tool_fault_says_which_pydantic_ai_tools_ran() -> None:
         scope.faults.tool("serach").raises(ModelRetry("busy"))
         searching_agent(one_search_then_done, []).run_sync("go")
     assert "the tools called were search" in str(failed.value)
-    assert "tools watched in: agentfaults, pydantic_ai" in str(failed.value)
+    assert "the fault watches the tools of: af.Agent, pydantic_ai" in str(failed.value)
 
 
 @pytest.mark.asyncio

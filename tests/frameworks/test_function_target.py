@@ -156,7 +156,7 @@ def test_a_bad_path_is_a_usage_error_naming_the_marker(
     result = pytester.runpytest("-p", "no:randomly", "-q")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        [f"*UsageError: @pytest.mark.inject_fault(function={path!r}*{message}"]
+        [f"*UsageError: *@pytest.mark.inject_fault(function={path!r}*{message}"]
     )
 
 

@@ -438,7 +438,10 @@ def test_a_strict_fault_that_never_fired_names_langchain(pytester: pytest.Pytest
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=1, errors=1)  # passed, then failed at teardown
     result.stdout.fnmatch_lines(
-        ["*fault on tool 'search' never fired*", "*tools watched in: agentfaults, *langchain*"]
+        [
+            "*fault on tool 'search' never fired*",
+            "*the fault watches the tools of: af.Agent, *langchain*",
+        ]
     )
 
 

@@ -104,7 +104,7 @@ def test_calls_another_tool(llm_server):
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
-        ["*fault on tool 'search' never fired*", "*watched in:*openai_agents*"]
+        ["*fault on tool 'search' never fired*", "*the fault watches the tools of:*openai_agents*"]
     )
 
 
@@ -119,7 +119,9 @@ def test_calls_another_tool():
     )
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*fault on tool 'search' never fired*", "*watched in:*mcp*"])
+    result.stdout.fnmatch_lines(
+        ["*fault on tool 'search' never fired*", "*the fault watches the tools of:*mcp*"]
+    )
 
 
 CONFTEST = """

@@ -261,7 +261,7 @@ def test_teardown_unpatches_and_a_strict_fault_names_the_frameworks_watched(
     result.stdout.fnmatch_lines(
         [
             "*fault on tool 'never_called' never fired*",
-            "*tools watched in: agentfaults, pydantic_ai*",
+            "*the fault watches the tools of: af.Agent, pydantic_ai*",
         ]
     )
 

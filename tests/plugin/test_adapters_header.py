@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from pytest_agentfaults._plugin_state import adapters_header
+from pytest_agentfaults._plugin_adapters import adapters_header
 
 
 def test_each_framework_is_named_by_the_distribution_whose_version_it_shows() -> None:

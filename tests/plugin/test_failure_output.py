@@ -176,3 +176,64 @@ def test_bad_path():
         "testing/_builders.py:",
     ):
         assert source not in out, source
+
+
+def test_an_injected_llm_failure_names_the_marker_and_the_recovery(suite):
+    result = suite("""
+@pytest.mark.inject_fault(llm="timeout")
+def test_timeout():
+    make().run("go")
+
+def test_fluent(faults):
+    faults.llm.server_error()
+    make().run("go")
+""").runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "E *ModelTimeoutError: scripted model 'scripted' timed out",
+            "E *injected by @pytest.mark.inject_fault(llm='timeout'); an Agent rethrows a "
+            "model error by default: give it on_llm_error=... to retry "
+            "(see docs/howto/llm-errors.md), or expect the error with pytest.raises",
+            "E *injected by faults.llm.server_error*on_llm_error=*",
+        ]
+    )
+
+
+def test_the_trace_fixture_refuses_a_tool_name_no_agent_of_the_test_had(suite):
+    result = suite("""
+def test_typo(trace):
+    make([say("done")]).run("go")
+    assert trace.retries("fetch") == 0  # the agent has it: never called, 0
+    assert trace.retries("fethc") == 0
+""").runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E *UsageError: trace.retries(tool='fethc'): no agent of this trace has a tool "
+            "'fethc'; did you mean 'fetch'? (their tools: fetch)"
+        ]
+    )
+
+
+def test_async_misuse_says_what_to_write_instead(suite):
+    result = suite("""
+@pytest.mark.asyncio
+async def test_awaited_run():
+    await make([say("done")]).run("go")
+
+@pytest.mark.asyncio
+async def test_forgot_await():
+    result = make([say("done")]).arun("go")
+    assert result.output == "done"
+""").runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "E *TypeError: agent.run(...) is blocking and has already returned its RunResult: "
+            "drop the `await`, or write `await agent.arun(...)`",
+            "E *AttributeError: 'coroutine' object has no attribute 'output'",
+            "E *agent.arun(...) returns a coroutine: write `result = await agent.arun(...)`*",
+        ]
+    )
+    assert "was never awaited" not in result.stdout.str()

@@ -224,3 +224,51 @@ def test_swallowed(respx_mock, openai_client):
     result.stdout.fnmatch_lines(
         ["*sent requests to real hosts*", "*respx_mock mocks httpx, not httpx2*"]
     )
+
+
+# ------------------------------------------------------------ a url= with no scheme
+
+
+def test_a_marker_url_without_a_scheme_is_refused_at_setup():
+    with pytest.raises(UsageError) as raised:
+        parse_marker((), {"http": 503, "url": "api.openai.com/v1/chat/completions"})
+    assert str(raised.value) == (
+        "@pytest.mark.inject_fault(http=503, url='api.openai.com/v1/chat/completions'): "
+        "url='api.openai.com/v1/chat/completions' has no scheme, so it matches no request; "
+        "write the whole URL ('https://api.openai.com/v1/chat/completions'), "
+        "or a path starting with '/' to match it on any host"
+    )
+
+
+def test_a_fluent_url_without_a_scheme_is_refused_at_the_call(suite):
+    result = suite("""
+def test_fluent(faults):
+    faults.http(url="api.example.test/x?key=sk-proj-abcdefghijklmnopqrstuvwx").status(503)
+""").runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["E *UsageError: faults.http(url=*): url=* has no scheme, so it matches no request; *"]
+    )
+    assert "abcdefghijklmnopqrstuvwx" not in result.stdout.str()
+
+
+def test_a_refused_request_names_the_http_fault_that_did_not_match_it(suite):
+    result = suite(
+        OPENAI
+        + """
+@pytest.mark.inject_fault(http=503, url="https://api.openai.com/v1/embeddings")
+@pytest.mark.inject_fault(http=503, url="https://api.openai.com/v1/chat/completions", method="GET")
+def test_refused(http_faults):
+    with openai.OpenAI(api_key="sk-test", max_retries=0) as client:
+        client.chat.completions.create(**ASK)
+"""
+    ).runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert (
+        "This test's http faults did not match it: "
+        "@pytest.mark.inject_fault(http=503, url='https://api.openai.com/v1/embeddings') "
+        "(its url= is not this URL, nor a prefix of it ending at '/'); "
+        "@pytest.mark.inject_fault(http=503, url='https://api.openai.com/v1/chat/completions', "
+        "method='GET') (its method= is GET, the request's POST)."
+    ) in out

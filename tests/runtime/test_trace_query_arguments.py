@@ -119,3 +119,57 @@ def test_the_usual_questions_still_answer(trace):
     assert trace.count(None) == len(trace)
     trace.assert_sequence("tool.fault:fetch", "tool.retry:fetch", "tool.result:fetch")
     trace.assert_sequence(["tool.error", "tool.retry"])
+
+
+# ------------------------------------------------------------ a tool name no agent had
+
+
+@af.tool
+def search(query: str) -> str:
+    """Search."""
+    return "found"
+
+
+def _two_tools_one_called() -> Trace:
+    agent = af.Agent(
+        "bot",
+        model=ScriptedModel([call_tool("fetch", url="u"), say("done")]),
+        tools=[fetch, search],
+    )
+    return agent.run("go").trace
+
+
+@pytest.mark.parametrize(
+    ("question", "where"),
+    [
+        (lambda t: t.retries("fethc"), "retries"),
+        (lambda t: t.tool_attempts("fethc"), "tool_attempts"),
+        (lambda t: t.fixer_calls("fethc"), "fixer_calls"),
+        (lambda t: t.escalations("fethc"), "escalations"),
+        (lambda t: t.delays("fethc"), "delays"),
+        (lambda t: t.errors("fethc"), "errors"),
+        (lambda t: t.count("tool.retry", tool="fethc"), "count"),
+        (lambda t: t.of("tool.call", tool="fethc"), "of"),
+    ],
+)
+def test_a_tool_name_no_agent_of_the_trace_had_is_refused(question, where):
+    with pytest.raises(UsageError) as raised:
+        question(_two_tools_one_called())
+    assert str(raised.value) == (
+        f"trace.{where}(tool='fethc'): no agent of this trace has a tool 'fethc'; "
+        "did you mean 'fetch'? (their tools: fetch, search)"
+    )
+
+
+def test_a_tool_the_agent_has_but_never_called_counts_zero():
+    trace = _two_tools_one_called()
+    assert trace.retries("search") == 0
+    assert trace.tool_attempts("search") == 0
+    assert trace.count("tool.call", tool="search") == 0
+    assert trace.tool_attempts("fetch") == 1
+
+
+def test_a_trace_that_knows_no_agent_answers_any_name():
+    # a trace read back from JSON or built by hand: the agents' tools are not in it
+    assert Trace.from_json(_two_tools_one_called().to_json()).retries("anything") == 0
+    assert Trace().retries("fethc") == 0

@@ -88,7 +88,7 @@ def _unfired_message(plan: FaultPlan) -> str:
 def test_an_unfired_tool_fault_says_whose_tools_were_watched():
     plan = FaultPlan()
     plan.tool("search").raises(ConnectionError("down"))
-    assert _unfired_message(plan).endswith("\n  tools watched in: agentfaults")
+    assert _unfired_message(plan).endswith("\n  the fault watches the tools of: af.Agent")
 
 
 def test_an_unfired_tool_fault_lists_every_framework_the_plugin_watched():
@@ -99,7 +99,7 @@ def test_an_unfired_tool_fault_lists_every_framework_the_plugin_watched():
     plan.framework_state["watched"] = watched
     plan.tool("search").raises(ConnectionError("down"))
     assert _unfired_message(plan).endswith(
-        "\n  tools watched in: agentfaults, langchain, pydantic_ai, openai_agents, mcp"
+        "\n  the fault watches the tools of: af.Agent, langchain, pydantic_ai, openai_agents, mcp"
     )
 
 

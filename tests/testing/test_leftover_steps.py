@@ -91,7 +91,7 @@ def test_plan_check_reports_every_failure_together() -> None:
         "fault on tool 'fetch' never fired: faults.tool('fetch')",
         "  what happened: fetch was called 0 times: the agent never called a tool",
         "  fix: make the agent call it, or add .strict(False) if the fault may go unused",
-        "  tools watched in: agentfaults",
+        "  the fault watches the tools of: af.Agent",
         "first check",
         "second check",
     ]

@@ -71,6 +71,7 @@ Steps = Generator[Effect, Any, T]
 
 def drive(steps: Steps[T], _runners: list[asyncio.Runner] | None = None) -> T:
     """Run ``steps`` to completion, performing each effect synchronously."""
+    __tracebackhide__ = True
     # One event loop for every async tool of the run, parallel turns included (a client
     # an async tool keeps must not outlive its loop); made on first use, closed at the end.
     runners = _runners if _runners is not None else []
@@ -134,6 +135,7 @@ def _close_attempt(deadline: object, emitting: object) -> None:
 def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     # `_open_attempt`, `_in_worker`, `_close_attempt` and `_check_late`, inlined: every tool
     # attempt of every sync run (each retry too) comes here.
+    __tracebackhide__ = True
     clock, timeout, tool = effect.clock, effect.timeout, effect.tool
     start = clock.now()
     interceptors = active_interceptors()
@@ -171,12 +173,14 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
 
 def _check_late(effect: Attempt, start: float) -> None:
     """An attempt that returned past its timeout timed out all the same."""
+    __tracebackhide__ = True
     timeout = effect.timeout
     if timeout is not None and effect.clock.now() - start > timeout:
         raise _timed_out(effect)
 
 
 def _sync_request(effect: ModelCall) -> ModelResponse:
+    __tracebackhide__ = True
     request = getattr(effect.model, "request", None)
     if request is None:
         raise UsageError(
@@ -186,6 +190,7 @@ def _sync_request(effect: ModelCall) -> ModelResponse:
 
 
 def _model_call_sync(effect: ModelCall) -> ModelResponse:
+    __tracebackhide__ = True
     token = set_current_emit(effect.request.emit)
     try:
         if active_interceptors():
@@ -209,6 +214,7 @@ def _model_call_sync(effect: ModelCall) -> ModelResponse:
 
 async def adrive(steps: Steps[T]) -> T:
     """Run ``steps`` to completion, awaiting each effect."""
+    __tracebackhide__ = True
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -233,6 +239,7 @@ async def adrive(steps: Steps[T]) -> T:
 
 
 async def _attempt_async(effect: Attempt) -> Any:
+    __tracebackhide__ = True
     timeout, tool = effect.timeout, effect.tool
     start, deadline, emitting = _open_attempt(effect)
     try:
@@ -257,6 +264,7 @@ async def _attempt_async(effect: Attempt) -> Any:
 
 
 async def _async_request(effect: ModelCall) -> ModelResponse:
+    __tracebackhide__ = True
     arequest = getattr(effect.model, "arequest", None)
     if arequest is None:
         raise UsageError(
@@ -266,6 +274,7 @@ async def _async_request(effect: ModelCall) -> ModelResponse:
 
 
 async def _model_call_async(effect: ModelCall) -> ModelResponse:
+    __tracebackhide__ = True
     token = set_current_emit(effect.request.emit)
     try:
         if active_interceptors():
@@ -288,6 +297,7 @@ def _in_worker(effect: Attempt) -> bool:
 
 def _run_sync_tool(effect: Attempt) -> Any:
     """The body of a sync attempt on a worker thread: fault injection, then the tool."""
+    __tracebackhide__ = True
     result = intercept_tool(effect) if active_interceptors() else PROCEED
     if result is PROCEED:
         result = effect.tool.function(**effect.kwargs)
@@ -300,6 +310,7 @@ async def _bounded(effect: Attempt, awaitable: Any, start: float) -> Any:
     Real time: `asyncio.timeout`. Virtual time: the clock jumps to the deadline once the
     loop is idle (see `_deadlines`). Another clock: only the check after the attempt.
     """
+    __tracebackhide__ = True
     clock, timeout = effect.clock, effect.timeout
     if timeout is None:
         return await awaitable

@@ -34,6 +34,7 @@ def run_fixer(
     round_: int,
 ) -> Steps[Outcome | str | None]:
     """One fixer round: new arguments (str), an `Outcome` that ends the call, or None."""
+    __tracebackhide__ = True
     fixer = action.agent
     _fixer_call(calls, action, tool, call, error, round_)
     try:
@@ -53,6 +54,7 @@ def run_function_fixer(
     round_: int,
 ) -> Outcome | str | None:
     """`run_fixer` for a function fixer: a plain call, no nested run and no generator."""
+    __tracebackhide__ = True
     function = action.agent.fixer_function
     assert function is not None
     _fixer_call(calls, action, tool, call, error, round_)

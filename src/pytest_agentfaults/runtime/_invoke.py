@@ -50,6 +50,7 @@ def invoke(
     no fault injection, no timeout that needs a worker thread or virtual deadline); the
     first failure then goes through the whole pipeline, as that attempt's outcome.
     """
+    __tracebackhide__ = True
     if config is None:
         config, cut, timeout = _DEFAULT_CONFIG, False, _DEFAULT_TIMEOUT
     else:
@@ -88,6 +89,7 @@ async def ainvoke(
     clock: Clock | None,
 ) -> Any:
     """`Tool.ainvoke`: the async twin of `invoke`."""
+    __tracebackhide__ = True
     config = _DEFAULT_CONFIG if config is None else config.for_tool(tool.name)
     clock = clock if clock is not None else default_clock()
     return await adrive(_standalone(tool, arguments, config, clock))
@@ -100,6 +102,7 @@ def _standalone(
     clock: Clock,
 ) -> Steps[Any]:
     """One tool call through a pipeline of its own: events only for a trace collector."""
+    __tracebackhide__ = True
     rec = Recorder(agent=f"tool:{tool.name}", clock=clock) if active_collectors() else None
     rng: list[Any] = []
 
@@ -120,6 +123,7 @@ def _standalone(
 
 def _first_failed(steps: Steps[Any], error: Exception) -> Steps[Any]:
     """``steps``, whose first tool attempt (already made) ended with ``error``."""
+    __tracebackhide__ = True
     next(steps)  # the first Attempt: the caller already ran it
     try:
         effect = steps.throw(error)

@@ -107,6 +107,7 @@ class Parallel:
 
 def run_sync(effect: Parallel, drive: Callable[[Branch], Any]) -> list[Outcome]:
     """One branch after the other; none runs after one that raised."""
+    __tracebackhide__ = True
     outcomes: list[Outcome] = []
     for branch in effect.branches:
         try:
@@ -121,6 +122,7 @@ def run_sync(effect: Parallel, drive: Callable[[Branch], Any]) -> list[Outcome]:
 
 async def run_async(effect: Parallel, adrive: Callable[[Branch], Awaitable[Any]]) -> list[Outcome]:
     """Every branch as its own task; events merged in order once all are done."""
+    __tracebackhide__ = True
     clock = effect.clock
     virtual = clock if isinstance(clock, VirtualClock) else None
     ends: list[float] = [clock.now()] * len(effect.branches)

@@ -8,7 +8,7 @@ events of parallel tool calls until `_parallel` merges them in order.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Final
 
@@ -278,10 +278,13 @@ class Recorder:
     # declaration, not by when they were set). Their values are of their fields' types
     # (`KEPT`), and ``detail`` comes redacted.
 
-    def run_start(self, detail: str) -> Event:
-        """The ``run.start`` event."""
+    def run_start(self, detail: str, tools: Iterable[str] = ()) -> Event:
+        """The ``run.start`` event; the traces learn the agent's ``tools`` (their names)."""
         event = _new_event(Event)
         event.detail = detail
+        self.trace._tools.update(tools)  # noqa: SLF001 - the trace's own record of them
+        for collector in self._collectors:
+            collector._tools.update(tools)  # noqa: SLF001
         return self._keep(event, "run.start")
 
     def run_end(self, status: str, detail: str | None) -> Event:

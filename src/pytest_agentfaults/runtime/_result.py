@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Final, Generic, Literal, TypeVar
+from typing import Any, Final, Generic, Literal, NoReturn, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -142,3 +142,11 @@ class RunResult(Generic[OutputT]):
     def ok(self) -> bool:
         """True when the run finished normally."""
         return self.status == "ok"
+
+    def __await__(self) -> NoReturn:
+        """``await agent.run(...)``: say what to write instead (a `TypeError`, as before)."""
+        __tracebackhide__ = True
+        raise TypeError(
+            "agent.run(...) is blocking and has already returned its RunResult: drop the "
+            "`await`, or write `await agent.arun(...)`"
+        )

@@ -63,6 +63,7 @@ def run_steps(
     trace: Trace | None = None,
 ) -> Steps[RunResult[Any]]:
     """The steps of one run of ``agent`` (overrides already applied)."""
+    __tracebackhide__ = True
     history = initial_messages(agent, prompt, messages)
     # Positional (agent, clock, trace, observers, parent): keywords given to a class go
     # through a dict of them
@@ -77,6 +78,7 @@ def fixer_steps(
 
     A function fixer never comes here: `ToolCalls.run_function_fixer` calls it directly.
     """
+    __tracebackhide__ = True
     agent = effective(fixer)
     if agent.model is None:
         raise UsageError(f"fixer agent {fixer.name!r} has no model and no function")
@@ -168,10 +170,11 @@ class Run:
     # ------------------------------------------------------------------ the loop
 
     def main(self) -> Steps[RunResult[Any]]:
+        __tracebackhide__ = True
         agent, rec, cancel = self.agent, self.rec, self.cancel
         # `initial_messages` refuses an empty history: the last message is the prompt.
         prompt = self.messages[-1].content
-        rec.run_start(redact(preview(prompt)))
+        rec.run_start(redact(preview(prompt)), agent.tools)
         try:
             if agent.fixer_function is not None:
                 output = agent.fixer_function(prompt)
@@ -228,6 +231,7 @@ class Run:
 
     def tool_turn(self, calls: list[ToolCall]) -> Steps[None]:
         """Run several tool calls of one turn (together in ``arun``), in the model's order."""
+        __tracebackhide__ = True
         turn = JitterTurn(self.uniform.stream)
         branches = [
             with_jitter(self.uniform, turn, index, self.counted_call(call))
@@ -242,6 +246,7 @@ class Run:
             )
 
     def counted_call(self, call: ToolCall) -> Steps[Any]:
+        __tracebackhide__ = True
         if self.stopping():
             raise Cancelled
         self.check_budget("max_tool_calls", self.usage.tool_calls)
@@ -260,6 +265,7 @@ class Run:
 
         Returns the finished `RunResult`, or None after sending a correction message.
         """
+        __tracebackhide__ = True
         agent, rec = self.agent, self.rec
         spec = agent.output_spec
         assert spec is not None
@@ -326,6 +332,7 @@ class Run:
     # ------------------------------------------------------------------ model turns
 
     def model_turn(self) -> Steps[ModelResponse]:
+        __tracebackhide__ = True
         agent, rec, caps = self.agent, self.rec, self.caps
         # `check_budget`, inline: each turn and each model call checks a cap
         cap = caps["max_turns"]
@@ -383,6 +390,7 @@ class Run:
             return response
 
     def call_model(self, model: Model, attempt: int) -> Steps[ModelResponse]:
+        __tracebackhide__ = True
         agent, rec = self.agent, self.rec
         spec = agent.output_spec
         # Positional, in field order (messages, tools, stream, output_schema, clock, emit,
@@ -417,6 +425,7 @@ class Run:
         return response
 
     def call_fallback(self, fallback: Any, primary_error: Exception) -> Steps[ModelResponse]:
+        __tracebackhide__ = True
         model = as_model(fallback)
         self.rec.emit(
             "fallback",

@@ -1,9 +1,8 @@
 """Running one tool call through its recovery policy: the tool-call pipeline.
 
-`ToolCalls` is a unit a run owns (and `Tool.invoke` uses on its own, with no agent): it
-validates the model's arguments, runs attempts as effects, classifies failures, and
-applies the resolved action (retry after a wait, a fixer round, feed back, raise,
-respond), recording an event at each step.
+`ToolCalls` (a run's, or `Tool.invoke`'s alone) validates the model's arguments, runs attempts
+as effects, classifies failures and applies the resolved action (retry after a wait, a fixer
+round, feed back, raise, respond), with an event at each step.
 """
 
 from __future__ import annotations
@@ -66,10 +65,9 @@ _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 _HARD: Final = (ToolExecutionError, EscalationError)
 #: the ``framework`` field of this runtime's tool events (other frameworks' tools have theirs)
 _OURS: Final = "agentfaults"
-#: The trace record of the last plain transient failure recorded, with its key (class,
-#: message, ``retryable``): a pure function of that key (the message is redacted by
-#: pattern alone), and an `ErrorRecord` is frozen, so every pipeline shares it. Kept per
-#: agent, each test's new agent built it again for its first failure (~11k instructions).
+#: The trace record of the last plain transient failure, with its key (class, message,
+#: ``retryable``): a pure function of that key (the message is redacted by pattern alone) and
+#: frozen, so every pipeline shares it (per agent, each test built it again: ~11k instructions).
 _last_plain: Final[list[tuple[tuple[object, ...], ErrorRecord] | None]] = [None]
 
 
@@ -182,6 +180,7 @@ class ToolCalls:
 
     def tool_call(self, call: ToolCall) -> Steps[Outcome]:
         """Run one tool call the model asked for, through its recovery policy."""
+        __tracebackhide__ = True
         # A `ToolCall` is a pydantic model: its three fields read from its dict, not one
         # attribute read (~400 instructions) each; a client's own call class, as attributes
         fields = (
@@ -201,8 +200,7 @@ class ToolCalls:
                 tool=name,
                 available=available,
             )
-            # the tools this agent offered (built-ins apart): fault coverage counts the
-            # survived bad call for each of them, called in the run or not
+            # `offered` (built-ins apart): fault coverage counts the call for each of them
             self.tool_error(call, None, error, offered=[*self.tools])
             return Outcome(self.payload(name, error, 0), error=error)
 
@@ -227,9 +225,8 @@ class ToolCalls:
             else:
                 checked = tool.check_arguments(raw)
                 if type(checked) is dict:
-                    # Only values no attempt can change are reused (a list the tool
-                    # appended to must come fresh from the arguments again). A loop, not
-                    # ``all(<generator>)``: every tool call comes here.
+                    # Only values no attempt can change are reused (a list the tool appended
+                    # to comes fresh again). A loop, not ``all(...)``: every tool call is here.
                     for value in checked.values():
                         if type(value) not in _SCALARS:
                             break
@@ -330,8 +327,7 @@ class ToolCalls:
                         action, kind, failure, tool, call, raw, attempts, used, config
                     )
             finally:
-                # The failure's traceback holds this frame: drop the reference so no
-                # exception -> traceback -> frame -> exception cycle outlives the call.
+                # Its traceback holds this frame: no exception-frame cycle outlives the call.
                 retried = failure
                 del failure
                 self._record = None
@@ -361,6 +357,7 @@ class ToolCalls:
         ``call_id`` is the tool call's id; ``record`` the failure's trace record; ``guarded``
         says an ambiguous failure ends the retries (a tool that must not run twice).
         """
+        __tracebackhide__ = True
         action = plan.action
         key = id(action)
         runs = used.get(key, 0) + 1
@@ -406,6 +403,7 @@ class ToolCalls:
         config: ResilienceConfig,
     ) -> Steps[Outcome | str]:
         """Apply ``action`` to a failure: an `Outcome` ends the call, a str is new arguments."""
+        __tracebackhide__ = True
         emit, name = self.emit, tool.name
         key = id(action)
         if isinstance(action, Fix):  # (a `Retry` is the caller's: see `retried`)
@@ -470,11 +468,7 @@ class ToolCalls:
         )
 
     def tool_error(
-        self,
-        call: ToolCall,
-        attempt: int | None,
-        error: BaseException | ToolFailure,
-        **marks: Any,
+        self, call: ToolCall, attempt: int | None, error: BaseException | ToolFailure, **marks: Any
     ) -> None:
         record = self.record(error)
         if self.rec is not None:
@@ -493,6 +487,7 @@ class ToolCalls:
     def exhausted(
         self, name: str, error: Exception, attempts: int, config: ResilienceConfig
     ) -> Outcome:
+        __tracebackhide__ = True
         if config.on_exhaustion == "raise":
             raise ToolExecutionError(
                 f"tool {name!r} failed after {attempts} attempt(s): "

@@ -237,6 +237,7 @@ class Agent(Generic[OutputT]):
         cancel: CancelToken | None = None,
     ) -> RunResult[OutputT]:
         """Run the agent to its answer (blocking)."""
+        __tracebackhide__ = True
         return drive(run_steps(effective(self), prompt, messages, cancel, None))
 
     async def arun(
@@ -247,10 +248,12 @@ class Agent(Generic[OutputT]):
         cancel: CancelToken | None = None,
     ) -> RunResult[OutputT]:
         """Run the agent to its answer without blocking the event loop."""
+        __tracebackhide__ = True
         return await adrive(run_steps(effective(self), prompt, messages, cancel, None))
 
     def __call__(self, prompt: str) -> OutputT:
         """Shorthand for ``agent.run(prompt).output``."""
+        __tracebackhide__ = True
         return self.run(prompt).output
 
     def loop_until(
@@ -301,17 +304,21 @@ class Loop(Generic[OutputT]):
 
     def run(self, prompt: str, *, cancel: CancelToken | None = None) -> RunResult[OutputT]:
         """Iterate synchronously."""
+        __tracebackhide__ = True
         return drive(self._steps(prompt, cancel))
 
     async def arun(self, prompt: str, *, cancel: CancelToken | None = None) -> RunResult[OutputT]:
         """Iterate asynchronously."""
+        __tracebackhide__ = True
         return await adrive(self._steps(prompt, cancel))
 
     def __call__(self, prompt: str) -> OutputT:
         """Shorthand for ``loop.run(prompt).output``."""
+        __tracebackhide__ = True
         return self.run(prompt).output
 
     def _steps(self, prompt: str, cancel: CancelToken | None) -> Steps[RunResult[OutputT]]:
+        __tracebackhide__ = True
         trace = Trace()
         messages: list[Message] | None = None
         usage = Usage()

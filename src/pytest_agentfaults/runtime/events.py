@@ -104,10 +104,13 @@ def _renumbered(event: Event, seq: int) -> Event:
 class Trace:
     """An ordered list of events with questions a test asks of it."""
 
-    __slots__ = ("events",)
+    __slots__ = ("_tools", "events")
 
     def __init__(self, events: Sequence[Event] = ()) -> None:
         self.events: list[Event] = list(events)
+        #: the tools of the agents whose runs this trace recorded (not in JSON: a trace
+        #: read back knows none, and then answers any tool name)
+        self._tools: set[str] = set()
 
     # ------------------------------------------------------------------ recording
 
@@ -151,6 +154,8 @@ class Trace:
                 self._check_field(where, name, value)
             elif name == "tool" and value is not None and not isinstance(value, str):
                 value = _tool_name(value, f"{where}(tool=...)")
+            elif name == "tool" and value is not None and self._tools:
+                self._check_tool(where, value)
             chosen = [e for e in chosen if e.field(name) == value]
         return chosen
 
@@ -201,6 +206,27 @@ class Trace:
             f"{', '.join(_EXTRA_FIELDS)})"
         )
 
+    def _check_tool(self, where: str, name: str) -> None:
+        """Refuse a tool no agent of this trace had: it would count 0, silently."""
+        __tracebackhide__ = True
+        if name in self._tools:
+            return
+        seen = {e.tool for e in self.events if e.tool is not None}
+        if name in seen or any(e.framework not in (None, "agentfaults") for e in self.events):
+            return  # another framework's agents: their tools are not all known here
+        names = sorted(self._tools | seen)
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UsageError(
+            f"trace.{where}(tool={name!r}): no agent of this trace has a tool {name!r}{hint} "
+            f"(their tools: {', '.join(names)})"
+        )
+
+    def _named(self, where: str, type: str, tool: ToolName) -> list[Event]:
+        """The ``type`` events of ``tool`` (a name or an ``@af.tool``)."""
+        __tracebackhide__ = True
+        return self._select(where, type, {"tool": _tool_name(tool, where)})
+
     def retries(self, tool: ToolName | None = None) -> int:
         """The number of ``tool.retry`` events (of ``tool``, a name or an ``@af.tool``).
 
@@ -210,7 +236,7 @@ class Trace:
         __tracebackhide__ = True
         if tool is None:
             return self.count("tool.retry")
-        return self.count("tool.retry", tool=_tool_name(tool, "retries"))
+        return len(self._named("retries", "tool.retry", tool))
 
     def tool_attempts(self, tool: ToolName) -> int:
         """How many times ``tool`` was attempted (its ``tool.call`` events), in any framework.
@@ -218,27 +244,27 @@ class Trace:
         Retries included: a tool that failed twice and then worked was attempted 3 times.
         """
         __tracebackhide__ = True
-        return self.count("tool.call", tool=_tool_name(tool, "tool_attempts"))
+        return len(self._named("tool_attempts", "tool.call", tool))
 
     def fixer_calls(self, tool: ToolName | None = None) -> list[Event]:
         """The ``fixer.call`` events (for ``tool`` when given)."""
         __tracebackhide__ = True
         if tool is None:
             return self.of("fixer.call")
-        return self.of("fixer.call", tool=_tool_name(tool, "fixer_calls"))
+        return self._named("fixer_calls", "fixer.call", tool)
 
     def escalations(self, tool: ToolName | None = None) -> list[Event]:
         """The ``escalation`` events (for ``tool`` when given)."""
         __tracebackhide__ = True
         if tool is None:
             return self.of("escalation")
-        return self.of("escalation", tool=_tool_name(tool, "escalations"))
+        return self._named("escalations", "escalation", tool)
 
     def delays(self, tool: ToolName | None = None) -> list[float]:
         """The waits before retries, in order: of ``tool``'s retries, or of every retry."""
         __tracebackhide__ = True
         if tool is not None:
-            events = self.of("tool.retry", tool=_tool_name(tool, "delays"))
+            events = self._named("delays", "tool.retry", tool)
         else:
             events = [e for e in self.events if e.type in RETRY_TYPES]
         return [e.delay for e in events if e.delay is not None]
@@ -247,7 +273,7 @@ class Trace:
         """The ``tool.error`` and ``llm.error`` events (only ``tool``'s when given)."""
         __tracebackhide__ = True
         if tool is not None:
-            return self.of("tool.error", tool=_tool_name(tool, "errors"))
+            return self._named("errors", "tool.error", tool)
         return [e for e in self.events if e.type in ("tool.error", "llm.error")]
 
     def assert_sequence(self, *labels: str | Sequence[str]) -> None:
@@ -374,6 +400,7 @@ class Trace:
     def clear(self) -> None:
         """Forget every event (for instance between the examples of a property test)."""
         self.events.clear()
+        self._tools.clear()
 
     def __iter__(self) -> Iterator[Event]:
         return iter(self.events)

@@ -198,6 +198,7 @@ def declared_non_idempotent(tool: str) -> bool:
 
 def intercept_tool(effect: Attempt) -> Any:
     """What the interceptors in force make of a tool attempt: `PROCEED` or a result."""
+    __tracebackhide__ = True
     # The hook is called here, not through a helper: asked before every tool attempt of a
     # test (`intercept_model` is the same loop, for model calls).
     for interceptor in _interceptors.get():
@@ -222,6 +223,7 @@ def intercept_tool(effect: Attempt) -> Any:
 
 def intercept_model(effect: ModelCall) -> Any:
     """What the interceptors in force make of a model call: `PROCEED` or a response."""
+    __tracebackhide__ = True
     for interceptor in _interceptors.get():  # as `intercept_tool` does
         try:
             outcome = interceptor.model_call(effect)

@@ -56,6 +56,7 @@ class Tool(BaseTool[P, R]):
 
         Returns the tool's result, or raises the error that recovery could not cure.
         """
+        __tracebackhide__ = True
         return invoke(self, arguments, config, clock)
 
     async def ainvoke(
@@ -66,6 +67,7 @@ class Tool(BaseTool[P, R]):
         clock: Clock | None = None,
     ) -> Any:
         """The async twin of `invoke`: awaits async tools, waits through ``clock.asleep``."""
+        __tracebackhide__ = True
         return await ainvoke(self, arguments, config, clock)
 
 

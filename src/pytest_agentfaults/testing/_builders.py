@@ -9,6 +9,7 @@ faults.llm.rate_limit(retry_after=2).at(1)
 
 from __future__ import annotations
 
+import difflib
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -41,10 +42,27 @@ __all__ = [
 ]
 
 
+def no_method(owner: object, name: str, where: str) -> AttributeError:
+    """The error for ``where.name``, a method ``owner`` does not have: the closest, and all."""
+    methods = sorted(n for n in dir(type(owner)) if not n.startswith("_"))
+    close = difflib.get_close_matches(name, methods, n=1)
+    hint = f"; did you mean .{close[0]}()?" if close else ""
+    listed = ", ".join(f".{m}()" for m in methods)
+    return AttributeError(f"{where} has no method .{name}(){hint} (its methods: {listed})")
+
+
 class _Builder:
     """The fluent part every fault shares: times, at, probability, strict."""
 
     fault: FaultBase
+
+    if not TYPE_CHECKING:  # a type checker still flags a typo: to it, there is no such hook
+
+        def __getattr__(self, name: str) -> Any:
+            __tracebackhide__ = True
+            if name.startswith("_") or name == "fault":
+                raise AttributeError(name)
+            raise no_method(self, name, self.fault.source)
 
     def times(self, n: int) -> _Builder:
         """Hit ``n`` consecutive occurrences (default 1)."""
@@ -164,6 +182,7 @@ class HttpFaultBuilder(_Builder):
         ``"seconds"`` / ``"ms"`` / ``"date"`` sends only one, or the date form);
         ``should_retry`` adds ``x-should-retry: true|false``.
         """
+        __tracebackhide__ = True
         if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
             raise UsageError(f"{self.fault.source}: status needs an HTTP code, got {code!r}")
         self._reset(None)
@@ -325,6 +344,14 @@ class LlmFaults:
 
     def __init__(self, plan: FaultPlan) -> None:
         self._plan = plan
+
+    if not TYPE_CHECKING:  # as for `_Builder`
+
+        def __getattr__(self, name: str) -> Any:
+            __tracebackhide__ = True
+            if name.startswith("_"):
+                raise AttributeError(name)
+            raise no_method(self, name, "faults.llm")
 
     def _add(self, kind: str, **options: Any) -> LlmFaultBuilder:
         __tracebackhide__ = True

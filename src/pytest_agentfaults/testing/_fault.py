@@ -39,6 +39,7 @@ __all__ = [
     "Target",
     "ToolAction",
     "ToolFault",
+    "check_url",
     "fired_fault",
     "short",
     "without_addresses",
@@ -221,7 +222,7 @@ class ToolFault(FaultBase):
             return f"{subject} returns {short(self.returns)}"
         if action == "delay":
             return f"{subject} delays {self.delay}"
-        return f"{subject} (no action) {short(None)}"
+        return f"{subject} (unfinished: no .raises(), .returns() or .delay())"
 
     def check(self) -> None:
         __tracebackhide__ = True
@@ -446,6 +447,19 @@ def short(value: object) -> str:
     # redacted before it is cut (a key cut short loses its shape); no per-run address
     text = without_addresses(redact_text(repr(value)))
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_url(url: str | None, where: str) -> None:
+    """Refuse a ``url=`` that can match no request: one with no scheme and not a path."""
+    __tracebackhide__ = True
+    if url is None or url.startswith("/") or "://" in url:
+        return
+    raise UsageError(
+        redact_text(
+            f"{where}: url={url!r} has no scheme, so it matches no request; write the whole "
+            f"URL ({'https://' + url!r}), or a path starting with '/' to match it on any host"
+        )
+    )
 
 
 def _path_of(url: str) -> str:

@@ -24,9 +24,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_agentfaults._redact import is_secret_header
+from pytest_agentfaults._redact import is_secret_header, redact_text
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
+from pytest_agentfaults.testing._current import current_plan
 
 if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
@@ -39,6 +40,7 @@ __all__ = [
     "request_headers",
     "response_fields",
     "response_header_fields",
+    "why_unmatched",
 ]
 
 _PRODUCT: Final = re.compile(r"^\s*([A-Za-z][\w.\-]*)/")
@@ -332,3 +334,24 @@ def fault_facts(fault: HTTPFault) -> tuple[str, dict[str, Any], str]:
             _facts.clear()
         _facts[key] = facts
     return facts
+
+
+def why_unmatched(method: str, url: str) -> str:
+    """A sentence naming the test's http faults that did not hit a refused request, and why."""
+    plan = current_plan()
+    reasons = []
+    for fault in plan.faults if plan is not None else ():
+        if getattr(fault, "target", None) != "http":
+            continue
+        http: HTTPFault = fault  # type: ignore[assignment]
+        if http.method is not None and http.method != method.upper():
+            why = f"its method= is {http.method}, the request's {method.upper()}"
+        elif http.url is not None and not http.matches_http(method, url):
+            why = "its url= is not this URL, nor a prefix of it ending at '/'"
+        else:
+            why = "it matches, but its times=, at= or probability= left this request out"
+        reasons.append(f"{http.source} ({why})")
+    if not reasons:
+        return ""
+    faults_of = "fault" if len(reasons) == 1 else "faults"
+    return redact_text(f" This test's http {faults_of} did not match it: {'; '.join(reasons)}.")

@@ -6,6 +6,7 @@ ones; the values go through the same fluent builders a test would call.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -28,6 +29,7 @@ from pytest_agentfaults.testing._fault import (
     HTTPFault,
     LLMFault,
     ToolFault,
+    check_url,
     short,
 )
 from pytest_agentfaults.testing._frameworks.function import check_path
@@ -77,8 +79,8 @@ def parse_marker(
     if unknown:
         raise UsageError(
             f"{shown}: unknown key{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(map(repr, unknown))} for a {target} fault; "
-            f"valid keys: {', '.join(valid)}"
+            f"{', '.join(map(repr, unknown))} for a {target} fault"
+            f"{_closest_key(unknown[0], valid)}; valid keys: {', '.join(valid)}"
         )
     common = _common(kwargs, shown)
     if target in ("tool", "function"):
@@ -136,6 +138,7 @@ def _parse_http(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -
     url, method = kwargs.get("url"), kwargs.get("method")
     if url is not None and not isinstance(url, str):
         raise UsageError(f"{shown}: url= must be a str, got {url!r}")
+    check_url(url, shown)
     if method is not None and not isinstance(method, str):
         raise UsageError(f"{shown}: method= must be a str such as 'POST', got {method!r}")
     fault = HTTPFault(url=url, method=method.upper() if method else None, **common)
@@ -213,6 +216,36 @@ _INSTEAD: Final[Mapping[tuple[str, str], str]] = {
 }
 
 
+#: keys people write for a marker key, and the key they mean
+_SYNONYMS: Final = {
+    "retries": "times",
+    "count": "times",
+    "raise": "raises",
+    "raise_": "raises",
+    "exception": "raises",
+    "error": "raises",
+    "return_value": "returns",
+    "return_": "returns",
+    "status": "http",
+}
+#: what a synonym is not
+_SYNONYM_NOTES: Final = {
+    "retries": " times= is how many calls the fault hits; retries are the agent's resilience=",
+}
+
+
+def _closest_key(key: str, valid: tuple[str, ...]) -> str:
+    """`` (did you mean times=?)`` for a misspelt or synonym ``key`` ('' if none is close)."""
+    meant = _SYNONYMS.get(key)
+    if meant not in valid:
+        close = difflib.get_close_matches(key, valid, n=1)
+        meant = close[0] if close else None
+    if meant is None:
+        return ""
+    note = _SYNONYM_NOTES.get(key, "")
+    return f" (did you mean {meant}=?{note})"
+
+
 def _other_keyword(value: object, keyword: str) -> str:
     """A hint for ``keyword=value`` when ``value`` belongs to the other keyword ('' if not)."""
     if keyword == "llm" and isinstance(value, int) and 400 <= value <= 599:
@@ -221,7 +254,8 @@ def _other_keyword(value: object, keyword: str) -> str:
         return ""
     other = "llm" if keyword == "http" else "http"
     if value not in (LLM_FAULT_KINDS if other == "llm" else HTTP_KINDS):
-        return ""
+        close = difflib.get_close_matches(value, LLM_KINDS if keyword == "llm" else HTTP_KINDS, n=1)
+        return f"; did you mean {close[0]!r}?" if close else ""
     instead = _INSTEAD.get((keyword, value))
     if instead is not None:
         return f"; {instead}; {value!r} is an {other}= kind"

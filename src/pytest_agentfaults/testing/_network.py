@@ -167,13 +167,13 @@ class NetworkGuard:
             return None  # a respx router of the test answers (http_faults guards its own)
         return self.refuse(library.module, request)
 
-    def refuse(self, module: Any, request: Any) -> Injected:
+    def refuse(self, module: Any, request: Any, why: str = "") -> Injected:
         """The refusal of ``request``, in the types of ``module`` (httpx or httpx2).
 
         An SDK's request gets the final 403 (and is noted for `check`); any other an
-        error to raise.
+        error to raise. ``why`` (a sentence) says what of the test did not answer it.
         """
-        hint = self.unseen_by_mocks(module)
+        hint = self.unseen_by_mocks(module) + why
         if not is_sdk_request(request):
             error = UnmatchedRequestError(request.method, str(request.url), self.test, hint)
             return Injected(error=error)

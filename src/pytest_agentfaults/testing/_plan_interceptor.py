@@ -156,9 +156,12 @@ class PlanInterceptor(Interceptor):
         call.request.emit(
             "llm.fault", status=fault.kind, detail=f"{fault.describe()} on {model_name}"
         )
-        return _respond_instead(
+        outcome = _respond_instead(
             model, call, fault.step(), model_name, self.plan, not fault.transient
         )
+        if type(outcome) is Inject:
+            _say_injected(outcome.error, redact(fault.source))
+        return outcome
 
     def llm_fault(self, agent: str) -> tuple[LLMFault, int] | None:
         """The llm fault that hits this model call of ``agent``, if any.
@@ -190,6 +193,17 @@ def _any_non_idempotent(faults: list[ToolFault]) -> bool:
         if fault.idempotent is False:
             return True
     return False
+
+
+def _say_injected(error: BaseException, source: str) -> None:
+    """Note on an injected model failure who injected it and how an agent recovers."""
+    note = (
+        f"injected by {source}; an Agent rethrows a model error by default: give it "
+        "on_llm_error=... to retry (see docs/howto/llm-errors.md), or expect the error "
+        "with pytest.raises"
+    )
+    if note not in getattr(error, "__notes__", ()):  # one instance may be raised again
+        error.add_note(note)
 
 
 def _respond_instead(

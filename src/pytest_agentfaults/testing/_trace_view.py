@@ -30,3 +30,8 @@ class RunningTrace(Trace):
         """The events of the test running in this context, in order."""
         __tracebackhide__ = True
         return self._find().events
+
+    @property
+    def _tools(self) -> set[str]:  # type: ignore[override]
+        """The tools of the agents of the test running in this context."""
+        return self._find()._tools  # noqa: SLF001 - the same class's own record

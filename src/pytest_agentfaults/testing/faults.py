@@ -52,6 +52,7 @@ from pytest_agentfaults.testing._fault import (
     LLMFault,
     Target,
     ToolFault,
+    check_url,
     fired_fault,
 )
 from pytest_agentfaults.testing._frameworks import not_watched
@@ -185,6 +186,7 @@ class FaultPlan:
                     + ("(a URL, or a part of one)" if key == "url" else "such as 'POST'")
                 )
         given = [f"url={url!r}"] if url else []  # what the test wrote, for messages
+        check_url(url, f"faults.http({given[0] if given else ''})")
         if method:
             given.append(f"method={method!r}")
         fault = HTTPFault(
@@ -260,9 +262,9 @@ class FaultPlan:
         if fault.function:
             return "\n  the function was patched, and never called through that path"
         watched = self.framework_state.get("watched")
-        return f"\n  tools watched in: {', '.join(watched or ['agentfaults'])}" + not_watched(
-            watched
-        )
+        # "agentfaults" is af.Agent's tools (@af.tool); the others are frameworks' names
+        reached = [w.replace("agentfaults", "af.Agent") for w in watched or ["agentfaults"]]
+        return f"\n  the fault watches the tools of: {', '.join(reached)}" + not_watched(watched)
 
     def of(self, target: Target) -> list[Fault]:
         """The faults on ``target`` ("tool", "http" or "llm")."""
@@ -279,6 +281,7 @@ class FaultPlan:
 
     def activate(self) -> object:
         """Switch the plan on; returns a handle for `deactivate` (`active` does both)."""
+        __tracebackhide__ = True
         self._epoch = next(_epochs)
         http = functions = False
         for fault in self.faults:  # one pass: every test under the plugin activates a plan
@@ -323,6 +326,7 @@ class FaultPlan:
 
     def _patch_functions(self) -> None:
         """Patch (once each) the callables this plan's ``function=`` faults name."""
+        __tracebackhide__ = True
         for fault in self.faults:
             path = fault.tool if isinstance(fault, ToolFault) and fault.function else None
             if path is not None and path not in self._functions:
@@ -335,6 +339,7 @@ class FaultPlan:
         each attempt; the plan switches it on by itself when it has http faults, and the
         ``http_faults`` fixture when a test asks for the router. Only inside `active`.
         """
+        __tracebackhide__ = True
         if not self._active:
             raise UsageError("plan.http_layer() works inside `with plan.active():` only")
         if self._http is None:

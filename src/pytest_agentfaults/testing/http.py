@@ -91,6 +91,7 @@ from pytest_agentfaults.testing._http_fields import (
     Digests,
     attempt_fields,
     fault_facts,
+    why_unmatched,
 )
 from pytest_agentfaults.testing._httpd import serves_port
 from pytest_agentfaults.testing._light_routes import NO_CALLS, Calls, LightRoute, resolve_routes
@@ -241,7 +242,7 @@ class HttpInjector:
             return _PASS, shown
         guard = current_guard()
         refused = (
-            guard.refuse(library.module, request)
+            guard.refuse(library.module, request, why_unmatched(method, shown))
             if guard is not None
             else Injected(error=UnmatchedRequestError(method, shown))
         )
@@ -468,7 +469,7 @@ class HttpFaultRouter(respx.Router):
         guard = current_guard()
         if guard is None:
             return UnmatchedRequestError(request.method, str(request.url))
-        refused = guard.refuse(httpx, request)
+        refused = guard.refuse(httpx, request, why_unmatched(request.method, str(request.url)))
         return refused.error if refused.error is not None else _Refused(refused.response)
 
 

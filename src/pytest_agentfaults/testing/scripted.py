@@ -247,6 +247,7 @@ class ScriptedModel:
 
     async def arequest(self, request: ModelRequest) -> ModelResponse:
         """The same as `request`, for async agents; an async step function is awaited."""
+        __tracebackhide__ = True
         self.requests.append(request.snapshot())
         if self._function is None:
             step = self._next_step(request)
@@ -300,7 +301,8 @@ class ScriptedModel:
         if left is not None:
             raise AssertionError(
                 f"ScriptedModel {self.name!r} has {left}. Remove the steps the test does "
-                "not need, or pass ScriptedModel(..., strict=False) to allow leftovers."
+                "not need, or pass strict=False where the model is built (ScriptedModel(..., "
+                "strict=False), or scripted_model([...], strict=False)) to allow leftovers."
             )
 
     def leftover(self) -> str | None:

@@ -151,6 +151,7 @@ class TestState:
         first used the runtime: see `pytest_agentfaults.runtime._pending`), it switches
         the same plan, clock and trace on there too; `stop` undoes each.
         """
+        __tracebackhide__ = True
         # One call sets the runtime's context variables (`enter_test`), not four context
         # managers: this runs for every test of a session. real_time: None means "real",
         # also when an enclosing context set a virtual default.

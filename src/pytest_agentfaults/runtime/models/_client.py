@@ -171,6 +171,7 @@ class HTTPModel:
         Failures are raised as the taxonomy's `ModelError` subclasses, after transport
         retry, with the httpx exception as ``__cause__``.
         """
+        __tracebackhide__ = True
         content = self._encode(request)
         client = self._sync_client()
         refuse_real_hosts(client, self._url)
@@ -192,6 +193,7 @@ class HTTPModel:
 
     async def arequest(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the assistant's answer without blocking the loop."""
+        __tracebackhide__ = True
         content = self._encode(request)
         client = self._async_http_client()
         refuse_real_hosts(client, self._url)
@@ -298,6 +300,7 @@ class HTTPModel:
     def _post_sync(
         self, client: httpx.Client, content: bytes, request: ModelRequest
     ) -> ModelResponse:
+        __tracebackhide__ = True
         try:
             with client.stream(
                 "POST", self._url, content=content, headers=self._headers
@@ -314,6 +317,7 @@ class HTTPModel:
     async def _post_async(
         self, client: httpx.AsyncClient, content: bytes, request: ModelRequest
     ) -> ModelResponse:
+        __tracebackhide__ = True
         try:
             async with client.stream(
                 "POST", self._url, content=content, headers=self._headers
@@ -332,6 +336,7 @@ class HTTPModel:
     def _stream_sync(
         self, client: httpx.Client, content: bytes, request: ModelRequest
     ) -> ModelResponse:
+        __tracebackhide__ = True
         lines = LineBuffer(self._max_bytes)
         try:
             with client.stream(
@@ -354,6 +359,7 @@ class HTTPModel:
     async def _stream_async(
         self, client: httpx.AsyncClient, content: bytes, request: ModelRequest
     ) -> ModelResponse:
+        __tracebackhide__ = True
         lines = LineBuffer(self._max_bytes)
         try:
             async with client.stream(
@@ -393,6 +399,7 @@ class HTTPModel:
             raise self._broken(str(exc), lines) from None
 
     def _end_stream(self, decoder: StreamDecoder, lines: LineBuffer) -> ModelResponse:
+        __tracebackhide__ = True
         if lines.size == 0:
             raise self._broken("the stream was empty (no events at all)", lines)
         try:
@@ -427,6 +434,7 @@ class HTTPModel:
     def _answer(
         self, response: httpx.Response, body: bytes, request: ModelRequest
     ) -> ModelResponse:
+        __tracebackhide__ = True
         if not response.is_success:
             raise status_error(
                 response,

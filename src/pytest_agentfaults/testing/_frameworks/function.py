@@ -9,6 +9,7 @@ reference, so name the module where the caller looks the function up.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import inspect
@@ -91,10 +92,16 @@ def _resolve(path: str, where: str) -> tuple[Any, str, Callable[..., Any]]:
     try:
         owner: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UsageError(
+        error = UsageError(
             f"{where}: cannot import module {module_name!r} ({exc}); check the part of "
             f"{path!r} before the ':'"
-        ) from exc
+        )
+        # A module that is not there: the message says it all, importlib's frames are
+        # noise. A module that failed while importing: its own frames are the user's code.
+        missing = isinstance(exc, ModuleNotFoundError) and (
+            exc.name is not None and (module_name + ".").startswith(exc.name + ".")
+        )
+        raise error from (None if missing else exc)
     *parents, attr = attr_path.split(".")
     for name in parents:
         try:
@@ -106,8 +113,10 @@ def _resolve(path: str, where: str) -> tuple[Any, str, Callable[..., Any]]:
     try:
         target = getattr(owner, attr)
     except AttributeError:
+        close = difflib.get_close_matches(attr, dir(owner), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(
-            f"{where}: {'.'.join([module_name, *parents])!r} has no attribute {attr!r}"
+            f"{where}: {'.'.join([module_name, *parents])!r} has no attribute {attr!r}{hint}"
         ) from None
     if not callable(target):
         raise UsageError(
