@@ -27,6 +27,7 @@ def test_importing_the_entry_point_loads_only_the_stdlib_and_pytest():
     assert ours == [
         "pytest_agentfaults",
         "pytest_agentfaults._network_policy",
+        "pytest_agentfaults._plugin_adapters",
         "pytest_agentfaults._plugin_coverage",
         "pytest_agentfaults._plugin_end",
         "pytest_agentfaults._plugin_fixtures",
