@@ -25,6 +25,7 @@ from pytest_agentfaults._plugin_state import SESSION
 
 __all__ = [
     "ALLOW_NETWORK",
+    "GUARD",
     "MODE",
     "check_network",
     "network_mode",
@@ -42,7 +43,7 @@ ALLOW_NETWORK = (
     "agentfaults_network = block)."
 )
 MODE = pytest.StashKey[str]()
-_GUARD = pytest.StashKey[Any]()
+GUARD = pytest.StashKey[Any]()
 _POLICY = pytest.StashKey[NetworkPolicy]()  # the session's (config.stash)
 _TOKEN = pytest.StashKey[Token[NetworkPolicy | None]]()  # ... and how to undo it
 
@@ -105,7 +106,7 @@ def stop_session(config: pytest.Config) -> None:
 
 def start_network_late(item: pytest.Item) -> None:
     """A kit fixture asked for in the test body: the kit's guard takes over."""
-    if _allowed(item) or _GUARD in item.stash:
+    if _allowed(item) or GUARD in item.stash:
         return
     policy = CURRENT.get()
     if policy is not None:
@@ -127,7 +128,7 @@ def _start_guard(item: pytest.Item, sockets: bool) -> None:
         item.nodeid, sockets=sockets, fixturenames=fixturenames, learned=learned
     )
     guard.start()
-    item.stash[_GUARD] = guard
+    item.stash[GUARD] = guard
 
 
 def stop_network(item: pytest.Item, errors: list[Exception]) -> Any:
@@ -138,9 +139,9 @@ def stop_network(item: pytest.Item, errors: list[Exception]) -> Any:
     """
     stash = item.stash  # `in`, not `stash.get`: a get that misses raises a KeyError
     guard = None
-    if _GUARD in stash:
-        guard = stash[_GUARD]
-        del stash[_GUARD]
+    if GUARD in stash:
+        guard = stash[GUARD]
+        del stash[GUARD]
         try:
             guard.stop()
         except Exception as error:

@@ -24,6 +24,7 @@ from pytest_agentfaults import _plugin_end as _end
 from pytest_agentfaults import _plugin_fixtures as _fixtures
 from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults import _plugin_paths as _paths
+from pytest_agentfaults import _plugin_scopes as _scopes
 from pytest_agentfaults import _plugin_totals as _totals
 from pytest_agentfaults._plugin_report import (
     add_trace_section as _add_trace_section,
@@ -268,6 +269,19 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         if errors:
             raise errors[0]
     return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+) -> Generator[None, object, object]:
+    """A fixture wider than the function runs on real time, without the test's guard.
+
+    It belongs to no one test (`_plugin_scopes`); a function-scoped one is the test's own.
+    """
+    if fixturedef.scope == "function":
+        return (yield)
+    return (yield from _scopes.around_wider_fixture(fixturedef))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -54,12 +54,14 @@ def wake(tick: asyncio.Future[None]) -> None:
 class ThreadTime:
     """The sleeps of one thread, and of the event loops it runs, made virtual on ``clock``."""
 
-    __slots__ = ("_undo", "active", "clock", "loops", "thread")
+    __slots__ = ("_undo", "active", "clock", "loops", "suspended", "thread")
 
     def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock
         self.thread = threading.get_ident()
         self.active = False
+        #: >0 while a fixture wider than the test runs (`_plugin_scopes`): real sleeps
+        self.suspended = 0
         self.loops: dict[asyncio.AbstractEventLoop, _LoopTimers] = {}
         self._undo: list[tuple[object, str, object, object]] = []
 
@@ -107,7 +109,7 @@ class ThreadTime:
                 timers.close(self.clock.now())
 
     def _mine(self) -> bool:
-        return self.active and threading.get_ident() == self.thread
+        return self.active and not self.suspended and threading.get_ident() == self.thread
 
     def _sync_sleep(self, previous: Callable[[float], None]) -> Callable[[float], None]:
         def sleep(secs: float, /) -> None:

@@ -106,6 +106,9 @@ class NetworkGuard:
         self.answered: list[str] = []
         #: why the httpx mocks of the test did not answer them (`unseen_by_mocks`), if so
         self.hint = ""
+        #: >0 while a fixture wider than the test runs (`_plugin_scopes`): it is no one
+        #: test's, so this test's guard stands aside for it
+        self.suspended = 0
         self._patched = False
 
     # ------------------------------------------------------------------ switching
@@ -158,7 +161,7 @@ class NetworkGuard:
     def _refusal(self, library: Library, client: Any, request: Any) -> Injected | None:
         if self.learned is not None:
             learn_request(request, self.learned)
-        if is_loopback(request.url.host):
+        if self.suspended or is_loopback(request.url.host):
             return None
         transport = client._transport_for_url(request.url)
         if transport_kind(library.module, library.name, transport) != NETWORK:
@@ -270,7 +273,9 @@ _LOCAL_FAMILIES: Final = tuple(
 
 def _check_address(guard: NetworkGuard, sock: socket.socket, address: Any) -> None:
     __tracebackhide__ = True
-    if sock.family in _LOCAL_FAMILIES or not isinstance(address, tuple) or not address:
+    if guard.suspended or sock.family in _LOCAL_FAMILIES:
+        return
+    if not isinstance(address, tuple) or not address:
         return
     host = str(address[0])
     if is_loopback(host) or host in ("0.0.0.0", "::"):  # noqa: S104 - compared, never bound
