@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         ToolTimeoutError,
         UnknownToolError,
         UsageError,
+        VirtualTimeSpinError,
         classify,
     )
     from pytest_agentfaults.runtime._result import Budget, CancelToken, RunResult, Usage
@@ -220,6 +221,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "UsageError": ("pytest_agentfaults.errors", "UsageError"),
     "Verdict": ("pytest_agentfaults.runtime.verdict", "Verdict"),
     "VirtualClock": ("pytest_agentfaults.runtime.clock", "VirtualClock"),
+    "VirtualTimeSpinError": ("pytest_agentfaults.errors", "VirtualTimeSpinError"),
     "call_tool": ("pytest_agentfaults.testing.steps", "call_tool"),
     "call_tools": ("pytest_agentfaults.testing.steps", "call_tools"),
     "check_schedule": ("pytest_agentfaults.testing.schedules", "check_schedule"),
@@ -311,6 +313,7 @@ __all__ = [
     "UsageError",
     "Verdict",
     "VirtualClock",
+    "VirtualTimeSpinError",
     "__version__",
     "call_tool",
     "call_tools",
