@@ -4,7 +4,7 @@ Light, like ``plugin.py``: the standard library and pytest only. Per test, at se
 
 - ``@pytest.mark.allow_network``, or ini ``agentfaults_network = allow``: nothing;
 - a test that uses the kit, or any test under ``agentfaults_network = block``: the test
-  kit's `NetworkGuard` on httpx and httpx2 (and, for ``block``, on ``socket.connect``);
+  kit's `NetworkGuard` on httpx, httpx2 and ``socket.connect`` (the test is sealed);
 - any other test: `CURRENT` holds it (named only if refused), so our own model clients
   refuse real hosts.
 
@@ -75,9 +75,8 @@ def start_network(item: pytest.Item, uses_kit: bool, *, allowed: bool | None = N
     mode = policy.mode if policy is not None else item.config.stash[MODE]
     if mode == "allow" or (_allowed(item) if allowed is None else allowed):
         return
-    block = mode == "block"
-    if uses_kit or block:
-        _start_guard(item, sockets=block)
+    if uses_kit or mode == "block":
+        _start_guard(item)  # sealed: httpx, httpx2 and socket.connect
         return
     if policy is not None:
         policy.running = item  # named only if it refuses a request: no string built here
@@ -111,10 +110,10 @@ def start_network_late(item: pytest.Item) -> None:
     policy = CURRENT.get()
     if policy is not None:
         policy.guarded = True
-    _start_guard(item, sockets=False)
+    _start_guard(item)
 
 
-def _start_guard(item: pytest.Item, sockets: bool) -> None:
+def _start_guard(item: pytest.Item) -> None:
     # lazy: the kit loads on the first test that uses it; after that, found in sys.modules
     # (a ``from`` import looks for attributes the module lacks, ~7k instructions a test)
     network: Any = sys.modules.get("pytest_agentfaults.testing._network")
@@ -125,7 +124,7 @@ def _start_guard(item: pytest.Item, sockets: bool) -> None:
     fixturenames = getattr(item, "fixturenames", ())
     learned = item.config.stash[SESSION].learned
     guard = network.NetworkGuard(
-        item.nodeid, sockets=sockets, fixturenames=fixturenames, learned=learned
+        item.nodeid, sockets=True, fixturenames=fixturenames, learned=learned
     )
     guard.start()
     item.stash[GUARD] = guard
