@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from pytest_agentfaults._failure import ToolFailure
+    from pytest_agentfaults._plugin_given import AgentFaultsWarning, HypothesisMarkerWarning
     from pytest_agentfaults.errors import (
         AgentFaultsError,
         BudgetExceededError,
@@ -152,6 +153,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, tuple[str, str]] = {
     "Agent": ("pytest_agentfaults.runtime.agent", "Agent"),
     "AgentFaultsError": ("pytest_agentfaults.errors", "AgentFaultsError"),
+    "AgentFaultsWarning": ("pytest_agentfaults._plugin_given", "AgentFaultsWarning"),
     "AnthropicModel": ("pytest_agentfaults.runtime.models.anthropic", "AnthropicModel"),
     "Budget": ("pytest_agentfaults.runtime._result", "Budget"),
     "BudgetExceededError": ("pytest_agentfaults.errors", "BudgetExceededError"),
@@ -168,6 +170,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "FiredFault": ("pytest_agentfaults.testing.faults", "FiredFault"),
     "FirstOf": ("pytest_agentfaults.runtime.combinators", "FirstOf"),
     "HttpFaultRouter": ("pytest_agentfaults.testing.http", "HttpFaultRouter"),
+    "HypothesisMarkerWarning": ("pytest_agentfaults._plugin_given", "HypothesisMarkerWarning"),
     "InvalidArgsError": ("pytest_agentfaults.errors", "InvalidArgsError"),
     "LLMServer": ("pytest_agentfaults.testing.server", "LLMServer"),
     "LlmErrorDecision": ("pytest_agentfaults.runtime.decisions", "LlmErrorDecision"),
@@ -244,6 +247,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 __all__ = [
     "Agent",
     "AgentFaultsError",
+    "AgentFaultsWarning",
     "AnthropicModel",
     "Budget",
     "BudgetExceededError",
@@ -260,6 +264,7 @@ __all__ = [
     "FiredFault",
     "FirstOf",
     "HttpFaultRouter",
+    "HypothesisMarkerWarning",
     "InvalidArgsError",
     "LLMServer",
     "LlmErrorDecision",

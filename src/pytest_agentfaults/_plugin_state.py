@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentfaults._plugin_given import GIVEN
+
 if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
     from pytest_agentfaults.testing._coverage import Matrix
@@ -315,6 +317,8 @@ def start_state(
         for mark in fault_marks(item):  # a loop, not a comprehension: its frame hides
             faults.append(parsed(mark, kit))
         state.add_faults(faults)
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.stash[GIVEN] = True  # warned after its call, unless it used fault_scope
     item.stash[STATE] = state
     state.start()
     if uses_the_kit(item, marks):
