@@ -110,3 +110,16 @@ def test_the_socket_guard_leaves_what_another_undo_put_back():
     assert socket.socket.connect is before  # not revived by the guard's undo
     assert "connect" not in vars(socket.socket)
     assert "connect_ex" not in vars(socket.socket)
+
+
+def test_the_refusal_says_the_rule_it_checked_not_whose_machine_it_is():
+    # the machine's own hostname or interface address may be this machine: the kit checks
+    # only that the host is not a loopback address, and says so
+    import socket
+
+    from pytest_agentfaults._network_policy import blocked_message
+
+    own = socket.gethostname()
+    message = blocked_message(f"GET http://{own}:8000/", own, "t.py::test")
+    assert "not this machine" not in message
+    assert f"{own} is not a loopback address (127.0.0.0/8, ::1, localhost)" in message
