@@ -57,6 +57,9 @@ from pytest_agentfaults._plugin_state import (
     may_use_kit as _may_use_kit,
 )
 from pytest_agentfaults._plugin_state import (
+    no_virtual_clock as _no_virtual_clock,
+)
+from pytest_agentfaults._plugin_state import (
     pend as _pend,
 )
 from pytest_agentfaults._plugin_state import (
@@ -280,6 +283,7 @@ def pytest_fixture_setup(
 
     It belongs to no one test (`_plugin_scopes`); a function-scoped one is the test's own.
     """
+    __tracebackhide__ = True
     if fixturedef.scope == "function":
         return (yield)
     return (yield from _scopes.around_wider_fixture(fixturedef))
@@ -419,13 +423,8 @@ def virtual_clock() -> VirtualClock:
     __tracebackhide__ = True
     item = _running_item("virtual_clock")
     state = _state(item)
-    if state.real_time:
-        from pytest_agentfaults.errors import UsageError  # noqa: PLC0415
-
-        raise UsageError(
-            f"{item.nodeid} is marked real_time, so it has no virtual clock; remove "
-            "the marker or the virtual_clock fixture"
-        )
+    if state.real_time:  # asked for late (request.getfixturevalue): else refused at setup
+        _no_virtual_clock(item)
     return state.clock
 
 
