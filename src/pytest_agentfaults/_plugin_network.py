@@ -54,8 +54,8 @@ def network_mode(config: pytest.Config) -> str:
     if mode not in MODES:
         raise pytest.UsageError(
             f"agentfaults_network = {mode!r}: use kit (the default: refuse real hosts in "
-            "tests that use the kit, and in our model clients everywhere), block (refuse "
-            "them in every test, down to socket.connect) or allow"
+            "tests that use the kit, down to socket.connect, and in our model clients "
+            "everywhere), block (refuse them in every test) or allow"
         )
     return mode
 

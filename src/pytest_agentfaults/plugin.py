@@ -144,8 +144,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentfaults_seed", "default for --agentfaults-seed", default="")
     parser.addini(
         "agentfaults_network",
-        "real hosts: kit (default: refused in tests that use the kit), block (in every "
-        "test, socket.connect too) or allow",
+        "real hosts: kit (default: refused in tests that use the kit, socket.connect "
+        "too), block (in every test) or allow",
         default="kit",
     )
 
