@@ -51,7 +51,7 @@ class Pause:
 
     def begin(self) -> None:
         item = ITEM.get()
-        if item is None or self._parts:
+        if item is None:  # no test running (a plugin's own session): nothing to pause
             return
         parts = _paused_parts(item)
         for part in parts:
@@ -69,10 +69,9 @@ def around_wider_fixture(fixturedef: pytest.FixtureDef[Any]) -> Generator[None, 
 
     Its teardown is paused too: a finalizer registered before the fixture's own (which
     pytest runs last) ends the pause, and one registered after it (run first) begins it.
-    FixtureDef finalizers run last-in-first-out, each even if another raised.
+    FixtureDef finalizers run last-in-first-out, each even if another raised. For a
+    fixture of any scope but "function" (the plugin's wrapper leaves those alone).
     """
-    if fixturedef.scope == "function":
-        return (yield)
     teardown = Pause()
     fixturedef.addfinalizer(teardown.end)
     setup = Pause()
