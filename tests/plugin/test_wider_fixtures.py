@@ -30,6 +30,13 @@ def service():
         out.write(str(SEEN["teardown"]))
 
 
+@pytest.fixture(scope="module")
+def nested(service):  # a wider fixture on top of another: each pauses, then resumes
+    start = time.perf_counter()
+    time.sleep(0.01)
+    return time.perf_counter() - start
+
+
 @pytest.fixture
 def local_wait():
     time.sleep(7)  # function-scoped: the test's own, on its virtual clock
@@ -48,10 +55,14 @@ def test_a_session_fixture_of_a_kit_test_keeps_real_time(pytester, order):
         test_it="""
         import pytest
 
-        def test_kit(service, local_wait, virtual_clock):
+        import time
+
+        def test_kit(service, nested, local_wait, virtual_clock):
             # the session fixture's wait is not this test's: real, and not on its clock
             assert service["setup"] >= 0.045, service
-            assert virtual_clock.sleeps == [7]
+            assert nested >= 0.009
+            time.sleep(3)  # the test's own again, after the wider fixtures
+            assert virtual_clock.sleeps == [7, 3]
 
         def test_plain(service):
             assert service["setup"] >= 0.045, service
