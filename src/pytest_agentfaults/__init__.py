@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from pytest_agentfaults._failure import ToolFailure
+    from pytest_agentfaults._plugin_given import AgentFaultsWarning, HypothesisMarkerWarning
     from pytest_agentfaults.errors import (
         AgentFaultsError,
         BudgetExceededError,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
         ToolTimeoutError,
         UnknownToolError,
         UsageError,
+        VirtualTimeSpinError,
         classify,
     )
     from pytest_agentfaults.runtime._result import Budget, CancelToken, RunResult, Usage
@@ -151,6 +153,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, tuple[str, str]] = {
     "Agent": ("pytest_agentfaults.runtime.agent", "Agent"),
     "AgentFaultsError": ("pytest_agentfaults.errors", "AgentFaultsError"),
+    "AgentFaultsWarning": ("pytest_agentfaults._plugin_given", "AgentFaultsWarning"),
     "AnthropicModel": ("pytest_agentfaults.runtime.models.anthropic", "AnthropicModel"),
     "Budget": ("pytest_agentfaults.runtime._result", "Budget"),
     "BudgetExceededError": ("pytest_agentfaults.errors", "BudgetExceededError"),
@@ -167,6 +170,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "FiredFault": ("pytest_agentfaults.testing.faults", "FiredFault"),
     "FirstOf": ("pytest_agentfaults.runtime.combinators", "FirstOf"),
     "HttpFaultRouter": ("pytest_agentfaults.testing.http", "HttpFaultRouter"),
+    "HypothesisMarkerWarning": ("pytest_agentfaults._plugin_given", "HypothesisMarkerWarning"),
     "InvalidArgsError": ("pytest_agentfaults.errors", "InvalidArgsError"),
     "LLMServer": ("pytest_agentfaults.testing.server", "LLMServer"),
     "LlmErrorDecision": ("pytest_agentfaults.runtime.decisions", "LlmErrorDecision"),
@@ -220,6 +224,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "UsageError": ("pytest_agentfaults.errors", "UsageError"),
     "Verdict": ("pytest_agentfaults.runtime.verdict", "Verdict"),
     "VirtualClock": ("pytest_agentfaults.runtime.clock", "VirtualClock"),
+    "VirtualTimeSpinError": ("pytest_agentfaults.errors", "VirtualTimeSpinError"),
     "call_tool": ("pytest_agentfaults.testing.steps", "call_tool"),
     "call_tools": ("pytest_agentfaults.testing.steps", "call_tools"),
     "check_schedule": ("pytest_agentfaults.testing.schedules", "check_schedule"),
@@ -242,6 +247,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 __all__ = [
     "Agent",
     "AgentFaultsError",
+    "AgentFaultsWarning",
     "AnthropicModel",
     "Budget",
     "BudgetExceededError",
@@ -258,6 +264,7 @@ __all__ = [
     "FiredFault",
     "FirstOf",
     "HttpFaultRouter",
+    "HypothesisMarkerWarning",
     "InvalidArgsError",
     "LLMServer",
     "LlmErrorDecision",
@@ -311,6 +318,7 @@ __all__ = [
     "UsageError",
     "Verdict",
     "VirtualClock",
+    "VirtualTimeSpinError",
     "__version__",
     "call_tool",
     "call_tools",

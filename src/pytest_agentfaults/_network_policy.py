@@ -45,11 +45,15 @@ def url_host(url: str) -> str:
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` is this machine (127.0.0.0/8, ``localhost``, ``::1``)."""
+    """Whether ``host`` is a loopback address (127.0.0.0/8, ``localhost``, ``::1``).
+
+    By its spelling alone, with no lookup: the machine's own hostname or interface
+    address is not loopback here, and is refused (the message says which rule).
+    """
     host = host.lower().strip("[]")
     if host.startswith("127.") or host in _LOOPBACK_NAMES or host.endswith(".localhost"):
         return True
-    if ":" not in host:  # a name, or an IPv4 address outside 127/8: not this machine
+    if ":" not in host:  # a name, or an IPv4 address outside 127/8: not loopback
         return False
     try:  # another spelling of ::1, or ::ffff:127.x.y.z
         address = ipaddress.ip_address(host)
@@ -63,8 +67,9 @@ def blocked_message(what: str, host: str, test: str, why: str = "") -> str:
     """The refusal: what was sent, where, by which test, ``why`` (a sentence), the ways out."""
     return (
         f"agentfaults: {what} was refused: tests do not reach the network, and {host} is "
-        f"not this machine (test {test}).{why} Answer it in the test with a route "
-        "(http_faults.post(url).respond(200, json=...)) or a fault, or point the client at "
+        f"not a loopback address (127.0.0.0/8, ::1, localhost) (test {test}).{why} Answer "
+        "it in the test with a route (http_faults.post(url).respond(200, json=...)) or a "
+        "fault, or point the client at "
         f"a loopback server such as llm_server; or {HOW_TO_ALLOW}."
     )
 

@@ -24,7 +24,7 @@ from pytest_agentfaults._plugin_state import STATE, unpend
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.session import TestState
 
-__all__ = ["end_test", "switch_off"]
+__all__ = ["end_test", "note_xpass", "switch_off"]
 
 
 def end_test(item: pytest.Item, call: pytest.CallInfo[None]) -> TestState | None:
@@ -52,6 +52,8 @@ def end_test(item: pytest.Item, call: pytest.CallInfo[None]) -> TestState | None
             return state  # pytest.skip / fail / xfail in a finalizer: its outcome stands
         errors.insert(0, excinfo.value)  # the finalizer's error first
     passed = state is not None and state.passed
+    if state is not None and passed and state.spun is not None:
+        errors.append(state.spun)  # swallowed by the code under test: the test fails here
     if state is not None and passed:
         try:
             state.plan.check()
@@ -65,6 +67,20 @@ def end_test(item: pytest.Item, call: pytest.CallInfo[None]) -> TestState | None
     if errors and (excinfo is None or len(errors) > 1):
         call.excinfo = _raised(item, errors)
     return state
+
+
+def note_xpass(state: TestState, report: pytest.TestReport) -> None:
+    """An xfail test that passed (XPASS): what the kit's checks find goes in its reason.
+
+    Not a teardown error: pytest makes an xfail test's teardown error "xfailed", so the one
+    test would count twice, and the message would be lost. The test's state is left not
+    ``passed``, so its teardown checks nothing.
+    """
+    try:
+        state.plan.check()
+    except AssertionError as error:
+        reason = str(getattr(report, "wasxfail", ""))
+        report.wasxfail = f"{reason}; {error}" if reason else str(error)
 
 
 def _raised(item: pytest.Item, errors: list[Exception]) -> pytest.ExceptionInfo[BaseException]:

@@ -4,7 +4,7 @@ Light, like ``plugin.py``: the standard library and pytest only. Per test, at se
 
 - ``@pytest.mark.allow_network``, or ini ``agentfaults_network = allow``: nothing;
 - a test that uses the kit, or any test under ``agentfaults_network = block``: the test
-  kit's `NetworkGuard` on httpx and httpx2 (and, for ``block``, on ``socket.connect``);
+  kit's `NetworkGuard` on httpx, httpx2 and ``socket.connect`` (the test is sealed);
 - any other test: `CURRENT` holds it (named only if refused), so our own model clients
   refuse real hosts.
 
@@ -25,6 +25,7 @@ from pytest_agentfaults._plugin_state import SESSION
 
 __all__ = [
     "ALLOW_NETWORK",
+    "GUARD",
     "MODE",
     "check_network",
     "network_mode",
@@ -42,7 +43,7 @@ ALLOW_NETWORK = (
     "agentfaults_network = block)."
 )
 MODE = pytest.StashKey[str]()
-_GUARD = pytest.StashKey[Any]()
+GUARD = pytest.StashKey[Any]()
 _POLICY = pytest.StashKey[NetworkPolicy]()  # the session's (config.stash)
 _TOKEN = pytest.StashKey[Token[NetworkPolicy | None]]()  # ... and how to undo it
 
@@ -53,8 +54,8 @@ def network_mode(config: pytest.Config) -> str:
     if mode not in MODES:
         raise pytest.UsageError(
             f"agentfaults_network = {mode!r}: use kit (the default: refuse real hosts in "
-            "tests that use the kit, and in our model clients everywhere), block (refuse "
-            "them in every test, down to socket.connect) or allow"
+            "tests that use the kit, down to socket.connect, and in our model clients "
+            "everywhere), block (refuse them in every test) or allow"
         )
     return mode
 
@@ -74,9 +75,8 @@ def start_network(item: pytest.Item, uses_kit: bool, *, allowed: bool | None = N
     mode = policy.mode if policy is not None else item.config.stash[MODE]
     if mode == "allow" or (_allowed(item) if allowed is None else allowed):
         return
-    block = mode == "block"
-    if uses_kit or block:
-        _start_guard(item, sockets=block)
+    if uses_kit or mode == "block":
+        _start_guard(item)  # sealed: httpx, httpx2 and socket.connect
         return
     if policy is not None:
         policy.running = item  # named only if it refuses a request: no string built here
@@ -105,15 +105,15 @@ def stop_session(config: pytest.Config) -> None:
 
 def start_network_late(item: pytest.Item) -> None:
     """A kit fixture asked for in the test body: the kit's guard takes over."""
-    if _allowed(item) or _GUARD in item.stash:
+    if _allowed(item) or GUARD in item.stash:
         return
     policy = CURRENT.get()
     if policy is not None:
         policy.guarded = True
-    _start_guard(item, sockets=False)
+    _start_guard(item)
 
 
-def _start_guard(item: pytest.Item, sockets: bool) -> None:
+def _start_guard(item: pytest.Item) -> None:
     # lazy: the kit loads on the first test that uses it; after that, found in sys.modules
     # (a ``from`` import looks for attributes the module lacks, ~7k instructions a test)
     network: Any = sys.modules.get("pytest_agentfaults.testing._network")
@@ -124,10 +124,10 @@ def _start_guard(item: pytest.Item, sockets: bool) -> None:
     fixturenames = getattr(item, "fixturenames", ())
     learned = item.config.stash[SESSION].learned
     guard = network.NetworkGuard(
-        item.nodeid, sockets=sockets, fixturenames=fixturenames, learned=learned
+        item.nodeid, sockets=True, fixturenames=fixturenames, learned=learned
     )
     guard.start()
-    item.stash[_GUARD] = guard
+    item.stash[GUARD] = guard
 
 
 def stop_network(item: pytest.Item, errors: list[Exception]) -> Any:
@@ -138,9 +138,9 @@ def stop_network(item: pytest.Item, errors: list[Exception]) -> Any:
     """
     stash = item.stash  # `in`, not `stash.get`: a get that misses raises a KeyError
     guard = None
-    if _GUARD in stash:
-        guard = stash[_GUARD]
-        del stash[_GUARD]
+    if GUARD in stash:
+        guard = stash[GUARD]
+        del stash[GUARD]
         try:
             guard.stop()
         except Exception as error:

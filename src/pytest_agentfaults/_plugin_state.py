@@ -12,9 +12,11 @@ from contextvars import ContextVar, Token
 from functools import partial
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
+
+from pytest_agentfaults._plugin_given import GIVEN
 
 if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
@@ -32,6 +34,7 @@ __all__ = [
     "fault_marks",
     "kit_marks",
     "may_use_kit",
+    "no_virtual_clock",
     "pend",
     "running_item",
     "start_state",
@@ -283,6 +286,10 @@ def start_state(
     """
     __tracebackhide__ = True
     marks = kit_marks(item) if marks is None else marks
+    if "real_time" in marks and "virtual_clock" in getattr(item, "fixturenames", ()):
+        # said here, by the setup hook, not by the fixture: a fixture's error shows the
+        # fixture machinery (another plugin's setup wrapper), not the user's test
+        no_virtual_clock(item)
     session = item.config.stash[SESSION]
     kit = session.kit or load_kit(item.config, session)
     nodeid = item.nodeid  # a property that builds the string
@@ -299,11 +306,24 @@ def start_state(
         for mark in fault_marks(item):  # a loop, not a comprehension: its frame hides
             faults.append(parsed(mark, kit, item))
         state.add_faults(faults)
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.stash[GIVEN] = True  # warned after its call, unless it used fault_scope
     item.stash[STATE] = state
     state.start()
     if uses_the_kit(item, marks):
         state.use_virtual_time()  # undone by state.stop(), like the rest
     return state
+
+
+def no_virtual_clock(item: pytest.Item) -> NoReturn:
+    """Refuse the ``virtual_clock`` fixture of a ``real_time`` test."""
+    __tracebackhide__ = True
+    from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - lazy, rare
+
+    raise UsageError(
+        f"{item.nodeid} is marked real_time, so it has no virtual clock; remove "
+        "the marker or the virtual_clock fixture"
+    )
 
 
 PENDED = pytest.StashKey[Token[Any]]()  # the test's `pend` token, until it ends

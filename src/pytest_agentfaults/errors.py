@@ -3,6 +3,7 @@
 ```
 AgentFaultsError
 ├── UsageError(ValueError)            misuse by the developer: bad config, bad marker arguments
+│   └── VirtualTimeSpinError          a loop on the real clock spins between virtual sleeps
 ├── ToolError
 │   ├── InvalidArgsError              arguments failed the tool's schema
 │   ├── UnknownToolError              the model named a tool that does not exist
@@ -75,6 +76,7 @@ __all__ = [
     "ToolTimeoutError",
     "UnknownToolError",
     "UsageError",
+    "VirtualTimeSpinError",
     "classify",
     "is_ambiguous",
 ]
@@ -122,6 +124,10 @@ class UsageError(AgentFaultsError, ValueError):
 
 
 # --------------------------------------------------------------------------- tools
+
+
+class VirtualTimeSpinError(UsageError):
+    """A kit test's loop waits on the real clock (``time.monotonic``) between virtual sleeps."""
 
 
 class ToolError(AgentFaultsError):
@@ -316,9 +322,8 @@ class BudgetExceededError(AgentFaultsError):
         self.value = value
 
 
-# The one place that says which errors no recovery ever handles (no retry, fixer, feed-back
-# or fallback): a budget cap, the developer's mistake, the test's (an AssertionError, a
-# request that would have left the machine).
+# The one place saying what no recovery (retry, fixer, feed-back, fallback) ever handles: a
+# budget cap, the developer's mistake, the test's (an AssertionError, a refused request).
 NEVER_RECOVERED: Final = (BudgetExceededError, UsageError, AssertionError, NetworkBlockedError)
 
 
@@ -394,8 +399,7 @@ def kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
     # Tuples, not ``A | B`` unions, in these isinstance checks: a union is checked through
     # its __instancecheck__, a tuple in C; each failed tool attempt is classified here.
     if exc.__class__ in PLAIN_TRANSIENT:
-        # The checks below, as they end for these classes: an explicit ``retryable``, else
-        # retryable unless the message speaks of credentials.
+        # as below: an explicit ``retryable``, else retryable unless it speaks of credentials
         explicit = getattr(exc, "retryable", None)
         if isinstance(explicit, bool):
             return "runtime", explicit
@@ -485,9 +489,7 @@ def _recommend(exc: object, kind: ErrorKind, retryable: bool, tool: str | None) 
         wait = f" after {exc.retry_after:g}s" if exc.retry_after is not None else ""
         return [f"The provider is rate limiting; try again{wait} or reduce the request rate."]
     if isinstance(exc, TimeoutError):
-        return [
-            f"{subject} timed out; try again, or ask for less work per call.",
-        ]
+        return [f"{subject} timed out; try again, or ask for less work per call."]
     if retryable:
         return [
             f"The failure of {subject} looks transient; calling it again may succeed.",

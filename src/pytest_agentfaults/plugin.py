@@ -24,6 +24,7 @@ from pytest_agentfaults import _plugin_end as _end
 from pytest_agentfaults import _plugin_fixtures as _fixtures
 from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults import _plugin_paths as _paths
+from pytest_agentfaults import _plugin_scopes as _scopes
 from pytest_agentfaults import _plugin_secrets as _secrets
 from pytest_agentfaults import _plugin_totals as _totals
 from pytest_agentfaults._plugin_adapters import adapters_header as _adapters_header
@@ -56,6 +57,9 @@ from pytest_agentfaults._plugin_state import (
 )
 from pytest_agentfaults._plugin_state import (
     may_use_kit as _may_use_kit,
+)
+from pytest_agentfaults._plugin_state import (
+    no_virtual_clock as _no_virtual_clock,
 )
 from pytest_agentfaults._plugin_state import (
     pend as _pend,
@@ -147,8 +151,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentfaults_seed", "default for --agentfaults-seed", default="")
     parser.addini(
         "agentfaults_network",
-        "real hosts: kit (default: refused in tests that use the kit), block (in every "
-        "test, socket.connect too) or allow",
+        "real hosts: kit (default: refused in tests that use the kit, socket.connect "
+        "too), block (in every test) or allow",
         default="kit",
     )
 
@@ -160,6 +164,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", _network.ALLOW_NETWORK)
     config.stash[_network.MODE] = _network.network_mode(config)
     config.pluginmanager.import_plugin("pytest_agentfaults._plugin_sdk")
+    config.pluginmanager.import_plugin("pytest_agentfaults._plugin_given")
     mode = config.getoption("agentfaults_trace") or config.getini("agentfaults_trace")
     if mode not in _TRACE_MODES:
         raise pytest.UsageError(
@@ -281,6 +286,20 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+) -> Generator[None, object, object]:
+    """A fixture wider than the function runs on real time, without the test's guard.
+
+    It belongs to no one test (`_plugin_scopes`); a function-scoped one is the test's own.
+    """
+    __tracebackhide__ = True
+    if fixturedef.scope == "function":
+        return (yield)
+    return (yield from _scopes.around_wider_fixture(fixturedef))
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
@@ -313,6 +332,8 @@ def pytest_runtest_makereport(
     if when != "teardown":
         if failed:
             state.failed = True
+        elif when == "call" and report.outcome == "passed" and hasattr(report, "wasxfail"):
+            _end.note_xpass(state, report)  # said in its XPASS line, not a teardown error
         elif when == "call" and report.outcome == "passed":
             state.passed = True
             if session.coverage is not None:  # while llm_server still serves the test
@@ -405,13 +426,8 @@ def virtual_clock() -> VirtualClock:
     __tracebackhide__ = True
     item = _running_item("virtual_clock")
     state = _state(item)
-    if state.real_time:
-        from pytest_agentfaults.errors import UsageError  # noqa: PLC0415
-
-        raise UsageError(
-            f"{item.nodeid} is marked real_time, so it has no virtual clock; remove "
-            "the marker or the virtual_clock fixture"
-        )
+    if state.real_time:  # asked for late (request.getfixturevalue): else refused at setup
+        _no_virtual_clock(item)
     return state.clock
 
 

@@ -206,7 +206,7 @@ def test_an_unfinished_http_fault_is_a_usage_error(faults):
 
 
 @pytest.mark.inject_fault(http=503, url="https://other.test/")
-def test_an_unfaulted_request_never_reaches_the_network(lib):
+def test_an_unfaulted_request_never_reaches_the_network(lib, refusals_expected):
     with lib.Client() as client, pytest.raises(UnmatchedRequestError) as caught:
         client.get("https://api.example.com/secret?api_key=sk-abcdefghijklmnop")
     assert isinstance(caught.value, AssertionError)
@@ -216,7 +216,7 @@ def test_an_unfaulted_request_never_reaches_the_network(lib):
         assert client.get("https://other.test/").status_code == 503
 
 
-def test_a_request_no_route_matches_raises_naming_it(http_faults, lib):
+def test_a_request_no_route_matches_raises_naming_it(http_faults, lib, refusals_expected):
     http_faults.get(API).respond(200)
     with lib.Client() as client:
         assert client.get(API).status_code == 200
@@ -224,7 +224,7 @@ def test_a_request_no_route_matches_raises_naming_it(http_faults, lib):
             client.post("https://nope.test/x")
 
 
-def test_the_guard_is_never_retried_by_our_clients(http_faults):
+def test_the_guard_is_never_retried_by_our_clients(http_faults, refusals_expected):
     model = af.OpenAIModel("m", base_url="https://llm.test/v1", api_key="k")
     agent = af.Agent("bot", model=model)
     with pytest.raises(UnmatchedRequestError):
@@ -426,7 +426,7 @@ def test_a_failing_pass_through_is_recorded(faults, trace, lib):
     assert event.error.type == "ConnectError"
 
 
-def test_async_requests_without_a_route_are_guarded(http_faults, lib):
+def test_async_requests_without_a_route_are_guarded(http_faults, lib, refusals_expected):
     http_faults.get(API).respond(200)
 
     async def go() -> None:

@@ -104,7 +104,9 @@ def test_a_side_effect_or_pass_through_set_later_wins_over_a_pending_answer():
     assert route.match(request) is request
 
 
-def test_a_url_pattern_is_matched_per_url_and_other_patterns_every_time(http_faults, lib):
+def test_a_url_pattern_is_matched_per_url_and_other_patterns_every_time(
+    http_faults, lib, refusals_expected
+):
     by_url = http_faults.get(API, params={"page": "1"}).respond(200, text="one")
     by_body = http_faults.post(API, json={"a": 1}).respond(201, text="a")
     with lib.Client() as client:

@@ -146,7 +146,9 @@ def test_a_pass_through_route_is_recorded_once(http_faults, lib, local_server, t
     assert [e.status for e in trace.of("http.request")] == [200, 200]
 
 
-def test_the_tests_own_respx_router_still_answers_beside_http_faults(http_faults, lib):
+def test_the_tests_own_respx_router_still_answers_beside_http_faults(
+    http_faults, lib, refusals_expected
+):
     ours = http_faults.get(API).respond(200, text="ours")
     using = "httpcore" if lib is httpx else "httpcore2"
     with respx.mock(using=using, assert_all_called=True) as theirs:
@@ -433,7 +435,9 @@ def test_a_routed_answer_sets_the_clients_cookies_and_uses_its_default_encoding(
     assert response.text == "caf\xe9"
 
 
-def test_an_unmatched_routed_request_is_refused_and_not_recorded(http_faults, lib, trace):
+def test_an_unmatched_routed_request_is_refused_and_not_recorded(
+    http_faults, lib, trace, refusals_expected
+):
     http_faults.assert_all_called = False
     route = http_faults.get(API).respond(204)
     with lib.Client() as client, pytest.raises(AssertionError, match="GET " + OTHER):

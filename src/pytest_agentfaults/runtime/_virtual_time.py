@@ -32,13 +32,17 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults._patches import live, replaced, retire
+from pytest_agentfaults.errors import VirtualTimeSpinError
 from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded, attempt_deadline
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import VirtualClock
 
-__all__ = ["ThreadTime", "executor_busy", "is_bookkeeping", "next_timer", "wake"]
+__all__ = ["ThreadTime", "executor_busy", "is_bookkeeping", "next_timer", "spin_message", "wake"]
 
+_monotonic = time.monotonic  # the real clock, whatever a test patches later
+#: How many virtual sleeps of one test's thread, outrunning real time, make a spin (`_spin`).
+SPIN_SLEEPS: Final = 100_000
 TICK: Final = 0.01  # real seconds between two looks while real work may be under way
 QUIET_HOPS: Final = 2  # idle loop iterations in a row before a timer fires
 QUIET_TICKS: Final = 5  # idle ticks in a row (50 ms) when a socket or thread is busy
@@ -54,12 +58,30 @@ def wake(tick: asyncio.Future[None]) -> None:
 class ThreadTime:
     """The sleeps of one thread, and of the event loops it runs, made virtual on ``clock``."""
 
-    __slots__ = ("_undo", "active", "clock", "loops", "thread")
+    __slots__ = (
+        "_counted",
+        "_since",
+        "_slept",
+        "_undo",
+        "active",
+        "clock",
+        "loops",
+        "spun",
+        "suspended",
+        "thread",
+    )
 
     def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock
         self.thread = threading.get_ident()
         self.active = False
+        #: >0 while a fixture wider than the test runs (`_plugin_scopes`): real sleeps
+        self.suspended = 0
+        #: the spin this thread's sleeps made (`_spin`), for the test's teardown
+        self.spun: VirtualTimeSpinError | None = None
+        self._counted = 0  # sleeps since `_since` (real), and the virtual seconds they took
+        self._slept = 0.0
+        self._since = _monotonic()
         self.loops: dict[asyncio.AbstractEventLoop, _LoopTimers] = {}
         self._undo: list[tuple[object, str, object, object]] = []
 
@@ -107,7 +129,24 @@ class ThreadTime:
                 timers.close(self.clock.now())
 
     def _mine(self) -> bool:
-        return self.active and threading.get_ident() == self.thread
+        return self.active and not self.suspended and threading.get_ident() == self.thread
+
+    def _spin(self) -> None:
+        """`SPIN_SLEEPS` sleeps: raise `VirtualTimeSpinError` if they outran real time.
+
+        Once raised, every later sleep of the thread raises it again (none is recorded:
+        ``clock.sleeps`` stops growing). Sleeps that took less virtual time than the real
+        time that passed are no spin: counted afresh.
+        """
+        __tracebackhide__ = True
+        real = _monotonic() - self._since
+        if self.spun is None and self._slept <= real:
+            self._counted, self._slept, self._since = 0, 0.0, _monotonic()
+            return
+        message = str(self.spun) if self.spun is not None else spin_message(self._slept, real)
+        error = VirtualTimeSpinError(message)
+        self.spun = self.spun or error
+        raise error
 
     def _sync_sleep(self, previous: Callable[[float], None]) -> Callable[[float], None]:
         def sleep(secs: float, /) -> None:
@@ -116,6 +155,10 @@ class ThreadTime:
             seconds = _seconds(secs, allow_zero=True)
             if seconds is None or not self._mine():
                 return previous(secs)
+            self._counted += 1
+            self._slept += seconds
+            if self._counted >= SPIN_SLEEPS:
+                self._spin()
             self.clock.sleep(seconds)
             return None
 
@@ -159,6 +202,10 @@ class ThreadTime:
     async def _wait(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
         __tracebackhide__ = True
         clock = self.clock
+        self._counted += 1
+        self._slept += seconds
+        if self._counted >= SPIN_SLEEPS:
+            self._spin()
         clock.sleeps.append(seconds)
         start = clock.now()
         end = start + seconds
@@ -177,6 +224,18 @@ class ThreadTime:
             clock._store(end)
         if limit is not None and cut:
             raise AttemptDeadlineExceeded(limit)
+
+
+def spin_message(slept: float, real: float) -> str:
+    """What `VirtualTimeSpinError` says: what happened, why, and the fixes."""
+    return (
+        f"agentfaults: this test's thread made {SPIN_SLEEPS:,} virtual sleeps ({slept:,.0f} s "
+        f"of virtual time) in {real:.2f} s of real time: a loop that waits on "
+        "time.monotonic() or time.time() (a deadline loop, tenacity's stop_after_delay) "
+        "never sees virtual time pass, so it spins. Wait on the clock the kit gives "
+        "(virtual_clock.now()), stop after a number of attempts, or run the test on real "
+        "time with @pytest.mark.real_time."
+    )
 
 
 def _seconds(value: object, *, allow_zero: bool) -> float | None:

@@ -12,12 +12,13 @@ refused before it is sent:
   ``x-stainless-*`` headers) retries every exception its transport raises (anthropic
   three times, then "Connection error."), so it gets a final answer instead: a 403 with
   ``x-should-retry: false``, which both SDKs raise at once as ``PermissionDeniedError``
-  with the refusal as its message. The SDK's caller may swallow that error, so the test
-  also fails at teardown, naming each request so answered.
+  with the refusal as its message.
 
-With ``sockets=True`` (the ``block`` mode) ``socket.socket.connect`` refuses non-loopback
-addresses too, before any packet goes out, for every other client (urllib, requests, a
-raw socket). Loopback (127.0.0.0/8, ``::1``, ``localhost``) is always allowed.
+With ``sockets=True`` (as the plugin starts it) ``socket.socket.connect`` refuses
+non-loopback addresses too, before any packet goes out, for every other client (urllib,
+requests, a raw socket). Loopback (127.0.0.0/8, ``::1``, ``localhost``) is always
+allowed. The code under test may swallow any refusal, so a test that passed also fails
+at teardown, naming each refused request (`check`).
 """
 
 from __future__ import annotations
@@ -102,10 +103,14 @@ class NetworkGuard:
         self.fixturenames = fixturenames
         #: where the credentials of the requests it handles are learned (the session's)
         self.learned = learned
-        #: the SDK requests answered with the refusal (``"POST https://..."``, redacted)
+        #: every request refused (``"POST https://... (how)"``, redacted), whatever the
+        #: client: the code under test may swallow the refusal, so `check` fails the test
         self.answered: list[str] = []
         #: why the httpx mocks of the test did not answer them (`unseen_by_mocks`), if so
         self.hint = ""
+        #: >0 while a fixture wider than the test runs (`_plugin_scopes`): it is no one
+        #: test's, so this test's guard stands aside for it
+        self.suspended = 0
         self._patched = False
 
     # ------------------------------------------------------------------ switching
@@ -125,16 +130,16 @@ class NetworkGuard:
             _unpatch_sockets()
 
     def check(self) -> None:
-        """Raise `AssertionError` naming every SDK request that got the refusal."""
+        """Raise `AssertionError` naming every request refused, whatever the client."""
         __tracebackhide__ = True
         if self.answered:
             listed = "\n".join(f"  {line}" for line in self.answered)
             raise AssertionError(
                 f"agentfaults: {self.test} sent requests to real hosts; tests do not reach "
-                "the network, so each got a 403 with x-should-retry: false (which no SDK "
-                f"retries):\n{listed}\n{self.hint.lstrip()}{' ' if self.hint else ''}Answer "
-                "them in the test with http_faults routes or faults, or point the client at "
-                f"llm_server; or {HOW_TO_ALLOW}."
+                f"the network, so each was refused before it was sent:\n{listed}\n"
+                f"{self.hint.lstrip()}{' ' if self.hint else ''}Answer them in the test "
+                "with http_faults routes or faults, or point the client at llm_server; "
+                f"or {HOW_TO_ALLOW}."
             )
 
     # ------------------------------------------------------------------ one request
@@ -158,7 +163,7 @@ class NetworkGuard:
     def _refusal(self, library: Library, client: Any, request: Any) -> Injected | None:
         if self.learned is not None:
             learn_request(request, self.learned)
-        if is_loopback(request.url.host):
+        if self.suspended or is_loopback(request.url.host):
             return None
         transport = client._transport_for_url(request.url)
         if transport_kind(library.module, library.name, transport) != NETWORK:
@@ -174,13 +179,14 @@ class NetworkGuard:
         error to raise. ``why`` (a sentence) says what of the test did not answer it.
         """
         hint = self.unseen_by_mocks(module) + why
-        if not is_sdk_request(request):
-            error = UnmatchedRequestError(request.method, str(request.url), self.test, hint)
-            return Injected(error=error)
         host = request.url.host
         what = f"{request.method} {redact_text(str(request.url))}"
+        if not is_sdk_request(request):
+            error = UnmatchedRequestError(request.method, str(request.url), self.test, hint)
+            self.answered.append(f"{what} ({type(error).__name__})")
+            return Injected(error=error)
         message = blocked_message(what, host, self.test, hint)
-        self.answered.append(what)
+        self.answered.append(f"{what} (a 403 with x-should-retry: false, which no SDK retries)")
         self.hint = self.hint or hint
         body = {
             "type": "error",
@@ -270,7 +276,9 @@ _LOCAL_FAMILIES: Final = tuple(
 
 def _check_address(guard: NetworkGuard, sock: socket.socket, address: Any) -> None:
     __tracebackhide__ = True
-    if sock.family in _LOCAL_FAMILIES or not isinstance(address, tuple) or not address:
+    if guard.suspended or sock.family in _LOCAL_FAMILIES:
+        return
+    if not isinstance(address, tuple) or not address:
         return
     host = str(address[0])
     if is_loopback(host) or host in ("0.0.0.0", "::"):  # noqa: S104 - compared, never bound
@@ -278,8 +286,10 @@ def _check_address(guard: NetworkGuard, sock: socket.socket, address: Any) -> No
     port = address[1] if len(address) > 1 else "?"
     # closed here: the caller (socket.create_connection) only closes on an OSError
     sock.close()
+    what = f"socket.connect(({host!r}, {port}))"
+    guard.answered.append(f"{what} (NetworkBlockedError)")
     raise NetworkBlockedError(
-        blocked_message(f"socket.connect(({host!r}, {port}))", host, guard.test),
+        blocked_message(what, host, guard.test),
         host=host,
         test=guard.test,
     )

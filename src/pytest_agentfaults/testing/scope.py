@@ -20,6 +20,7 @@ raises. Works in a test, inside ``@given`` and outside pytest.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
@@ -38,7 +39,11 @@ from pytest_agentfaults.testing._frameworks import (
 from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan, suspend_earlier_plans
 
-__all__ = ["FaultScope", "fault_scope"]
+__all__ = ["ENTERED", "FaultScope", "fault_scope"]
+
+#: How many scopes the running test entered, while the plugin counts them (a Hypothesis
+#: test with ``inject_fault`` markers: see `pytest_agentfaults._plugin_given`).
+ENTERED: ContextVar[list[int] | None] = ContextVar("agentfaults_scopes", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,9 @@ class fault_scope:
                 "af.fault_scope() is already entered: make a new one per block, "
                 "`with af.fault_scope() as scope:`"
             )
+        entered = ENTERED.get()
+        if entered is not None:
+            entered[0] += 1  # for the plugin: this test makes a fresh kit per example
         given = self._seed if self._seed is not None else active_seed()
         seed = given if given is not None else 0
         scope = FaultScope(FaultPlan(seed=seed), Trace(), VirtualClock(), seed)

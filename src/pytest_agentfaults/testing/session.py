@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentfaults._redact import LearnedSecrets, redact_text
+from pytest_agentfaults.errors import VirtualTimeSpinError
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime._test_context import Entered, enter_test, leave_test
 from pytest_agentfaults.runtime.clock import RealClock, VirtualClock
@@ -133,6 +134,9 @@ class TestState:
         self.declared = False
         self.passed = False
         self.failed = False
+        #: the `VirtualTimeSpinError` the test's sleeps raised, if any: it fails the test
+        #: at teardown even if the code swallowed it
+        self.spun: VirtualTimeSpinError | None = None
         #: the runtime context `start` set (`enter_test`), in each context it started in
         self._entered: Entered = []
         self._plan_handles: list[object] = []
@@ -201,6 +205,8 @@ class TestState:
         # another BaseException) in one lets the others run first, then goes on.
         errors: list[Exception] = []
         interrupt: BaseException | None = None
+        for patch in self.clock._patches:  # noqa: SLF001 - a loop that spun, if any
+            self.spun = self.spun or patch.spun
         try:
             self.clock.unpatch_sleep()
         except Exception as error:

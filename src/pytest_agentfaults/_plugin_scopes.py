@@ -1,0 +1,84 @@
+"""Fixtures wider than the function run outside the running test's virtual time and guard.
+
+A session, package, module or class fixture belongs to no one test: the test that
+happens to set it up (or tear it down) is chosen by the order of the run. So while such a
+fixture's setup or teardown runs, the running test's virtual sleeps and network guard
+stand aside (`Pause`): its readiness wait really waits, is not recorded on that test's
+clock, and its requests go out as in a plain test. A function-scoped fixture of a kit
+test is the test's own, and stays on its virtual clock.
+
+The pause is kept on the test's own objects (its `ThreadTime` patches and its
+`NetworkGuard`, both in the item's stash): nothing process-wide. Light, like
+``plugin.py``: the standard library and pytest only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from pytest_agentfaults._plugin_network import GUARD
+from pytest_agentfaults._plugin_state import ITEM, STATE
+
+__all__ = ["Pause", "around_wider_fixture"]
+
+
+def _paused_parts(item: pytest.Item) -> list[Any]:
+    """What of ``item`` would act on a fixture's code: its sleep patches and its guard."""
+    stash = item.stash
+    parts: list[Any] = []
+    if STATE in stash:
+        parts.extend(stash[STATE].clock._patches)  # noqa: SLF001 - the test's ThreadTime, if on
+    if GUARD in stash:
+        parts.append(stash[GUARD])
+    return parts
+
+
+class Pause:
+    """Makes the running test's sleeps real and its guard stand aside, then undoes it.
+
+    `begin` finds the test running at that moment (setup and teardown of one fixture can
+    fall in different tests); `end` undoes what `begin` did, and only that. Each part
+    counts its pauses (``suspended``), so nested wider fixtures pause and resume in turn.
+    """
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: list[Any] = []
+
+    def begin(self) -> None:
+        item = ITEM.get()
+        if item is None:  # no test running (a plugin's own session): nothing to pause
+            return
+        parts = _paused_parts(item)
+        for part in parts:
+            part.suspended += 1
+        self._parts = parts
+
+    def end(self) -> None:
+        parts, self._parts = self._parts, []
+        for part in parts:
+            part.suspended -= 1
+
+
+def around_wider_fixture(fixturedef: pytest.FixtureDef[Any]) -> Generator[None, Any, Any]:
+    """The body of the plugin's ``pytest_fixture_setup`` wrapper (see the module docs).
+
+    Its teardown is paused too: a finalizer registered before the fixture's own (which
+    pytest runs last) ends the pause, and one registered after it (run first) begins it.
+    FixtureDef finalizers run last-in-first-out, each even if another raised. For a
+    fixture of any scope but "function" (the plugin's wrapper leaves those alone).
+    """
+    teardown = Pause()
+    fixturedef.addfinalizer(teardown.end)
+    setup = Pause()
+    setup.begin()
+    try:
+        result = yield
+    finally:
+        setup.end()
+    fixturedef.addfinalizer(teardown.begin)
+    return result

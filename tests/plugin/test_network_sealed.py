@@ -1,0 +1,111 @@
+"""A kit test is sealed: every client is refused a real host, and a refusal fails the test.
+
+Findings 4 and 5 of the audit: a refusal the app's fallback swallowed left the test
+green (only the SDKs' refusals failed it at teardown), and urllib, requests and raw
+sockets reached real hosts by default. The inner tests replace the real
+``socket.connect`` with one that records the address and refuses (`SENT`), so nothing
+here leaves the machine, and a refusal is seen to come before any connect.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+REFUSING_CONNECT = """
+import socket
+
+import pytest
+
+SENT = []
+
+def _never(sock, address):
+    SENT.append(address)  # would have sent a SYN
+    raise ConnectionRefusedError(address)
+
+socket.socket.connect = _never
+socket.socket.connect_ex = _never
+"""
+
+SEALED = """
+import socket
+import urllib.request
+
+import httpcore
+import httpx
+import pytest
+
+import pytest_agentfaults as af
+from conftest import SENT
+
+def fetch_or_cached(url):  # the app's fallback: any error gives the cached answer
+    try:
+        return httpx.get(url).text
+    except Exception:
+        return "cached"
+
+def test_swallowed_httpx(trace):
+    assert fetch_or_cached("http://192.0.2.1:9/data") == "cached"
+
+def test_raw_socket(trace):
+    with socket.socket() as sock, pytest.raises(af.NetworkBlockedError) as caught:
+        sock.connect(("192.0.2.1", 80))
+    assert SENT == []  # refused before any connect
+    assert caught.value.host == "192.0.2.1"
+    assert "@pytest.mark.allow_network" in str(caught.value)
+
+def test_urllib(faults):
+    with pytest.raises(Exception) as caught:
+        urllib.request.urlopen("http://192.0.2.1:9/data", timeout=1)
+    assert SENT == []
+    assert "was refused" in str(caught.value)
+
+def test_loopback_stays_open(trace):
+    with socket.socket() as sock, pytest.raises(ConnectionRefusedError):
+        sock.connect(("127.0.0.1", 9))
+    assert SENT == [("127.0.0.1", 9)]  # let through to the (refusing) real connect
+
+@pytest.mark.allow_network
+def test_allowed(trace):
+    with socket.socket() as sock, pytest.raises(ConnectionRefusedError):
+        sock.connect(("192.0.2.1", 80))
+    assert SENT == [("192.0.2.1", 80)]
+
+def test_plain_test_is_untouched():
+    with socket.socket() as sock, pytest.raises(ConnectionRefusedError):
+        sock.connect(("192.0.2.1", 80))
+    assert SENT == [("192.0.2.1", 80)]
+"""
+
+
+@pytest.fixture
+def sealed(pytester):
+    pytester.makeconftest(
+        REFUSING_CONNECT + "\n@pytest.fixture(autouse=True)\ndef _clear():\n    SENT.clear()\n"
+    )
+    pytester.makepyfile(test_sealed=SEALED)
+    return pytester
+
+
+def test_a_refusal_the_app_swallowed_fails_the_test_at_teardown_naming_it(sealed):
+    result = sealed.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "test_sealed.py::test_swallowed_httpx"
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*ERROR at teardown of test_swallowed_httpx*", "*GET http://192.0.2.1:9/data*"]
+    )
+
+
+def test_every_client_in_a_kit_test_is_refused_a_real_host_before_it_connects(sealed):
+    result = sealed.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-k", "not swallowed"
+    )
+    # the raw socket and urllib refusals are caught by their tests, and still fail them
+    # at teardown: every refusal is a request the test did not answer
+    result.assert_outcomes(passed=5, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_raw_socket*",
+            "*socket.connect(('192.0.2.1', 80))*",
+        ]
+    )
