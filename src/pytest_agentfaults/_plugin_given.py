@@ -15,7 +15,13 @@ from collections.abc import Generator
 
 import pytest
 
-__all__ = ["GIVEN", "AgentFaultsWarning", "HypothesisMarkerWarning", "pytest_runtest_call"]
+__all__ = [
+    "GIVEN",
+    "AgentFaultsWarning",
+    "HypothesisMarkerWarning",
+    "pytest_runtest_call",
+    "watch_given",
+]
 
 #: set by the plugin's setup on a ``@given`` test with ``inject_fault`` markers
 GIVEN = pytest.StashKey[bool]()
@@ -31,6 +37,16 @@ class HypothesisMarkerWarning(AgentFaultsWarning):
     The marker's budget is the test's, not each example's: add the fault per example with
     ``af.fault_scope()`` instead.
     """
+
+
+def watch_given(config: pytest.Config) -> None:
+    """Register this module's call hook, once a session: on its first ``@given`` test.
+
+    Not at start-up: the hook would wrap every test's call, and such tests are rare.
+    Registered during that test's setup, it wraps that test's call already.
+    """
+    if not config.pluginmanager.has_plugin(__name__):
+        config.pluginmanager.import_plugin(__name__)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from pytest_agentfaults._plugin_given import GIVEN
+from pytest_agentfaults._plugin_given import GIVEN, watch_given
 
 if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
@@ -308,6 +308,7 @@ def start_state(
         state.add_faults(faults)
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.stash[GIVEN] = True  # warned after its call, unless it used fault_scope
+            watch_given(item.config)  # its call hook, registered on the first such test
     item.stash[STATE] = state
     state.start()
     if uses_the_kit(item, marks):

@@ -164,7 +164,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", _network.ALLOW_NETWORK)
     config.stash[_network.MODE] = _network.network_mode(config)
     config.pluginmanager.import_plugin("pytest_agentfaults._plugin_sdk")
-    config.pluginmanager.import_plugin("pytest_agentfaults._plugin_given")
     mode = config.getoption("agentfaults_trace") or config.getini("agentfaults_trace")
     if mode not in _TRACE_MODES:
         raise pytest.UsageError(
