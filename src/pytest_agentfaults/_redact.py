@@ -407,7 +407,7 @@ class LearnedSecrets:
     def learn(self, values: Iterable[str]) -> None:
         """Learn ``values`` as they are: credentials another process learned (an xdist worker).
 
-        Values shorter than `SHORTEST_LEARNED` are left out.
+        Values that do not pass `looks_like_key` are left out.
         """
         # "REDACTED" itself would redact the marker again and again
         new = {v for v in values if looks_like_key(v) and v not in REDACTED}

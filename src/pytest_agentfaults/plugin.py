@@ -358,7 +358,8 @@ def pytest_make_collect_report(
 ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
     """Redact a collection error (an import that failed with a key in its message)."""
     report = yield
-    _secrets.scrub(report, collector.config.stash[_SESSION].learned)
+    # a collection error belongs to no test: every rule (its module may hold a key)
+    _secrets.scrub(report, collector.config.stash[_SESSION].learned, kit=True)
     return report
 
 

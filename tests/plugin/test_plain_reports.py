@@ -171,3 +171,18 @@ def test_live_logs_and_the_log_file_follow_the_test_that_wrote_them(pytester):
     for text in (result.stdout.str(), log_file.read_text(encoding="utf-8")):
         assert "plain login password=letmein with [REDACTED]" in text
         assert "kit login password=[REDACTED]" in text
+
+
+def test_a_collection_error_gets_every_rule(pytester):
+    # It belongs to no test, and the module that failed to import may hold a key.
+    pytester.makepyfile(
+        test_broken="""
+        CONFIG = {"password": "letmein-but-longer"}
+        raise RuntimeError(f"cannot start: password={CONFIG['password']!s}x password=hunter22")
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(errors=1)
+    text = result.stdout.str()
+    assert "hunter22" not in text
+    assert "password=[REDACTED]" in text
