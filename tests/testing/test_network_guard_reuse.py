@@ -27,9 +27,29 @@ def test_switching_the_guard_on_and_off_leaves_nothing_for_the_garbage_collector
             guard = NetworkGuard(f"test_{n}")
             guard.start()
             guard.stop()
-        assert gc.collect() == 0
+        # Only what the guard left counts: another thread (xdist's, a library's) may leave
+        # garbage of its own while the collector is off, which made a count of 0 flaky.
+        assert _garbage_of_ours() == []
     finally:
         gc.enable()
+
+
+def _garbage_of_ours() -> list[object]:
+    """What a collection would free that the kit made: its objects, functions and frames."""
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        return [thing for thing in gc.garbage if _ours(thing)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def _ours(thing: object) -> bool:
+    if type(thing).__module__.startswith("pytest_agentfaults"):
+        return True
+    code = getattr(thing, "__code__", None) or getattr(thing, "f_code", None)
+    return code is not None and "pytest_agentfaults" in code.co_filename
 
 
 def test_a_hook_found_covered_is_never_put_back_on():
