@@ -99,15 +99,17 @@ class Boundary:
         """A parameter shaped like a key gets its argument's name as its id, not the key.
 
         A test id reaches every report, and pytest's own lines cannot be redacted without
-        changing the id (which ``--lf`` and xdist go by). Known shapes only: the id must
-        be the same in every xdist worker, whatever each learned. pytest numbers repeated
+        changing the id (which ``--lf`` and xdist go by). Known shapes and the environment's
+        keys only (`LearnedSecrets.learn_environment`): the id must be the same in every
+        xdist worker, whatever each learns from requests later. pytest numbers repeated
         ids (``key0``, ``key1``).
         """
         if isinstance(val, str) and len(val) >= 6:
             from pytest_agentfaults._redact import redact_shapes  # noqa: PLC0415 - lazy
 
-            # no rule reading context: a plain suite's `"token=abc"` keeps its id
-            if redact_shapes(val) != val:
+            # no rule reading context: a plain suite's `"token=abc"` keeps its id; the
+            # learned values are the environment's keys (nothing else before collection)
+            if redact_shapes(val, self.session.learned) != val:
                 return argname
         return None
 

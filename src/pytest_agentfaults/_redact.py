@@ -69,6 +69,10 @@ SECRET_HEADERS: Final = frozenset(
 #: ``ratelimit`` (``x-ratelimit-remaining-tokens`` is a count)
 _SECRET_HEADER_PARTS: Final = ("api-key", "apikey", "token", "secret", "password")
 
+#: the endings of environment variables that name where a credential is, not the
+#: credential (``GOOGLE_APPLICATION_CREDENTIALS`` is a path too, caught by its value)
+_POINTERS: Final = ("-file", "-path", "-dir", "-url", "-uri", "-sock", "-cmd", "-command")
+
 #: URL query parameters that carry a credential, by (lower-case) name
 _QUERY_NAMES: Final = frozenset(
     {
@@ -403,6 +407,25 @@ class LearnedSecrets:
             if equals and name.lower() in _QUERY_NAMES:
                 found += (value, unquote_plus(value))
         self._add(url, found)
+
+    def learn_environment(self, environ: Mapping[str, str]) -> None:
+        """Learn the values of the environment variables named as credentials.
+
+        ``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``AZURE_OPENAI_KEY``, ``DB_PASSWORD``: a name
+        that `is_secret_header` would call a credential, or that ends in ``_KEY``. Read at
+        the session's start, the same in every xdist worker, so a key the suite reads from
+        the environment is redacted before any request carries it (a parametrize id, a
+        plain test's failure). A file, path or URL the name points to (``*_FILE``,
+        ``PASSWORD_STORE_DIR``, a value starting with ``/``) is no credential.
+        """
+        found = []
+        for name, value in environ.items():
+            lowered = name.lower().replace("_", "-")
+            if lowered.endswith(_POINTERS) or value.startswith(("/", "~", ".")):
+                continue
+            if lowered.endswith("-key") or is_secret_header(lowered):
+                found.append(value.strip())
+        self.learn(found)
 
     def learn(self, values: Iterable[str]) -> None:
         """Learn ``values`` as they are: credentials another process learned (an xdist worker).

@@ -12,6 +12,7 @@ hooks and fixtures. State lives in ``config.stash`` and ``item.stash``.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -376,6 +377,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     _network.start_session(session.config)
     state = session.config.stash[_SESSION]
     state.learned = LearnedSecrets()
+    state.learned.learn_environment(os.environ)  # before collection: parametrize ids
     # --setup-show (and --setup-plan) show each fixture's setup: no filling in then
     option = session.config.option
     state.direct_fixtures = not getattr(option, "setupshow", False)

@@ -280,3 +280,41 @@ def test_a_key_in_a_parametrize_id_reaches_no_report(pytester, monkeypatch):
     nodeid = replay.split("'")[1]
     assert "test_c_fails[" in nodeid
     pytester.runpytest("-p", "no:randomly", nodeid).assert_outcomes(failed=1)
+
+
+# A key the suite reads from the environment: in a parametrize id, and in a plain test's
+# failure. Neither test uses the kit, so nothing is learned from a request.
+FROM_ENV = """
+import os
+
+import pytest
+
+KEY = os.environ["ACME_API_KEY"]
+
+
+@pytest.mark.parametrize("key", [KEY])
+def test_uses(key):
+    assert key
+
+
+def test_fails():
+    settings = {"key": KEY, "store": os.environ["PASSWORD_STORE_DIR"]}
+    assert settings == {}
+"""
+
+
+def test_a_key_in_the_environment_is_redacted_from_the_start(pytester, monkeypatch):
+    key = "acme" + secrets.token_hex(12)  # no known shape: only its variable's name tells
+    store = str(pytester.path / "password-store")  # a credential-named path is no key
+    monkeypatch.setenv("ACME_API_KEY", key)
+    monkeypatch.setenv("PASSWORD_STORE_DIR", store)
+    pytester.makepyfile(test_env=FROM_ENV)
+    out = pytester.path / "junit.xml"
+    result = pytester.runpytest("-p", "no:randomly", "-v", "-rA", f"--junitxml={out}")
+    result.assert_outcomes(passed=1, failed=1)
+    stdout = result.stdout.str()
+    assert key not in stdout  # the -v line too: the id is the argument's name
+    assert key not in out.read_text(encoding="utf-8")
+    assert "test_uses[key]" in stdout
+    assert "[REDACTED]" in stdout  # the failed assertion shows where the key was
+    assert store in stdout  # the path is left as it is

@@ -110,3 +110,33 @@ def test_basic_credentials_are_learned_only_where_they_look_like_keys():
     learned.learn_header("Authorization", "Basic YWRtaW46cGFzc3dvcmQ=")  # admin:password
     # the encoded form is token-shaped; the pair and the password are words
     assert learned.values == ("YWRtaW46cGFzc3dvcmQ=",)
+
+
+def test_the_environments_keys_are_learned_by_their_variables_names():
+    environ = {
+        "OPENAI_API_KEY": "k3yOfOpenAI-000111222",
+        "AZURE_OPENAI_KEY": "0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "GITHUB_TOKEN": "ghp_000000000000aaaaBBBB",
+        "DB_PASSWORD": "Tr0ub4dor&3horse",
+        "TOKENIZERS_PARALLELISM": "false",  # a setting, not a key (too short a value)
+        "GOOGLE_APPLICATION_CREDENTIALS_FILE": "abcDEF123456789xyz",  # names a file
+        "PASSWORD_STORE_DIR": "/home/user/.password-store",  # a path
+        "SSH_AUTH_SOCK": "tmpSSHagent1234567890",  # not a credential's name
+        "API_KEY_URL": "HTTPSexample123456789",  # where a key is fetched
+        "HOME": "homeDirectory123456789",
+    }
+    learned = LearnedSecrets()
+    learned.learn_environment(environ)
+    assert set(learned.values) == {
+        environ[name]
+        for name in (
+            "OPENAI_API_KEY",
+            "AZURE_OPENAI_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_TOKEN",
+            "DB_PASSWORD",
+        )
+    }
+    text = f"config: {environ['AZURE_OPENAI_KEY']} at {environ['PASSWORD_STORE_DIR']}"
+    assert redact_shapes(text, learned) == f"config: {REDACTED} at /home/user/.password-store"
