@@ -12,7 +12,8 @@ Three things can put a key in an output that this misses, and are handled here:
 - a warning holds a key: its stored text is redacted as it is recorded;
 - a parameter holds a key: the test's id, in every report, would show it. A parameter of
   a known key shape gets a safe id instead (`Boundary.pytest_make_parametrize_id`); a
-  learned key in an id is redacted from our own outputs and the files written at the end.
+  learned key in an id is redacted from our own outputs, the files written at the end,
+  and the lines pytest writes to the terminal once it is learned.
 
 Light like ``plugin.py``: the kit's modules load only when there is something to redact.
 """
@@ -94,6 +95,7 @@ class Boundary:
         self.session = session
         self.config = config
         self.warned = 0  # how many of the terminal's stored warnings are redacted
+        self.writer: Any = None  # the terminal writer redacting learned keys, if any
 
     def pytest_make_parametrize_id(self, val: object, argname: str) -> str | None:
         """A parameter shaped like a key gets its argument's name as its id, not the key.
@@ -112,6 +114,38 @@ class Boundary:
             if redact_shapes(val, self.session.learned) != val:
                 return argname
         return None
+
+    @pytest.hookimpl(trylast=True)  # after plugin.py's made the session's learned values
+    def pytest_sessionstart(self) -> None:
+        """Redact the learned keys from every line pytest writes to the terminal.
+
+        pytest writes a test's id itself (the ``-v`` line, ``FAILED test[...]`` in the
+        short summary), and no report carries it there to be redacted. A key learned
+        before the line is written is replaced in it; the id itself is not changed.
+        """
+        learned = self.session.learned
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if learned is None or terminal is None:
+            return
+        writer = self.writer = terminal._tw  # noqa: SLF001 - what config.get_terminal_writer() gives
+        write, write_raw = writer.write, writer.write_raw
+
+        def redacting_write(msg: str, **markup: bool) -> None:
+            write(learned.out_of(msg) if learned.values else msg, **markup)
+
+        def redacting_write_raw(msg: str, *, flush: bool = False) -> None:
+            write_raw(learned.out_of(msg) if learned.values else msg, flush=flush)
+
+        writer.write = redacting_write
+        writer.write_raw = redacting_write_raw
+
+    def pytest_unconfigure(self) -> None:
+        """Give the terminal writer back its own methods (`pytest_sessionstart`)."""
+        writer = self.writer
+        if writer is not None:
+            self.writer = None
+            for name in ("write", "write_raw"):
+                vars(writer).pop(name, None)
 
     @pytest.hookimpl(trylast=True)  # after the terminal reporter stored it
     def pytest_warning_recorded(self) -> None:

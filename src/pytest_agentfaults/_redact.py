@@ -271,9 +271,7 @@ def redact_shapes(text: str, learned: LearnedSecrets | None = None) -> str:
     if not text or len(text) < _SHORTEST_SECRET:
         return text
     if learned is not None:
-        for value in learned.values:
-            if value in text:
-                text = text.replace(value, REDACTED)
+        text = learned.out_of(text)
     lowered = text.lower()
     for markers, pattern, replacement in _SHAPES:
         for marker in markers:
@@ -407,6 +405,13 @@ class LearnedSecrets:
             if equals and name.lower() in _QUERY_NAMES:
                 found += (value, unquote_plus(value))
         self._add(url, found)
+
+    def out_of(self, text: str) -> str:
+        """``text`` with each learned value in it replaced by ``[REDACTED]``."""
+        for value in self.values:
+            if value in text:
+                text = text.replace(value, REDACTED)
+        return text
 
     def learn_environment(self, environ: Mapping[str, str]) -> None:
         """Learn the values of the environment variables named as credentials.

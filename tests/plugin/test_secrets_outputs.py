@@ -266,10 +266,11 @@ def test_a_key_in_a_parametrize_id_reaches_no_report(pytester, monkeypatch):
             texts[path.name] = path.read_text(encoding="utf-8")
     # a known shape never enters a node id: pytest's own lines are clean too
     assert [where for where, text in texts.items() for k in known if k in text] == []
-    # a learned key did, before it was learned: our outputs and the files written at the
-    # session's end are clean (pytest's live -v line names the test by its id)
+    # a learned key did, before it was learned: our outputs, the files written at the
+    # session's end and the terminal (the -v line written after it was learned) are clean
+    assert [where for where, text in texts.items() if key in text] == []
+    assert "test_b_param[[REDACTED]] PASSED" in stdout
     ours = {w: t for w, t in texts.items() if w != "stdout"}
-    assert [where for where, text in ours.items() if key in text] == []
     # an explicit ids= is pytest's as written (the -v line, junit XML); ours redact it
     explicit = "sk-proj-IdKey1234567890abcdefXYZ"
     assert explicit in stdout
@@ -318,3 +319,25 @@ def test_a_key_in_the_environment_is_redacted_from_the_start(pytester, monkeypat
     assert "test_uses[key]" in stdout
     assert "[REDACTED]" in stdout  # the failed assertion shows where the key was
     assert store in stdout  # the path is left as it is
+
+
+class _Writer:
+    """Sees the terminal writer during the session and keeps it for after."""
+
+    def __init__(self) -> None:
+        self.writer: object = None
+        self.during: set[str] = set()
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.writer = session.config.pluginmanager.get_plugin("terminalreporter")._tw
+
+    def pytest_sessionfinish(self) -> None:
+        self.during = set(vars(self.writer))
+
+
+def test_the_terminal_writer_gets_its_own_methods_back(pytester):
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    seen = _Writer()
+    pytester.runpytest("-p", "no:randomly", plugins=[seen]).assert_outcomes(passed=1)
+    assert {"write", "write_raw"} <= seen.during  # redacting while the session ran
+    assert {"write", "write_raw"}.isdisjoint(vars(seen.writer))
