@@ -123,3 +123,17 @@ def test_the_refusal_says_the_rule_it_checked_not_whose_machine_it_is():
     message = blocked_message(f"GET http://{own}:8000/", own, "t.py::test")
     assert "not this machine" not in message
     assert f"{own} is not a loopback address (127.0.0.0/8, ::1, localhost)" in message
+
+
+def test_the_teardown_check_says_how_to_test_an_unreachable_host_on_purpose():
+    # An app that swallows the refusal (its offline fallback) fails the test at teardown;
+    # the message says how to test that path for real: inject the failure.
+    guard = NetworkGuard("t.py::test")
+    guard.refuse(httpx, httpx.Request("GET", "https://api.example.com/v1/x?k=1"))
+    guard.refuse(httpx, httpx.Request("GET", "https://other.example.com/"))
+    with pytest.raises(AssertionError) as raised:
+        guard.check()
+    assert (
+        "To test what the app does when a host cannot be reached, inject that failure: "
+        "@pytest.mark.inject_fault(http='connect_error', url='https://api.example.com')."
+    ) in str(raised.value)

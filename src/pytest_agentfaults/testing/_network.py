@@ -106,6 +106,8 @@ class NetworkGuard:
         #: every request refused (``"POST https://... (how)"``, redacted), whatever the
         #: client: the code under test may swallow the refusal, so `check` fails the test
         self.answered: list[str] = []
+        #: the scheme and host of the first request refused, for `check`'s advice
+        self.origin = ""
         #: why the httpx mocks of the test did not answer them (`unseen_by_mocks`), if so
         self.hint = ""
         #: >0 while a fixture wider than the test runs (`_plugin_scopes`): it is no one
@@ -139,7 +141,9 @@ class NetworkGuard:
                 f"the network, so each was refused before it was sent:\n{listed}\n"
                 f"{self.hint.lstrip()}{' ' if self.hint else ''}Answer them in the test "
                 "with http_faults routes or faults, or point the client at llm_server; "
-                f"or {HOW_TO_ALLOW}."
+                f"or {HOW_TO_ALLOW}. To test what the app does when a host cannot be "
+                "reached, inject that failure: @pytest.mark.inject_fault(http='connect_error', "
+                f"url='{self.origin or 'https://the.host'}')."
             )
 
     # ------------------------------------------------------------------ one request
@@ -180,6 +184,7 @@ class NetworkGuard:
         """
         hint = self.unseen_by_mocks(module) + why
         host = request.url.host
+        self.origin = self.origin or f"{request.url.scheme}://{host}"
         what = f"{request.method} {redact_text(str(request.url))}"
         if not is_sdk_request(request):
             error = UnmatchedRequestError(request.method, str(request.url), self.test, hint)
