@@ -48,7 +48,9 @@ def no_method(owner: object, name: str, where: str) -> AttributeError:
     close = difflib.get_close_matches(name, methods, n=1)
     hint = f"; did you mean .{close[0]}()?" if close else ""
     listed = ", ".join(f".{m}()" for m in methods)
-    return AttributeError(f"{where} has no method .{name}(){hint} (its methods: {listed})")
+    # name=None: Python 3.12+ would append its own "Did you mean: ...?" to ours
+    message = f"{where} has no method .{name}(){hint} (its methods: {listed})"
+    return AttributeError(message, name=None, obj=None)
 
 
 class _Builder:
