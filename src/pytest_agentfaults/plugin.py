@@ -95,15 +95,17 @@ if TYPE_CHECKING:
 _TRACE_MODES = ("on-failure", "always", "never")
 
 _INJECT_FAULT = (
-    "inject_fault(tool=None, http=None, llm=None, *, raises=None, returns=None, delay=None, "
-    "times=1, at=1, probability=None, strict=True, url=None, method=None, retry_after=None): "
-    "inject a fault into a tool (tool='name' with raises=, returns= or delay=), an HTTP "
-    "request (http=503 / 429 / 'timeout' / 'connect_error' / 'read_error' / 'reset' / "
-    "'malformed_body' / 'truncated_stream' / 'not_json' / 'proxy_html' / 'stall' / "
-    "'slow_first_token' / 'context_length' / 'quota', optionally url=, method=, "
-    "retry_after=, retry_after_format=, should_retry=, after=, status=, delay=) or a model call "
-    "(llm='malformed_tool_args' / 'rate_limit' / 'server_error' / 'timeout' / 'empty' / "
-    "'blocked' / 'unknown_tool' / 'not_json'). Exactly one target per marker; markers stack."
+    "inject_fault(tool=None, http=None, llm=None, function=None, *, raises=None, returns=None, "
+    "delay=None, times=1, at=1, probability=None, strict=True, ...): inject a fault into a tool "
+    "(tool='name', or function='pkg.module:attr', with raises=, returns= or delay=, and "
+    "idempotent=), an HTTP request (http=503 / 429 / 'timeout' / 'connect_error' / "
+    "'read_error' / 'reset' / 'malformed_body' / 'truncated_stream' / 'not_json' / "
+    "'proxy_html' / 'stall' / 'slow_first_token' / 'context_length' / 'quota', optionally "
+    "url=, method=, retry_after=, retry_after_format=, should_retry=, after=, status=, delay=) "
+    "or a model call (llm='malformed_tool_args' / 'rate_limit' / 'server_error' / 'timeout' / "
+    "'connection' / 'empty' / 'blocked' / 'unknown_tool' / 'not_json' / 'truncated', "
+    "optionally retry_after=, status=, args=, name=, finish_reason=, text=, agent=). "
+    "Exactly one target per marker; markers stack."
 )
 _REAL_TIME = "real_time: run this test on real time instead of the virtual clock."
 

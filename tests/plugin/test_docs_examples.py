@@ -10,6 +10,12 @@ Every ```python block of every page runs, in one of three ways:
   fragment that needs names defined elsewhere gets them from a hidden prelude, an HTML
   comment right before the block: `<!-- prelude` newline, code, newline, `-->`.
 
+A block marked `<!-- fails -->` is a test module whose tests fail on purpose: it runs only
+for the output shown after it. A ```text block marked `<!-- output of FILE: ARGS -->` is
+what pytest prints for the page's python block before it, saved as FILE and run with ARGS:
+every line of the block, in order, is a line of the real output (leading and trailing
+spaces aside), and a `...` line stands for any lines.
+
 Every module runs through pytester, as a user would paste it.
 """
 
@@ -30,11 +36,16 @@ for _module in ("httpcore2", "httpx2", "openai", "anthropic"):
 
 DOCS = Path(__file__).parent.parent.parent / "docs"
 BLOCK = re.compile(
-    r"(?:<!-- (?P<mark>test) -->\s*|<!-- prelude\n(?P<prelude>.*?)\n-->\s*)?"
+    r"(?:<!-- (?P<mark>test|fails) -->\s*|<!-- prelude\n(?P<prelude>.*?)\n-->\s*)?"
     r"^```python\n(?P<code>.*?)\n```[ \t]*$",
     re.DOTALL | re.MULTILINE,
 )
 PAGE_MARK = "<!-- test-page -->"
+OUTPUT = re.compile(
+    r"^```python\n(?P<code>(?:(?!^```).)*?)\n```[ \t]*$(?:(?!^```python).)*?"
+    r"<!-- output of (?P<file>[\w/.]+): (?P<args>[^\n]*?) -->\s*^```text\n(?P<shown>.*?)\n```",
+    re.DOTALL | re.MULTILINE,
+)
 TEST_FUNCTION = re.compile(r"^(?:async )?def test_", re.MULTILINE)
 
 # Property examples on a page check the docs, not the runtime: a small, derandomized run.
@@ -65,7 +76,20 @@ def _blocks() -> list[tuple[str, str, bool]]:
             code = block["code"]
             if block["prelude"]:
                 code = f"{block['prelude']}\n\n{code}"
-            found.append((f"{name}#{index + 1}", code, block["mark"] is not None))
+            if block["mark"] != "fails":
+                found.append((f"{name}#{index + 1}", code, block["mark"] is not None))
+    return found
+
+
+def outputs() -> list[tuple[str, str, str, str, str]]:
+    """(where, code, file, args, shown) for every output a page shows for a block of it."""
+    found = []
+    for page in sorted(DOCS.rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for match in OUTPUT.finditer(text):
+            line = text.count("\n", 0, match.start("shown")) + 1
+            where = f"{page.relative_to(DOCS)}:{line}"
+            found.append((where, match["code"], match["file"], match["args"], match["shown"]))
     return found
 
 
@@ -83,8 +107,43 @@ def test_every_python_block_of_the_docs_runs():
         for page in DOCS.rglob("*.md")
         if PAGE_MARK not in page.read_text(encoding="utf-8")
     )
+    fails = sum(
+        len(
+            re.findall(
+                r"^<!-- fails -->\n```python$", page.read_text(encoding="utf-8"), re.MULTILINE
+            )
+        )
+        for page in DOCS.rglob("*.md")
+    )
     single = [where for where, _, _ in _blocks() if "#" in where]
-    assert len(single) == on_pages
+    assert len(single) + fails == on_pages
+
+
+def test_every_shown_output_is_checked():
+    marked = sum(
+        page.read_text(encoding="utf-8").count("<!-- output of ") for page in DOCS.rglob("*.md")
+    )
+    assert len(outputs()) == marked >= 3
+
+
+@pytest.mark.parametrize(
+    ("where", "code", "file", "args", "shown"), outputs(), ids=[o[0] for o in outputs()]
+)
+def test_the_output_a_page_shows_is_what_pytest_prints(pytester, where, code, file, args, shown):
+    path = pytester.path / file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(code + "\n", encoding="utf-8")
+    result = pytester.runpytest(*args.split(), "-p", "no:randomly")
+    actual = [line.strip() for line in result.stdout.lines]
+    position = 0
+    for expected in (line.strip() for line in shown.splitlines()):
+        if expected == "...":
+            continue
+        assert expected in actual[position:], (
+            f"{where}: the page shows a line pytest does not print (in this order):\n"
+            f"{expected}\n--- pytest printed:\n{result.stdout.str()}"
+        )
+        position = actual.index(expected, position) + 1
 
 
 @pytest.mark.parametrize(("where", "code"), scripts(), ids=[w for w, _ in scripts()])

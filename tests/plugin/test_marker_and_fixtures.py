@@ -10,6 +10,19 @@ def test_markers_are_registered_with_their_signatures(pytester):
     result.stdout.fnmatch_lines(["*inject_fault(tool=None, http=None, llm=None, *", "*real_time*"])
 
 
+def test_the_marker_help_names_every_target_kind_and_option_the_marker_takes(pytester):
+    from pytest_agentfaults.testing._fault import HTTP_KINDS, LLM_FAULT_KINDS
+    from pytest_agentfaults.testing._marker import _HTTP_KEYS, _VALID_KEYS
+
+    result = pytester.runpytest("--markers")
+    [line] = [line for line in result.stdout.lines if "@pytest.mark.inject_fault(" in line]
+    missing = [f"llm={kind!r}" for kind in LLM_FAULT_KINDS if f"'{kind}'" not in line]
+    missing += [f"http={kind!r}" for kind in HTTP_KINDS if f"'{kind}'" not in line]
+    keys = {key for target in _VALID_KEYS.values() for key in target} | set(_HTTP_KEYS)
+    missing += [f"{key}=" for key in sorted(keys) if f"{key}=" not in line]
+    assert not missing, f"pytest --markers does not name {missing}:\n{line}"
+
+
 def test_tool_fault_raises_then_the_agent_recovers(suite):
     result = suite("""
 @pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"), times=2)
