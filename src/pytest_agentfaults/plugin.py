@@ -24,6 +24,7 @@ from pytest_agentfaults import _plugin_coverage as _coverage
 from pytest_agentfaults import _plugin_end as _end
 from pytest_agentfaults import _plugin_fixtures as _fixtures
 from pytest_agentfaults import _plugin_network as _network
+from pytest_agentfaults import _plugin_options as _options
 from pytest_agentfaults import _plugin_paths as _paths
 from pytest_agentfaults import _plugin_scopes as _scopes
 from pytest_agentfaults import _plugin_secrets as _secrets
@@ -92,85 +93,25 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing.server import LLMServer
     from pytest_agentfaults.testing.steps import Step
 
-_TRACE_MODES = ("on-failure", "always", "never")
-
-_INJECT_FAULT = (
-    "inject_fault(tool=None, http=None, llm=None, function=None, *, raises=None, returns=None, "
-    "delay=None, times=1, at=1, probability=None, strict=True, ...): inject a fault into a tool "
-    "(tool='name', or function='pkg.module:attr', with raises=, returns= or delay=, and "
-    "idempotent=), an HTTP request (http=503 / 429 / 'timeout' / 'connect_error' / "
-    "'read_error' / 'reset' / 'malformed_body' / 'truncated_stream' / 'not_json' / "
-    "'proxy_html' / 'stall' / 'slow_first_token' / 'context_length' / 'quota', optionally "
-    "url=, method=, retry_after=, retry_after_format=, should_retry=, after=, status=, delay=) "
-    "or a model call (llm='malformed_tool_args' / 'rate_limit' / 'server_error' / 'timeout' / "
-    "'connection' / 'empty' / 'blocked' / 'unknown_tool' / 'not_json' / 'truncated', "
-    "optionally retry_after=, status=, args=, name=, finish_reason=, text=, agent=). "
-    "Exactly one target per marker; markers stack."
-)
-_REAL_TIME = "real_time: run this test on real time instead of the virtual clock."
-
-
 # ---------------------------------------------------------------------------- options
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """The command-line options and their ini twins."""
-    group = parser.getgroup("agentfaults", "agent fault injection (pytest-agentfaults)")
-    group.addoption(
-        "--agentfaults-trace",
-        choices=_TRACE_MODES,
-        default=None,
-        help="when to show each test's recovery trace: on-failure (default), always, never",
-    )
-    group.addoption(
-        "--agentfaults-trace-dir",
-        default=None,
-        metavar="DIR",
-        help="write one JSON trace per test into DIR",
-    )
-    group.addoption(
-        "--agentfaults-seed",
-        type=int,
-        default=None,
-        metavar="N",
-        help="seed jitter and probabilistic faults (default: a new random seed, printed)",
-    )
-    group.addoption(
-        "--agentfaults-update-snapshots",
-        action="store_true",
-        default=False,
-        help="rewrite golden traces checked by trace.assert_matches_snapshot()",
-    )
-    group.addoption(
-        "--agentfaults-html",
-        default=None,
-        metavar="PATH",
-        help="write an HTML report drawing every test's attempts, faults and waits",
-    )
-    _coverage.add_options(parser, group)
-    parser.addini("agentfaults_trace", "default for --agentfaults-trace", default="on-failure")
-    parser.addini("agentfaults_html", "default for --agentfaults-html", default="")
-    parser.addini("agentfaults_trace_dir", "default for --agentfaults-trace-dir", default="")
-    parser.addini("agentfaults_seed", "default for --agentfaults-seed", default="")
-    parser.addini(
-        "agentfaults_network",
-        "real hosts: kit (default: refused in tests that use the kit, socket.connect "
-        "too), block (in every test) or allow",
-        default="kit",
-    )
+    """The command-line options and their ini twins (`_plugin_options`)."""
+    _options.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers and settle the session's settings."""
-    config.addinivalue_line("markers", _INJECT_FAULT)
-    config.addinivalue_line("markers", _REAL_TIME)
+    config.addinivalue_line("markers", _options.INJECT_FAULT)
+    config.addinivalue_line("markers", _options.REAL_TIME)
     config.addinivalue_line("markers", _network.ALLOW_NETWORK)
     config.stash[_network.MODE] = _network.network_mode(config)
     config.pluginmanager.import_plugin("pytest_agentfaults._plugin_sdk")
     mode = config.getoption("agentfaults_trace") or config.getini("agentfaults_trace")
-    if mode not in _TRACE_MODES:
+    if mode not in _options.TRACE_MODES:
         raise pytest.UsageError(
-            f"agentfaults_trace = {mode!r}: use one of {', '.join(_TRACE_MODES)}"
+            f"agentfaults_trace = {mode!r}: use one of {', '.join(_options.TRACE_MODES)}"
         )
     trace_dir = config.getoption("agentfaults_trace_dir") or config.getini("agentfaults_trace_dir")
     html = config.getoption("agentfaults_html") or config.getini("agentfaults_html")
