@@ -115,8 +115,7 @@ def finish(state: Session, session: pytest.Session) -> None:
 
         anchors = {str(t.get("nodeid")): f"t{i}" for i, t in enumerate(state.html_tests)}
         insert_into_html(state.html, matrix.html_section(anchors))
-    below = settings.fail_under is not None and matrix.percent() < settings.fail_under
-    if below and session.exitstatus == pytest.ExitCode.OK:
+    if _gate_failure(settings, matrix) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -188,9 +187,30 @@ def summary(terminalreporter: Any, session: Session) -> None:
         terminalreporter.write_line(line)
     if settings.path is not None:
         terminalreporter.write_line(f"fault coverage written to {settings.path}")
-    if settings.fail_under is not None and matrix.percent() < settings.fail_under:
-        terminalreporter.write_line(
-            f"FAIL: fault coverage {matrix.percent():.1f}% is below "
-            f"--agentfaults-coverage-fail-under={settings.fail_under:g}%",
-            red=True,
+    failure = _gate_failure(settings, matrix)
+    if failure:
+        terminalreporter.write_line(failure, red=True)
+
+
+def _gate_failure(settings: CoverageSettings, matrix: Matrix) -> str:
+    """Why the session fails ``--agentfaults-coverage-fail-under``, or "" if it passes.
+
+    A session with no cell measured fails it: no test used the kit, and 0 of 0 cells is
+    no coverage, not all of it (as coverage.py has no data to report).
+    """
+    gate = settings.fail_under
+    if gate is None:
+        return ""
+    if not matrix.counts()[1]:
+        return (
+            "FAIL: no fault coverage was measured (0 cells: no test used the kit, or every cell "
+            "is excluded); "
+            f"--agentfaults-coverage-fail-under={gate:g}% needs tests that inject faults, or "
+            "leave the gate off for this run"
         )
+    if matrix.percent() < gate:
+        return (
+            f"FAIL: fault coverage {matrix.percent():.1f}% is below "
+            f"--agentfaults-coverage-fail-under={gate:g}%"
+        )
+    return ""

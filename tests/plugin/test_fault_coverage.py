@@ -247,3 +247,14 @@ def test_the_readme_shows_the_examples_suites_real_matrix(pytester):
     rows = [line for line in result.outlines if line.startswith(("tool ", "model "))]
     assert expected
     assert rows == expected
+
+
+def test_the_gate_fails_a_session_that_measured_nothing(pytester):
+    # No test used the kit: 0 cells is no coverage at all, not 100% of nothing.
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = pytester.runpytest("-p", "no:randomly", "--agentfaults-coverage-fail-under=80")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["FAIL: no fault coverage was measured (0 cells: no test used the kit, *fail-under=80%*"]
+    )
