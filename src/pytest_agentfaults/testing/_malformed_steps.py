@@ -10,11 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.errors import MalformedResponseError, ModelStreamError, UsageError
 from pytest_agentfaults.runtime.models.base import ModelRequest, ModelResponse
-from pytest_agentfaults.testing.steps import ScriptStep, ToolCallStep, answer, shown
+from pytest_agentfaults.testing._fail_steps import fail
+from pytest_agentfaults.testing.steps import (
+    ScriptStep,
+    ToolCallStep,
+    answer,
+    no_step,
+    shown,
+    steps_of,
+)
 
 __all__ = [
     "BadToolArgs",
@@ -186,6 +194,14 @@ class MalformedSteps:
     """
 
     __slots__ = ()
+
+    if not TYPE_CHECKING:  # a type checker still flags a typo: to it, there is no such hook
+
+        def __getattr__(self, name: str) -> Any:
+            __tracebackhide__ = True
+            if name.startswith("_"):
+                raise AttributeError(name)
+            raise no_step("malformed", name, steps_of(self), ("fail", steps_of(fail)))
 
     def tool_args(self, raw: str = '{"arguments": ', tool: str | None = None) -> BadToolArgs:
         """A call whose arguments are ``raw``, verbatim; ``tool=None``: the first tool offered."""
