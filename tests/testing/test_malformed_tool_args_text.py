@@ -137,3 +137,39 @@ def test_the_marker_takes_name_and_checks_it_at_setup(pytester):
     )
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*UsageError*name=3*tool must be a tool name, got 3*"])
+
+
+def test_a_name_the_agent_does_not_offer_fails_the_test_naming_the_fix(pytester):
+    # Before, the misspelt name made an unknown tool's call: the test passed on that path
+    pytester.makepyfile(
+        """
+        import pytest
+        import pytest_agentfaults as af
+        from pytest_agentfaults import ScriptedModel, call_tool, say
+
+        @af.tool
+        def fetch(url: str) -> str:
+            '''Fetch.'''
+            return "page"
+
+        def retry(exc, attempt):
+            return af.LlmErrorDecision.retry(max_attempts=3)
+
+        @pytest.mark.inject_fault(llm="malformed_tool_args", name="fecth")
+        def test_it():
+            model = ScriptedModel([call_tool("fetch", url="u"), say("done")])
+            af.Agent("bot", model=model, tools=[fetch], on_llm_error=retry).run("go")
+        """
+    )
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-o", "asyncio_default_fixture_loop_scope=function"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*UsageError: *the request offers no tool 'fecth'; did you mean 'fetch'?*",
+            "*from @pytest.mark.inject_fault(llm='malformed_tool_args', name='fecth'): "
+            "fix the fault as the error says*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*give it on_llm_error*")

@@ -8,6 +8,7 @@ malformed.blocked("content_filter"); malformed.not_json("<html>..."); malformed.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -49,6 +50,16 @@ class BadToolArgs(ToolCallStep):
     def target(self, request: ModelRequest) -> tuple[str, str]:
         """The tool (named, or the first on offer) and ``raw``, verbatim."""
         name = self.tool
+        offered = [spec.name for spec in request.tools]
+        if name is not None and offered and name not in offered:
+            # else the call is an unknown tool's, and the test passes on the wrong path
+            close = difflib.get_close_matches(name, offered, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(
+                f"{self!r}: the request offers no tool {name!r}{hint} (it offers: "
+                f"{', '.join(offered)}); for a call to a tool the agent does not have, use "
+                f"malformed.unknown_tool({name!r})"
+            )
         if name is None:
             if not request.tools:
                 raise UsageError(
