@@ -77,3 +77,32 @@ def test_every_marker_suggested_for_the_second_tool_covers_its_cell(pytester):
         if not _cell(after, "tool fetch", suggestion["fault"])["covered"]:
             wrong.append(f"{suggestion['fault']}: {marker}")
     assert not wrong, "suggestions that did not cover their cell:\n" + "\n".join(wrong)
+
+
+LONG_TIMEOUT = SUITE.replace(
+    "tools=[search, fetch])",
+    "tools=[search, fetch], resilience=af.ResilienceConfig(timeout_seconds=120))",
+)
+
+
+def test_the_timeout_suggestion_needs_a_timeout_under_the_delay_as_the_docs_say(pytester):
+    # docs/testing.md: delay=90 covers the cell under the default 60 s timeout only; with a
+    # longer one, raises=TimeoutError(...) does
+    def covered(suite: str, marker: str) -> bool:
+        pytester.makepyfile(test_suite=suite.replace("{marker}", marker))
+        result = pytester.runpytest(
+            "--agentfaults-coverage=cov.json",
+            "-p",
+            "no:randomly",
+            "-o",
+            "asyncio_default_fixture_loop_scope=function",
+        )
+        result.assert_outcomes(passed=1)
+        report = json.loads((pytester.path / "cov.json").read_text())
+        return bool(_cell(report, "tool fetch", "timeout")["covered"])
+
+    delay = '@pytest.mark.inject_fault(tool="fetch", delay=90)'
+    raises = '@pytest.mark.inject_fault(tool="fetch", raises=TimeoutError("injected"))'
+    assert covered(SUITE, delay)
+    assert not covered(LONG_TIMEOUT, delay)
+    assert covered(LONG_TIMEOUT, raises)
