@@ -388,6 +388,7 @@ def test_a_plan_prints_every_option() -> None:
     plan.tool("fetch").delay(90).times(2).at(3)
     plan.llm.rate_limit(retry_after=2).strict(False)
     plan.llm.malformed("tool_args")
+    plan.llm.malformed("tool_args", name="fetch", args='{"url": ').strict(False)
     plan.http(url="https://x.test/v1", method="post").status(429, retry_after=1)
     plan.http().timeout().probability(0.5)
     shown = pretty(plan)
@@ -396,6 +397,7 @@ def test_a_plan_prints_every_option() -> None:
         "tool('fetch').delay(90.0).times(2).at(3)",
         "llm.rate_limit(retry_after=2).strict(False)",
         "llm.malformed('tool_args')",
+        "llm.malformed('tool_args', name='fetch', args='{\"url\": ').strict(False)",
         "http(url='https://x.test/v1', method='POST').status(429, retry_after=1.0)",
         "http().timeout().probability(0.5)",
     ):

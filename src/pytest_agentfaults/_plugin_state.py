@@ -412,12 +412,12 @@ class Kit:
 
 
 def load_kit(config: pytest.Config, session: Session) -> Kit:
-    from pytest_agentfaults.runtime.snapshot import SnapshotSettings  # noqa: PLC0415 - lazy
+    from pytest_agentfaults.runtime.snapshot import SnapshotSettings, in_ci  # noqa: PLC0415
 
     session.kit = Kit()
     # This session's, switched on per test: a pytester session inside never changes it.
     session.kit.snapshots = SnapshotSettings(
-        config.rootpath, session.update_snapshots, session.seed, session.learned
+        config.rootpath, session.update_snapshots, session.seed, session.learned, in_ci()
     )
     return session.kit
 

@@ -31,11 +31,9 @@ def _fault_source(fault: Fault, *, show_strict: bool = True) -> str:
         else:
             call = f"http({where}).{fault.kind}()"
     elif fault.kind in ("malformed_tool_args", "truncated"):
-        call = (
-            "llm.malformed('tool_args')"
-            if fault.kind == "malformed_tool_args"
-            else ("llm.malformed('truncated')")
-        )
+        kind = "tool_args" if fault.kind == "malformed_tool_args" else "truncated"
+        options = "".join(f", {k}={v!r}" for k, v in fault.options.items() if v is not None)
+        call = f"llm.malformed({kind!r}{options})"
     else:
         options = ", ".join(f"{k}={v!r}" for k, v in fault.options.items() if v is not None)
         call = f"llm.{fault.kind}({options})"

@@ -52,3 +52,38 @@ def test_the_warning_is_a_pytest_warning_of_the_kit():
 
     assert issubclass(af.HypothesisMarkerWarning, af.AgentFaultsWarning)
     assert issubclass(af.AgentFaultsWarning, pytest.PytestWarning)
+
+
+# docs/howto/property-testing.md: the function-scoped kit fixtures meet Hypothesis' health
+# check in a @given test (one plan, clock or model would serve every example), while the
+# session-scoped `trace` and `af.fault_scope()` do not.
+FIXTURES = """
+from hypothesis import given, settings, strategies as st
+
+import pytest_agentfaults as af
+
+@settings(max_examples=2, suppress_health_check=())  # Hypothesis' defaults, whatever profile
+@given(n=st.integers(1, 3))
+def test_uses(n, {fixture}):
+    pass
+
+@settings(max_examples=2, suppress_health_check=())
+@given(n=st.integers(1, 3))
+def test_scoped(n, trace):
+    with af.fault_scope() as scope:
+        model = af.ScriptedModel([af.say("done")])
+        assert af.Agent("bot", model=model).run("go").output == "done"
+    assert scope.trace.count("run.end") == 1
+"""
+
+
+@pytest.mark.parametrize("fixture", ["faults", "virtual_clock", "scripted_model"])
+def test_a_function_scoped_kit_fixture_in_a_given_test_fails_the_health_check(pytester, fixture):
+    pytester.makefile(  # the inner sessions' ini turns hypothesis' plugin off: on here
+        ".ini",
+        pytest="[pytest]\nasyncio_default_fixture_loop_scope = function\nfilterwarnings = error\n",
+    )
+    pytester.makepyfile(test_h=FIXTURES.replace("{fixture}", fixture))
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([f"*FailedHealthCheck*uses a function-scoped fixture '{fixture}'*"])

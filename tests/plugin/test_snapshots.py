@@ -55,7 +55,8 @@ def test_golden(trace):
 """
 
 
-def test_a_committed_snapshot_passes_under_any_seed(suite):
+def test_a_committed_snapshot_passes_under_any_seed(suite, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)  # the first run writes the golden trace
     pytester = suite(JITTERED)
     pytester.runpytest("--agentfaults-seed=1").assert_outcomes(passed=1)
     golden = pytester.path / "fixtures" / "traces" / "golden.json"
@@ -76,6 +77,7 @@ def test_a_committed_snapshot_passes_under_any_seed(suite):
 
 
 def test_exact_times_keep_the_delays_and_detect_a_changed_one(suite, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)  # the first run writes the golden trace
     monkeypatch.setenv("EXACT", "1")
     pytester = suite(JITTERED)
     pytester.runpytest("--agentfaults-seed=7").assert_outcomes(passed=1)
@@ -106,7 +108,8 @@ def test_exact_times_keep_the_delays_and_detect_a_changed_one(suite, monkeypatch
     )
 
 
-def test_a_seed_free_mismatch_shows_a_readable_diff_and_the_fix(suite):
+def test_a_seed_free_mismatch_shows_a_readable_diff_and_the_fix(suite, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)  # the first run writes the golden trace
     pytester = suite(JITTERED)
     pytester.runpytest().assert_outcomes(passed=1)
     golden = pytester.path / "fixtures" / "traces" / "golden.json"
@@ -127,6 +130,7 @@ def test_a_seed_free_mismatch_shows_a_readable_diff_and_the_fix(suite):
 
 
 def test_the_two_forms_do_not_mix_silently(suite, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)  # the first run writes the golden trace
     pytester = suite(JITTERED)
     pytester.runpytest().assert_outcomes(passed=1)  # seed-free file
     monkeypatch.setenv("EXACT", "1")
@@ -138,3 +142,41 @@ def test_the_two_forms_do_not_mix_silently(suite, monkeypatch):
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*keeps exact times, but*called without exact_times=True*"])
+
+
+# In CI a golden trace that is not there was never committed (or the path is misspelt): a
+# file written on the CI machine is thrown away with it, and the test would pass while
+# comparing nothing, on every run. So there it fails, as insta does; on a developer's
+# machine the first run writes the file, to be committed.
+def test_in_ci_a_missing_golden_trace_fails_and_writes_nothing(suite, monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    pytester = suite(JITTERED)
+    golden = pytester.path / "fixtures" / "traces" / "golden.json"
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*golden trace *golden.json does not exist, and in CI (CI='true') a missing one "
+            "fails instead of being written*",
+            "*run the test where the file is kept (or pytest --agentfaults-update-snapshots) "
+            "and commit it, or fix the path*",
+        ]
+    )
+    assert not golden.exists()
+    pytester.runpytest("--agentfaults-update-snapshots").assert_outcomes(passed=1)
+    assert golden.exists()  # asked for by name: written in CI too
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_outside_ci_a_missing_golden_trace_is_written_and_the_test_passes(suite, monkeypatch):
+    for off in ("", "false", "0"):
+        monkeypatch.setenv("CI", off)
+        pytester = suite(JITTERED)
+        golden = pytester.path / "fixtures" / "traces" / "golden.json"
+        golden.unlink(missing_ok=True)
+        pytester.runpytest().assert_outcomes(passed=1)
+        assert json.loads(golden.read_text())["format"] == 2
+    monkeypatch.delenv("CI")
+    golden.unlink()
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert golden.exists()

@@ -381,6 +381,19 @@ def test_malformed_tool_args_can_name_its_tool() -> None:
     assert (call.name, call.arguments) == ("parse", "{bad")
 
 
+def test_malformed_tool_args_refuses_a_tool_that_is_not_offered() -> None:
+    # A misspelt name made the call an unknown tool's: the test passed on the wrong path
+    with pytest.raises(UsageError) as caught:
+        answer(malformed.tool_args("{bad", tool="fecth"))
+    message = str(caught.value)
+    assert "malformed.tool_args('{bad', tool='fecth'): the request offers no tool 'fecth'" in (
+        message
+    )
+    assert "did you mean 'fetch'?" in message
+    assert "(it offers: fetch, parse)" in message
+    assert "malformed.unknown_tool('fecth')" in message
+
+
 def test_malformed_tool_args_needs_a_tool_when_none_is_offered() -> None:
     with pytest.raises(UsageError, match="offers no tools"):
         answer(malformed.tool_args("{bad"), make_request(tools=()))

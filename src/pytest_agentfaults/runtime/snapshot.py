@@ -10,6 +10,10 @@ passes under any seed.
 ``exact_times=True`` keeps the event times and delays as well. Such a file says so (and
 names the session seed it was written under): it matches only under that seed.
 
+A missing file is written, except in CI (the ``CI`` environment variable set, as
+insta reads it): there the file was never committed, or the path is wrong, and writing
+it would make the test pass while comparing nothing, so the test fails.
+
 Rewrite snapshots with ``pytest --agentfaults-update-snapshots``. Files written by earlier
 versions (no ``"format"`` key) are still read, and compared in the form asked for.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -31,7 +36,7 @@ from pytest_agentfaults.runtime._pending import switch_on
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Trace
 
-__all__ = ["SnapshotSettings", "assert_matches_snapshot", "normalise", "use_snapshots"]
+__all__ = ["SnapshotSettings", "assert_matches_snapshot", "in_ci", "normalise", "use_snapshots"]
 
 FORMAT: Final = 2
 _UPDATE: Final = "pytest --agentfaults-update-snapshots"
@@ -53,6 +58,21 @@ class SnapshotSettings:
     update: bool = False
     seed: int | None = None
     learned: LearnedSecrets | None = None
+    #: the value of the ``CI`` environment variable when it says the session runs in CI
+    #: (set, and not ``""``, ``0``, ``false`` or ``no``); None elsewhere
+    ci: str | None = None
+
+
+def in_ci() -> str | None:
+    """The ``CI`` environment variable when it says this runs in CI (insta's rule), else None.
+
+    Set to anything but ``""``, ``0``, ``false`` or ``no`` (any case): the plugin reads it
+    once per session, and a missing golden trace then fails instead of being written.
+    """
+    value = os.environ.get("CI")
+    if value is None or value.strip().lower() in ("", "0", "false", "no"):
+        return None
+    return value
 
 
 #: the snapshot settings variable and a token that resets it
@@ -147,7 +167,7 @@ def _dumps(document: dict[str, Any]) -> str:
 def assert_matches_snapshot(trace: Trace, path: str | Path, *, exact_times: bool = False) -> None:
     """Compare ``trace`` with the golden file at ``path`` (relative to the rootdir).
 
-    A missing file, or ``--agentfaults-update-snapshots``, writes it instead.
+    ``--agentfaults-update-snapshots``, or a missing file outside CI, writes it instead.
     """
     __tracebackhide__ = True
     settings = _settings.get()
@@ -161,6 +181,14 @@ def assert_matches_snapshot(trace: Trace, path: str | Path, *, exact_times: bool
     if settings.learned:  # the known shapes were redacted as the events were recorded
         events = redact_value(events, settings.learned)
     mine = _document(events, exact_times, settings.seed)
+    if not settings.update and settings.ci is not None and not target.exists():
+        raise AssertionError(
+            f"golden trace {target} does not exist, and in CI (CI={settings.ci!r}) a missing "
+            "one fails instead of being written: the file would be lost with the CI machine, "
+            "and the test would compare nothing\n"
+            f"run the test where the file is kept (or {_UPDATE}) and commit it, or fix the "
+            "path"
+        )
     if settings.update or not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(_dumps(mine), encoding="utf-8")

@@ -35,7 +35,8 @@ _TOOL_MARKERS: Final = {
     "retryable": 'tool="{name}", raises=ConnectionError("reset")',
     "non_retryable": 'tool="{name}", raises=ValueError("bad input")',
     "timeout": 'tool="{name}", delay=90',
-    "invalid_args": 'llm="malformed_tool_args"',
+    # name=: without it the call goes to the first tool on offer, maybe another one
+    "invalid_args": 'llm="malformed_tool_args", name="{name}"',
     "tool_failure": 'tool="{name}", returns=af.ToolFailure(error="not found")',
     "unknown_tool": 'llm="unknown_tool"',
 }

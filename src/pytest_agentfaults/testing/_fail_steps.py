@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.errors import (
     ModelAuthError,
@@ -25,7 +25,7 @@ from pytest_agentfaults.errors import (
     UsageError,
 )
 from pytest_agentfaults.runtime.models.base import ModelRequest, ModelResponse
-from pytest_agentfaults.testing.steps import ScriptStep
+from pytest_agentfaults.testing.steps import ScriptStep, no_step, steps_of
 
 __all__ = [
     "ConnectionFailure",
@@ -190,6 +190,18 @@ class FailSteps:
     """
 
     __slots__ = ()
+
+    if not TYPE_CHECKING:  # a type checker still flags a typo: to it, there is no such hook
+
+        def __getattr__(self, name: str) -> Any:
+            __tracebackhide__ = True
+            if name.startswith("_"):
+                raise AttributeError(name)
+            from pytest_agentfaults.testing._malformed_steps import (  # noqa: PLC0415 - it imports us
+                malformed,
+            )
+
+            raise no_step("fail", name, steps_of(self), ("malformed", steps_of(malformed)))
 
     def __call__(self, error: BaseException | type[BaseException]) -> RaiseError:
         """The call raises ``error``: this very instance every time, or a new one of a class."""

@@ -91,9 +91,9 @@ class LlmKind:
 
 LLM_FAULT_KINDS: Final[Mapping[str, LlmKind]] = MappingProxyType(
     {
-        "malformed_tool_args": LlmKind(
-            lambda args='{"arguments": ', tool=None: malformed.tool_args(args, tool),
-            ("args",),
+        "malformed_tool_args": LlmKind(  # name=None: the first tool the request offers
+            lambda args='{"arguments": ', name=None: malformed.tool_args(args, name),
+            ("args", "name"),
         ),
         "rate_limit": LlmKind(fail.rate_limit, ("retry_after",), transient=True),
         "server_error": LlmKind(lambda status=503: fail.http(status), ("status",), transient=True),

@@ -8,13 +8,22 @@ malformed.blocked("content_filter"); malformed.not_json("<html>..."); malformed.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.errors import MalformedResponseError, ModelStreamError, UsageError
 from pytest_agentfaults.runtime.models.base import ModelRequest, ModelResponse
-from pytest_agentfaults.testing.steps import ScriptStep, ToolCallStep, answer, shown
+from pytest_agentfaults.testing._fail_steps import fail
+from pytest_agentfaults.testing.steps import (
+    ScriptStep,
+    ToolCallStep,
+    answer,
+    no_step,
+    shown,
+    steps_of,
+)
 
 __all__ = [
     "BadToolArgs",
@@ -41,6 +50,16 @@ class BadToolArgs(ToolCallStep):
     def target(self, request: ModelRequest) -> tuple[str, str]:
         """The tool (named, or the first on offer) and ``raw``, verbatim."""
         name = self.tool
+        offered = [spec.name for spec in request.tools]
+        if name is not None and offered and name not in offered:
+            # else the call is an unknown tool's, and the test passes on the wrong path
+            close = difflib.get_close_matches(name, offered, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(
+                f"{self!r}: the request offers no tool {name!r}{hint} (it offers: "
+                f"{', '.join(offered)}); for a call to a tool the agent does not have, use "
+                f"malformed.unknown_tool({name!r})"
+            )
         if name is None:
             if not request.tools:
                 raise UsageError(
@@ -186,6 +205,14 @@ class MalformedSteps:
     """
 
     __slots__ = ()
+
+    if not TYPE_CHECKING:  # a type checker still flags a typo: to it, there is no such hook
+
+        def __getattr__(self, name: str) -> Any:
+            __tracebackhide__ = True
+            if name.startswith("_"):
+                raise AttributeError(name)
+            raise no_step("malformed", name, steps_of(self), ("fail", steps_of(fail)))
 
     def tool_args(self, raw: str = '{"arguments": ', tool: str | None = None) -> BadToolArgs:
         """A call whose arguments are ``raw``, verbatim; ``tool=None``: the first tool offered."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime.clock import advance_virtually
 from pytest_agentfaults.runtime.hooks import (
@@ -197,11 +198,14 @@ def _any_non_idempotent(faults: list[ToolFault]) -> bool:
 
 def _say_injected(error: BaseException, source: str) -> None:
     """Note on an injected model failure who injected it and how an agent recovers."""
-    note = (
-        f"injected by {source}; an Agent rethrows a model error by default: give it "
-        "on_llm_error=... to retry (see docs/howto/llm-errors.md), or expect the error "
-        "with pytest.raises"
-    )
+    if isinstance(error, UsageError):  # not a failure to recover from: the fault is wrong
+        note = f"from {source}: fix the fault as the error says"
+    else:
+        note = (
+            f"injected by {source}; an Agent rethrows a model error by default: give it "
+            "on_llm_error=... to retry (see docs/howto/llm-errors.md), or expect the error "
+            "with pytest.raises"
+        )
     if note not in getattr(error, "__notes__", ()):  # one instance may be raised again
         error.add_note(note)
 

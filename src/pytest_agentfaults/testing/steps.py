@@ -12,6 +12,7 @@ content plus, for each tool call, one for the name and the words of its argument
 from __future__ import annotations
 
 import abc
+import difflib
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -129,6 +130,42 @@ def shown(text: str) -> str:
     if len(text) > _SHOWN_CHARS:
         text = f"{text[:_SHOWN_CHARS]}..."
     return repr(text)
+
+
+#: ``llm=`` kinds whose script step has another name than the kind
+_STEP_OF_KIND: Final = {
+    "server_error": "fail.http(503)",
+    "malformed_tool_args": "malformed.tool_args()",
+    "tool_args_malformed": "malformed.tool_args()",
+}
+
+
+def steps_of(namespace: object) -> list[str]:
+    """The public step constructors of a step namespace (`fail` or `malformed`)."""
+    return sorted(n for n in dir(type(namespace)) if not n.startswith("_"))
+
+
+def no_step(where: str, name: str, own: list[str], other: tuple[str, list[str]]) -> AttributeError:
+    """The error for ``where.name`` (``malformed.emtpy``), a step the namespace lacks.
+
+    It names the fix: the step of an ``llm=`` kind named otherwise (``fail.server_error`` is
+    ``fail.http(503)``), the same step on the other namespace (``fail.empty`` is
+    ``malformed.empty()``), or the closest of its own; and lists its steps.
+    """
+    other_where, other_steps = other
+    if name in _STEP_OF_KIND:
+        fix: str | None = _STEP_OF_KIND[name]
+    elif name in other_steps:
+        fix = f"{other_where}.{name}()"
+    else:
+        close = difflib.get_close_matches(name, own, n=1) or difflib.get_close_matches(
+            name, other_steps, n=1
+        )
+        owner = where if close and close[0] in own else other_where
+        fix = f"{owner}.{close[0]}()" if close else None
+    hint = f"; did you mean {fix}?" if fix else ""
+    listed = ", ".join(f".{step}()" for step in own)
+    return AttributeError(f"{where} has no step .{name}(){hint} (its steps: {listed})")
 
 
 # --------------------------------------------------------------------------- steps
