@@ -8,9 +8,11 @@ the name belongs to the other one (`fail.empty()` is `malformed.empty()`), or is
 
 from __future__ import annotations
 
+import traceback
+
 import pytest
 
-from pytest_agentfaults.testing import fail, malformed
+from pytest_agentfaults.testing import FaultPlan, fail, malformed
 
 
 def test_a_misspelt_malformed_step_names_the_closest_and_lists_them_all() -> None:
@@ -56,3 +58,22 @@ def test_private_and_dunder_lookups_stay_plain_attribute_errors() -> None:
         malformed.__wrapped__  # type: ignore[attr-defined]  # noqa: B018
     assert "did you mean" not in str(caught.value)
     assert not hasattr(fail, "_private")
+
+
+def _misspelt_step() -> object:
+    return malformed.emtpy()
+
+
+def _misspelt_fluent_call() -> object:
+    return FaultPlan().tool("fetch").raisse
+
+
+@pytest.mark.parametrize("misspelt", [_misspelt_step, _misspelt_fluent_call])
+def test_python_adds_no_second_suggestion(misspelt):
+    # Python 3.12+ appends "Did you mean: 'empty'?" to an AttributeError it can augment,
+    # so the shown error would suggest twice, in two styles.
+    with pytest.raises(AttributeError) as caught:
+        misspelt()
+    shown = "".join(traceback.format_exception_only(caught.type, caught.value))
+    assert "did you mean" in shown
+    assert "Did you mean" not in shown

@@ -165,7 +165,9 @@ def no_step(where: str, name: str, own: list[str], other: tuple[str, list[str]])
         fix = f"{owner}.{close[0]}()" if close else None
     hint = f"; did you mean {fix}?" if fix else ""
     listed = ", ".join(f".{step}()" for step in own)
-    return AttributeError(f"{where} has no step .{name}(){hint} (its steps: {listed})")
+    # name=None: Python 3.12+ would append its own "Did you mean: ...?" to ours
+    message = f"{where} has no step .{name}(){hint} (its steps: {listed})"
+    return AttributeError(message, name=None, obj=None)
 
 
 # --------------------------------------------------------------------------- steps
