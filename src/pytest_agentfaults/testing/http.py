@@ -396,9 +396,9 @@ class HttpFaultRouter(respx.Router):
         """Answer ``provider``'s endpoint with scripted ``steps``, in its wire format.
 
         ``provider`` is ``"openai"`` (chat completions), ``"openai-responses"``,
-        ``"anthropic"``, ``"ollama"`` or ``"gemini"``; the route is on the official
-        endpoint unless ``url=`` names another. Returns the `ScriptedModel` behind it
-        (``.requests``); leftover steps fail the test unless ``strict=False``.
+        ``"anthropic"``, ``"ollama"`` or ``"gemini"``; on the official endpoint, or the
+        ``url=`` of another (a client's base URL, or the endpoint's). Returns the
+        `ScriptedModel` behind it (``.requests``); leftovers fail unless ``strict=False``.
         """
         __tracebackhide__ = True
         from pytest_agentfaults.testing._script_routes import script_route  # noqa: PLC0415
