@@ -271,18 +271,13 @@ class HttpInjector:
         return outcome(library, request, fault, options, self._router)
 
     def _slow(self, library: Library, request: Any, url: str, response: Any, slow: Injected) -> Any:
-        """``response`` with its first chunk held (``slow_first_token``), recorded."""
+        """``response`` with its first chunk held (``slow_first_token``), recorded.
+
+        The delay is within the client's read timeout (`outcome` answers one past it).
+        """
         delay = float(slow.delay or 0.0)
-        timeouts = request.extensions.get("timeout") or {}
-        read = timeouts.get("read")
-        error = None
-        if read is not None and delay >= read:
-            error = library.module.ReadTimeout(
-                f"agentfaults: slow_first_token: no first chunk within the client's read "
-                f"timeout ({read:g}s < {delay:g}s)"
-            )
-        response.stream = slow_stream(library.module, response.stream, delay, error)
-        self._record(request, url, response=response, error=error, fault=slow.fault)
+        response.stream = slow_stream(library.module, response.stream, delay)
+        self._record(request, url, response=response, fault=slow.fault)
         return response
 
     # ------------------------------------------------------------------ events
