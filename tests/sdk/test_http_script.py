@@ -186,6 +186,7 @@ def test_a_url_without_http_scheme_and_host_is_a_usage_error(http_faults, url):
     ("call", "match"),
     [
         (lambda h: h.script("mistral", [say("x")]), "unknown provider"),
+        (lambda h: h.script("open-ai", [say("x")]), "unknown provider.*did you mean 'openai'"),
         (lambda h: h.script("openai", "say"), "steps must be a list"),
         (lambda h: h.script("openai", [say("x")], url=3), "url= must be"),
         (lambda h: h.script("openai", [say("x")], strict="yes"), "strict= must be True or False"),

@@ -18,6 +18,7 @@ fault cuts or stalls carries the start of the route's next answer (`scripted_str
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import re
 from collections.abc import Sequence
@@ -86,8 +87,10 @@ def script_route(
     __tracebackhide__ = True
     shown = f"http_faults.script({provider!r}, ...)"
     if provider not in SCRIPT_PROVIDERS:
+        close = difflib.get_close_matches(str(provider), SCRIPT_PROVIDERS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(
-            f"{shown}: unknown provider; use one of {', '.join(map(repr, SCRIPT_PROVIDERS))}"
+            f"{shown}: unknown provider; use one of {', '.join(map(repr, SCRIPT_PROVIDERS))}{hint}"
         )
     if isinstance(steps, str) or not isinstance(steps, Sequence):
         raise UsageError(f"{shown}: steps must be a list of steps, such as [say('done')]")
