@@ -81,3 +81,15 @@ def test_retry_options_riding_out_two_503s_pass(http_faults, trace, virtual_cloc
         assert made.models.generate_content(model=MODEL, contents="hi").text == "Bonjour."
     assert len(virtual_clock.sleeps) == 2
     trace.assert_resilient()
+
+
+def test_a_cut_stream_never_asked_again_gets_genai_stream_advice(faults, http_faults, trace):
+    faults.http().truncated_stream(after=1)
+    http_faults.script("gemini", [say("Bonjour tout le monde.")], strict=False)
+    http_faults.assert_all_called = False
+    httpx2 = pytest.importorskip("httpx2")
+    with client(attempts=3) as made, pytest.raises(httpx2.RemoteProtocolError):
+        list(made.models.generate_content_stream(model=MODEL, contents="hi"))
+    (found,) = trace.verdict().findings
+    assert (found.code, "cut mid-way" in found.message) == ("gave_up_early", True)
+    assert "generate_content_stream" in found.advice
