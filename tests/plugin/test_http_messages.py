@@ -272,3 +272,25 @@ def test_refused(http_faults):
         "@pytest.mark.inject_fault(http=503, url='https://api.openai.com/v1/chat/completions', "
         "method='GET') (its method= is GET, the request's POST)."
     ) in out
+
+
+def test_a_refused_request_names_the_http_faults_routes_it_matched_none_of(suite):
+    # a route with a typo, or a script on the wrong provider's endpoint: the refusal
+    # said only "answer it with a route", which the test believes it did
+    result = suite(
+        OPENAI
+        + """
+def test_refused(http_faults):
+    http_faults.post("https://api.openai.com/v1/chat/completion").respond(200, json={})
+    http_faults.script("openai-responses", [say("x")])
+    with openai.OpenAI(api_key="sk-test", max_retries=0) as client:
+        client.chat.completions.create(**ASK)
+"""
+    ).runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert (
+        "No http_faults route of this test matched it: "
+        "POST https://api.openai.com/v1/chat/completion; "
+        "POST https://api.openai.com/v1/responses (http_faults.script('openai-responses', ...))."
+    ) in out

@@ -278,6 +278,17 @@ def test_a_slow_first_token_within_the_read_timeout_takes_virtual_time(
 
 def test_a_slow_first_token_past_the_read_timeout_times_out(sdk, faults, http_faults, trace):
     faults.http(url=sdk.url).slow_first_token(delay=20)
-    http_faults.script(sdk.name, [say("unused"), say("The retry is fast.")])
-    assert sdk.ask(timeout=5.0) == "The retry is fast."
+    # the client never got the answer, so, as for a stall, the step stays for the retry
+    script = http_faults.script(sdk.name, [say("The retry gets the answer.")])
+    assert sdk.ask(timeout=5.0) == "The retry gets the answer."
     assert [e.error and e.error.type for e in trace.of("http.request")] == ["ReadTimeout", None]
+    assert len(script.requests) == 1
+
+
+def test_a_slow_first_token_past_the_timeout_keeps_a_streamed_step_too(sdk, faults, http_faults):
+    faults.http(url=sdk.url).slow_first_token(delay=20)
+    http_faults.script(sdk.name, [say("Asked again.")])
+    expected = openai.APITimeoutError if sdk.name == "openai" else httpx2.ReadTimeout
+    with pytest.raises(expected):  # no SDK re-issues a stream: the app asks again
+        sdk.ask(stream=True, timeout=5.0)
+    assert sdk.ask(stream=True, timeout=5.0) == "Asked again."

@@ -133,8 +133,22 @@ def test_a_slow_first_token_still_answers(llm_server, trace):
     assert llm_server.requests[0].fault == "slow_first_token"
 
 
+@pytest.mark.inject_fault(http="slow_first_token", delay=0.05)
+def test_a_slow_answer_the_client_waited_for_takes_its_step_and_bounds_its_copy(llm_server):
+    script = llm_server.script([say("Slow start.")])
+    long = "x" * (llm_server.max_stored_body + 100)
+    with openai.OpenAI(base_url=llm_server.base_url("openai"), api_key="sk-test") as c:
+        messages = [{"role": "user", "content": long}]
+        answer = c.chat.completions.create(model="gpt-4o-mini", messages=messages, timeout=2)
+    assert answer.choices[0].message.content == "Slow start."
+    assert script.remaining == 0  # taken once the answer went out
+    (request,) = script.requests
+    assert request.messages[-1].content.endswith("...[100 more characters]")
+
+
 @pytest.mark.inject_fault(http="slow_first_token", delay=0.5)
 def test_a_slow_first_token_past_the_timeout_is_retried(llm_server, trace):
-    llm_server.script([say("unused"), say("The retry.")])
+    # the client gave up before the answer came: the step stays for the retry
+    llm_server.script([say("The retry.")])
     assert openai_chat(llm_server, timeout=0.1) == "The retry."
     assert [r.fault for r in llm_server.requests] == ["slow_first_token", None]

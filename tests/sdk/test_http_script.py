@@ -134,9 +134,59 @@ def test_a_custom_base_url_takes_url(http_faults):
 
 
 @pytest.mark.parametrize(
+    ("provider", "base_url"),
+    [
+        ("openai", "https://proxy.test/v1"),
+        ("openai", "https://proxy.test/v1/"),
+        ("openai-responses", "https://proxy.test/v1"),
+        ("anthropic", "https://proxy.test"),
+    ],
+)
+def test_url_takes_the_base_url_the_sdk_client_was_given(http_faults, provider, base_url):
+    # the docs say url= is "for another base URL": the one the client is built with
+    http_faults.script(provider, [say("Via the proxy.")], url=base_url)
+    if provider == "anthropic":
+        with anthropic.Anthropic(api_key="sk-ant-test", base_url=base_url) as client:
+            message = client.messages.create(model="claude-haiku-4-5", max_tokens=50, messages=ASK)
+        assert message.content[0].text == "Via the proxy."
+        return
+    with openai.OpenAI(api_key="sk-test", base_url=base_url, max_retries=0) as client:
+        if provider == "openai":
+            answer = client.chat.completions.create(model="gpt-4o-mini", messages=ASK)
+            assert answer.choices[0].message.content == "Via the proxy."
+        else:
+            assert client.responses.create(model="m", input="hi").output_text == "Via the proxy."
+
+
+def test_url_takes_an_ollama_host_and_a_gemini_base_url(http_faults):
+    genai = pytest.importorskip("google.genai")
+    types = pytest.importorskip("google.genai.types")
+    http_faults.script("ollama", [say("Local.")], url="http://ollama.test:11434")
+    http_faults.script("gemini", [say("Bonjour."), say("Streamed")], url="https://gemini.test")
+    with httpx.Client() as plain:
+        body = {"model": "llama3.2", "stream": False, "messages": []}
+        local = plain.post("http://ollama.test:11434/api/chat", json=body)
+    assert local.json()["message"]["content"] == "Local."
+    options = types.HttpOptions(base_url="https://gemini.test")
+    with genai.Client(api_key="gemini-test-key", http_options=options) as client:
+        answer = client.models.generate_content(model="gemini-2.0-flash", contents="hi")
+        pieces = client.models.generate_content_stream(model="gemini-2.0-flash", contents="hi")
+        streamed = "".join(chunk.text for chunk in pieces)
+    assert (answer.text, streamed) == ("Bonjour.", "Streamed")
+
+
+@pytest.mark.parametrize("url", ["proxy.test/v1", "/v1/chat/completions", "ftp://proxy.test/v1"])
+def test_a_url_without_http_scheme_and_host_is_a_usage_error(http_faults, url):
+    with pytest.raises(UsageError, match=r"url=.*'https://proxy\.example\.com/v1'") as raised:
+        http_faults.script("openai", [say("x")], url=url)
+    assert repr(url) in str(raised.value)
+
+
+@pytest.mark.parametrize(
     ("call", "match"),
     [
         (lambda h: h.script("mistral", [say("x")]), "unknown provider"),
+        (lambda h: h.script("open-ai", [say("x")]), "unknown provider.*did you mean 'openai'"),
         (lambda h: h.script("openai", "say"), "steps must be a list"),
         (lambda h: h.script("openai", [say("x")], url=3), "url= must be"),
         (lambda h: h.script("openai", [say("x")], strict="yes"), "strict= must be True or False"),

@@ -84,6 +84,8 @@ def test_base_urls_follow_each_sdks_convention(server):
     assert server.base_url("gemini") == server.url  # google-genai adds /v1beta/models/...
     with pytest.raises(UsageError, match="unknown provider"):
         server.base_url("mistral")
+    with pytest.raises(UsageError, match=r"base_url\('antropic'\): .*did you mean 'anthropic'\?"):
+        server.base_url("antropic")
 
 
 def test_env_points_sdks_and_our_clients_here(server, monkeypatch):

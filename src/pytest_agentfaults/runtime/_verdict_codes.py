@@ -131,6 +131,51 @@ _RUNTIME_ADVICE: Final[dict[str, str]] = {
     ),
 }
 
+# google-genai: retries only with HttpOptions(retry_options=...), never reads Retry-After
+_GENAI_ADVICE: Final[dict[str, str]] = {
+    "gave_up_early": (
+        "the google-genai SDK retries nothing by default: build the client with "
+        "genai.Client(http_options=types.HttpOptions(retry_options=types.HttpRetryOptions("
+        "attempts=3))), and it retries 408/429/500/502/503/504, timeouts and failed "
+        "connects with backoff; a connection dropped after the request was sent it never "
+        "retries: catch httpx errors around the call and request again, with backoff"
+    ),
+    "stream": (
+        "the google-genai SDK never re-issues a stream that has started, retry_options or "
+        "not: catch google.genai.errors.APIError and httpx errors while iterating "
+        "generate_content_stream(...), and request the answer again, with backoff; never "
+        "use the partial text"
+    ),
+    "retry_after_ignored": (
+        "the google-genai SDK's retry_options wait their own backoff (initial_delay=1 s, "
+        "doubling, plus up to 1 s of jitter) and never read Retry-After or the 429's "
+        "RetryInfo: raise types.HttpRetryOptions(initial_delay=...) to the server's wait, "
+        "or catch google.genai.errors.ClientError with code 429 and wait its retryDelay "
+        "before asking again"
+    ),
+    "no_backoff": (
+        "the google-genai SDK backs off by itself once given retry_options (initial_delay=1 "
+        "s, doubling): the quick repeat came from code around it, or from "
+        "HttpRetryOptions(initial_delay=0); leave retrying to its retry_options"
+    ),
+    "retry_storm": (
+        "lower types.HttpRetryOptions(attempts=...) (5 when not given), and do not wrap "
+        "generate_content in a retry loop of your own (each of your retries multiplies its "
+        "attempts)"
+    ),
+    "retried_non_retryable": (
+        "the google-genai SDK does not retry these by itself: the repeat came from code "
+        "around it; catch google.genai.errors.APIError and retry only when e.code is "
+        "408/429/5xx"
+    ),
+    "gave_up_early_raised": (
+        "the google-genai SDK raises json.JSONDecodeError (a ValueError, not "
+        "google.genai.errors.APIError) on a 2xx answer that is not JSON, and its "
+        "retry_options do not retry it: catch json.JSONDecodeError around the call and "
+        "request the answer again, with backoff"
+    ),
+}
+
 _HTTPX_ADVICE: Final[dict[str, str]] = {
     "gave_up_early": (
         "{name} does not retry HTTP errors by itself: wrap the call in a retry loop with "
@@ -165,6 +210,9 @@ def advice_for(
         return text.format(name=name, pkg=kind, cls=cls) if text else ADVICE[code]
     if kind == "agentfaults":
         return _RUNTIME_ADVICE.get(key) or ADVICE[code]
+    if kind == "genai":
+        key = "gave_up_early_raised" if topic == "not_json" else key
+        return _GENAI_ADVICE.get(key) or ADVICE[code]
     if kind == "httpx":
         text = _HTTPX_ADVICE.get(key)
         return text.format(name=f"plain {client}") if text else ADVICE[code]

@@ -41,7 +41,6 @@ _TRANSIENT_ERRORS: Final = frozenset(
         "RateLimitError",
     }
 )
-_SDKS: Final = frozenset({"openai", "anthropic"})
 _TRUNCATED: Final = "truncated_stream"
 _MALFORMED: Final = frozenset({"malformed_body", "not_json"})  # a 2xx body not the API's
 _TOLERANCE: Final = 1e-3
@@ -401,12 +400,17 @@ def _malformed(requests: list[Request], events: Sequence[Event]) -> list[Found]:
         own = [e for e in ends if e.run_id == last.run_id]
         if own and not any(e.status == "ok" for e in own):
             continue  # the run failed on it: not accepted
-        if not own and last.field("fault") == "not_json" and request.rules.kind in _SDKS:
-            # an SDK raises on a JSON answer it cannot parse: nothing was used, it was given up
+        fault = last.field("fault")
+        if not own and fault in request.rules.raises_on:
+            # the SDK raises on an answer it cannot parse: nothing was used, it was given up
+            what = (
+                "content-type JSON and a body that is not JSON"
+                if fault == "not_json"
+                else "a body that is not the provider's JSON"
+            )
             message = (
-                f"answered {_status(last)} with content-type JSON and a body that is not JSON "
-                "(not_json); the SDK raised json.JSONDecodeError on it, and the request was "
-                "never made again"
+                f"answered {_status(last)} with {what} ({fault}); the SDK raised "
+                "json.JSONDecodeError on it, and the request was never made again"
             )
             found.append(request.found("gave_up_early", message, last, topic="not_json"))
             continue

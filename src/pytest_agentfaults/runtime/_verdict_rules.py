@@ -21,6 +21,11 @@ backoff           min(0.5 * 2**n, 8) s less   0.25 * 2**n s less up to    -
                   up to 25 % jitter           25 % jitter (seeded)
 attempts          max_retries + 1 (3)         max_attempts (3)            5 (the verdict's)
 ================  ==========================  ==========================  ===================
+
+google-genai (``google/genai/_api_client.py``, ``retry_args``) retries nothing unless its
+client is given ``HttpRetryOptions``: then 408, 429, 500, 502, 503, 504, timeouts and
+failed connects, ``attempts`` (5) times on tenacity's backoff, never reading Retry-After;
+it raises ``json.JSONDecodeError`` on any 2xx body that is not JSON.
 """
 
 from __future__ import annotations
@@ -28,7 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["RULES", "ClientRules", "client_rules"]
+__all__ = ["GENAI_AGENT", "RULES", "ClientRules", "client_rules"]
+
+#: the ``client`` of a request google-genai sent (its user-agent's product)
+GENAI_AGENT: Final = "google-genai-sdk"
 
 _TIMEOUTS: Final = frozenset(
     {
@@ -57,6 +65,8 @@ class ClientRules:
     max_attempts: int | None  # its declared attempt cap; None: its own setting, not judged
     retries_itself: bool  # it has a retry loop of its own
     run_decides: bool = False  # a cut stream is left to the run's on_llm_error
+    #: the 2xx faults whose body it raises on (not hands back): `json.JSONDecodeError`
+    raises_on: frozenset[str] = frozenset()
 
     def retries_status(self, status: int) -> bool:
         """Whether this client retries ``status`` when the server says nothing more."""
@@ -68,6 +78,7 @@ class ClientRules:
 
 
 _SDK_STATUSES: Final = frozenset({408, 409, 429})
+_NOT_JSON: Final = frozenset({"not_json"})
 
 RULES: Final[dict[str, ClientRules]] = {
     "openai": ClientRules(
@@ -79,6 +90,7 @@ RULES: Final[dict[str, ClientRules]] = {
         retry_after_cap=120.0,
         max_attempts=None,
         retries_itself=True,
+        raises_on=_NOT_JSON,
     ),
     "anthropic": ClientRules(
         kind="anthropic",
@@ -89,6 +101,21 @@ RULES: Final[dict[str, ClientRules]] = {
         retry_after_cap=None,
         max_attempts=None,
         retries_itself=True,
+        raises_on=_NOT_JSON,
+    ),
+    # google-genai (``_api_client.retry_args``): no retry at all unless the client is given
+    # ``HttpRetryOptions``; then these statuses, timeouts and failed connects, on tenacity's
+    # backoff, never reading Retry-After (so no cap), ``attempts`` (5) its own setting
+    "genai": ClientRules(
+        kind="genai",
+        name="the google-genai SDK",
+        statuses=frozenset({408, 429, 500, 502, 503, 504}),
+        any_5xx=False,
+        retries_timeouts=True,
+        retry_after_cap=None,
+        max_attempts=None,
+        retries_itself=False,
+        raises_on=frozenset({"not_json", "malformed_body"}),
     ),
     "agentfaults": ClientRules(
         kind="agentfaults",
@@ -135,6 +162,8 @@ def client_rules(client: object) -> ClientRules:
         return RULES["httpx"]
     if client == "agentfaults":
         return RULES["agentfaults"]
+    if client == GENAI_AGENT:
+        return RULES["genai"]
     return RULES["other"]
 
 
@@ -143,6 +172,8 @@ def describe_client(client: object) -> str:
     rules = client_rules(client)
     if rules.kind in ("openai", "anthropic"):
         return f"{rules.name} ({client})" if client != rules.kind else rules.name
+    if rules.kind == "genai":
+        return f"{rules.name} (genai.Client)"
     if rules.kind == "other" and isinstance(client, str):
         return f"the client {client!r}"
     return rules.name

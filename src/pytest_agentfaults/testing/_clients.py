@@ -23,6 +23,9 @@ from pytest_agentfaults._patches import live, replaced, retire, retired
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.testing._wire import (
     Served,
+    content_type,
+    draw_id,
+    id_headers,
     kind_served,
     malformed_body,
     model_name,
@@ -330,22 +333,33 @@ def outcome(
         error = module.ReadError("[Errno 104] Connection reset by peer (agentfaults)")
         error.__cause__ = ConnectionResetError(104, "Connection reset by peer")
         return Injected(error=error)
-    if kind == "slow_first_token":
-        return Injected(delay=fault.delay)
     body = request_body(request)
     stream = wants_stream(provider, body, path)
-    if kind == "malformed_body":
-        content_type, data = malformed_body(provider, stream=stream)
-        return Injected(
-            module.Response(200, headers=[("content-type", content_type)], content=data)
+    if kind == "slow_first_token":
+        read = (request.extensions.get("timeout") or {}).get("read")
+        delay = fault.delay
+        if read is None or delay is None or delay < read:
+            return Injected(delay=delay)
+        # the client gives up first: it never sees the answer, so (as for a stall) no
+        # route answers, and a script's step stays for the request asked again
+        failure = module.ReadTimeout(
+            f"agentfaults: slow_first_token: no first chunk within the client's read "
+            f"timeout ({read:g}s < {delay:g}s)"
         )
+        headers = [("content-type", content_type(provider, stream))]
+        headers += id_headers(provider, draw_id(provider, None))
+        response = module.Response(200, headers=headers, stream=library.cut_stream(b"", failure))
+        return Injected(response, later=failure)
+    if kind == "malformed_body":
+        media_type, data = malformed_body(provider, stream=stream)
+        return Injected(module.Response(200, headers=[("content-type", media_type)], content=data))
     model = model_name(body, path)
     if kind == "read_error":
-        content_type, data = truncated_body(provider, stream=False, model=model)
+        media_type, data = truncated_body(provider, stream=False, model=model)
         failure = module.ReadError("agentfaults: injected read error after the headers")
         response = module.Response(
             200,
-            headers=[("content-type", content_type)],
+            headers=[("content-type", media_type)],
             stream=library.cut_stream(data, failure),
         )
         return Injected(response, later=failure)
@@ -381,16 +395,14 @@ def _response(module: Any, served: Served) -> Any:
     return module.Response(served.status, headers=headers, stream=module.ByteStream(data))
 
 
-def slow_stream(module: Any, inner: Any, delay: float, error: BaseException | None) -> Any:
+def slow_stream(module: Any, inner: Any, delay: float) -> Any:
     """``inner`` (a response body), its first chunk held ``delay`` seconds of virtual time.
 
-    With ``error`` (the client's read timeout is shorter than ``delay``), the first read
-    raises it instead.
+    Only for a delay within the client's read timeout: past it, `outcome` answers with
+    the timeout instead.
     """
 
     def wait() -> None:
-        if error is not None:
-            raise error
         advance = getattr(default_clock(), "advance", None)
         if advance is not None:  # a real clock: no real wait (no test sleeps)
             advance(delay)

@@ -45,6 +45,8 @@ class Reply:
     retry_after: float | None = None
     fault: str | None = None  # the fault kind (or the failure step) behind this reply
     first_delay: float | None = None  # slow_first_token: real seconds before the body
+    #: called when a held body goes out (the client waited for it): the step is taken then
+    on_sent: Callable[[], None] | None = None
 
 
 @dataclass(slots=True)
@@ -179,6 +181,8 @@ def send(handler: Handler, reply: Reply, hold: float) -> str | None:
             if _hold(handler.connection, min(reply.first_delay, hold)) is None:
                 handler.close_connection = True  # the client gave up first
                 return None
+            if reply.on_sent is not None:
+                reply.on_sent()
             write(payload)
             return None
         handler.close_connection = True

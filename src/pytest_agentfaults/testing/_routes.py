@@ -7,16 +7,18 @@ responses, it fails the test at teardown, naming each route as the user wrote it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from respx.patterns import Noop, _And
 
 from pytest_agentfaults._redact import redact_text
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from respx.models import Route
 
-__all__ = ["AllCalledSwitch", "describe_route", "unused_routes_message"]
+__all__ = ["AllCalledSwitch", "describe_route", "unmatched_routes_note", "unused_routes_message"]
 
 _URL_PARTS = ("Scheme", "Host", "Port", "Path", "Params")
 
@@ -77,6 +79,28 @@ def unused_routes_message(routes: list[Route], bypassed: list[tuple[Any, str]]) 
         "in this test with http_faults.assert_all_called = False.",
     ]
     return "\n".join(lines)
+
+
+def unmatched_routes_note(routes: Iterable[Route]) -> str:
+    """A sentence naming the routes a refused request matched none of ("": none).
+
+    A script route says which script it is: its provider names its endpoint.
+    """
+    shown: list[str] = []
+    for route in routes:
+        if len(shown) == _NAMED:
+            shown.append("...")
+            break
+        model = getattr(getattr(route.side_effect, "agentfaults_script", None), "model", None)
+        script = getattr(model, "name", None)
+        text = describe_route(route)
+        shown.append(f"{text} ({script})" if isinstance(script, str) else text)
+    if not shown:
+        return ""
+    return redact_text(f" No http_faults route of this test matched it: {'; '.join(shown)}.")
+
+
+_NAMED: Final = 5  # the routes a refusal names, at most
 
 
 def _matches(route: Route, request: Any) -> bool:

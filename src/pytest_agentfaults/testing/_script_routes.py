@@ -18,7 +18,9 @@ fault cuts or stalls carries the start of the route's next answer (`scripted_str
 
 from __future__ import annotations
 
+import difflib
 import itertools
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -62,6 +64,13 @@ SCRIPT_PROVIDERS: Final[dict[str, str]] = {
     "gemini": "https://generativelanguage.googleapis.com/",
 }
 _GEMINI: Final = r"/models/[^/:]+:(stream)?[gG]enerateContent$"
+#: the provider -> the path its SDK appends to the base URL it is given
+_ENDPOINT_PATHS: Final[dict[str, str]] = {
+    "openai": "/chat/completions",
+    "openai-responses": "/responses",
+    "anthropic": "/v1/messages",
+    "ollama": "/api/chat",
+}
 #: the attribute of a script route's side effect that holds its `ScriptAnswer`
 _ANSWER: Final = "agentfaults_script"
 
@@ -78,13 +87,16 @@ def script_route(
     __tracebackhide__ = True
     shown = f"http_faults.script({provider!r}, ...)"
     if provider not in SCRIPT_PROVIDERS:
+        close = difflib.get_close_matches(str(provider), SCRIPT_PROVIDERS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(
-            f"{shown}: unknown provider; use one of {', '.join(map(repr, SCRIPT_PROVIDERS))}"
+            f"{shown}: unknown provider; use one of {', '.join(map(repr, SCRIPT_PROVIDERS))}{hint}"
         )
     if isinstance(steps, str) or not isinstance(steps, Sequence):
         raise UsageError(f"{shown}: steps must be a list of steps, such as [say('done')]")
     if url is not None and not isinstance(url, str):
         raise UsageError(f"{shown}: url= must be the endpoint's URL (a str), got {url!r}")
+    endpoint = None if url is None else _endpoint(provider, url, shown)
     # built unchecked, then marked: the route checks its own script (see `check`)
     model = ScriptedModel(list(steps), name=shown, strict=False)
     if not isinstance(strict, bool):
@@ -111,10 +123,11 @@ def script_route(
 
     _current.add_check(check)
 
-    if provider == "gemini" and url is None:
-        route = router.post(url__startswith=SCRIPT_PROVIDERS["gemini"], path__regex=_GEMINI)
+    if provider == "gemini" and (endpoint is None or endpoint.endswith("/")):
+        base = endpoint or SCRIPT_PROVIDERS["gemini"]
+        route = router.post(url__startswith=base, path__regex=_GEMINI)
     else:
-        route = router.post(url or SCRIPT_PROVIDERS[provider])
+        route = router.post(endpoint or SCRIPT_PROVIDERS[provider])
 
     def respond(request: httpx.Request) -> httpx.Response:
         # a function, not the ScriptAnswer itself: respx reads a side effect's signature
@@ -125,6 +138,36 @@ def script_route(
     vars(respond)[_ANSWER] = answer  # for `scripted_stream`
     route.side_effect = respond
     return model
+
+
+def _endpoint(provider: str, url: str, shown: str) -> str:
+    """The URL a script route answers, from its ``url=``: an endpoint, or a base URL.
+
+    A base URL is the one the SDK client is built with (OpenAI's ends in ``/v1``,
+    Anthropic's and Ollama's are the host root); the endpoint's path is added to it, as
+    the SDK adds it. Gemini's endpoints name the model, so its base URL stays a prefix
+    (returned ending in ``/``).
+    """
+    __tracebackhide__ = True
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        raise UsageError(
+            f"{shown}: url={url!r} is not an http(s) URL with a host: give the base URL "
+            "the client is built with, such as 'https://proxy.example.com/v1', or the "
+            "endpoint's full URL"
+        )
+    path = parsed.path.rstrip("/")
+    if provider == "gemini":
+        if re.search(_GEMINI, path):
+            return url
+        return str(parsed.copy_with(path=path + "/", query=None, fragment=None))
+    tail = _ENDPOINT_PATHS[provider]
+    if path.endswith(tail):
+        return url
+    return str(parsed.copy_with(path=path + tail, query=None, fragment=None))
 
 
 class ScriptAnswer:

@@ -9,6 +9,7 @@ reply on the socket (`_handler.send`). The bytes of each reply come from `_wire`
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import itertools
 import json
@@ -53,7 +54,12 @@ from pytest_agentfaults.testing._wire import (
     truncated_body,
     wants_stream,
 )
-from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError, peek_answer
+from pytest_agentfaults.testing.scripted import (
+    ScriptedModel,
+    ScriptExhaustedError,
+    cut_texts,
+    peek_answer,
+)
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan, HTTPFault
@@ -172,7 +178,8 @@ class Service:
             fault, occurrence = hit
             if fault.kind == "slow_first_token" and provider is not None and method == "POST":
                 # the answer itself, its first chunk held (see `send`)
-                reply = self._script_reply(binding, provider, stream, body, path)
+                held = server.max_stored_body
+                reply = self._script_reply(binding, provider, stream, body, path, held)
                 reply.first_delay, reply.fault = fault.delay, reply.fault or fault.label
             else:
                 reply = self._fault_reply(binding, fault, provider, stream, body, path, method)
@@ -208,7 +215,7 @@ class Service:
         with self._lock:
             binding.requests.append(received)
             if len(body) > server.max_stored_body:  # the script's copy is bounded too
-                _cut_texts(binding.model.requests[recorded:], server.max_stored_body)
+                cut_texts(binding.model.requests[recorded:], server.max_stored_body)
         event = self._record(binding, received, reply, body)
         # the event is recorded before the reply goes out: the client may look at once
         if send(handler, reply, server.timeout_hold) == "held":
@@ -254,16 +261,28 @@ class Service:
             return binding.recorder.emit(type, **fields)
 
     def _script_reply(
-        self, binding: Binding, provider: Provider, stream: bool, body: bytes, path: str
+        self,
+        binding: Binding,
+        provider: Provider,
+        stream: bool,
+        body: bytes,
+        path: str,
+        held: int | None = None,
     ) -> Reply:
+        """The script's next answer; ``held``: the body bytes kept, for a held first chunk.
+
+        A held answer's step is peeked, taken only when the answer goes out (`Reply.on_sent`):
+        a client that gave up first never saw it, so, as after a stall, it stays for the retry.
+        """
         data, problem = parse_body(body)
         if problem:
             return _error(provider, 400, problem, binding.ids)
         model = model_name(b"", path) if provider == "gemini" else _model_of(data)
         request = model_request(provider, data, stream=stream)
         with self._lock:
+            peeked = None if held is None else peek_answer(binding.model, request)
             try:
-                response = binding.model.request(request)
+                response = binding.model.request(request) if peeked is None else peeked
             except ScriptExhaustedError as exc:
                 binding.problems.append(str(exc))
                 return _error(provider, 400, f"agentfaults: {exc}", binding.ids)
@@ -272,7 +291,22 @@ class Service:
         events = _events(binding, provider, response, data, model, stream=stream)
         headers = [("content-type", content_type(provider, stream))]
         headers += id_headers(provider, draw_id(provider, binding.ids))
-        return Reply("answer", 200, headers, events, stream=stream)
+        reply = Reply("answer", 200, headers, events, stream=stream)
+        if peeked is not None and held is not None:
+            cap = held if len(body) > held else None
+            reply.on_sent = functools.partial(self._take, binding, request, cap)
+        return reply
+
+    def _take(self, binding: Binding, request: ModelRequest, cap: int | None) -> None:
+        """Take the step a held answer peeked, now that it goes out (``cap``: cut texts)."""
+        with self._lock:
+            recorded = len(binding.model.requests)
+            try:
+                binding.model.request(request)
+            except Exception as exc:  # another request took the step meanwhile
+                binding.problems.append(str(exc))
+            if cap is not None:  # the script's copy is bounded, as in `serve`
+                cut_texts(binding.model.requests[recorded:], cap)
 
     def _peek_events(
         self, binding: Binding, provider: Provider, body: bytes, path: str
@@ -370,27 +404,6 @@ def _served_reply(served: Served, fault: str) -> Reply:
         retry_after=served.retry_after,
         fault=fault,
     )
-
-
-def _cut_texts(requests: list[ModelRequest], cap: int) -> None:
-    """Cut each message text and tool-call arguments of ``requests`` to ``cap`` characters."""
-
-    def cut(text: str) -> str:
-        return text if len(text) <= cap else f"{text[:cap]}...[{len(text) - cap} more characters]"
-
-    for request in requests:
-        request.messages[:] = [
-            message.model_copy(
-                update={
-                    "content": cut(message.content),
-                    "tool_calls": [
-                        call.model_copy(update={"arguments": cut(call.arguments)})
-                        for call in message.tool_calls
-                    ],
-                }
-            )
-            for message in request.messages
-        ]
 
 
 def _answer(status: int, body: bytes, headers: list[tuple[str, str]] | None = None) -> Reply:

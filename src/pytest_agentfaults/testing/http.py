@@ -22,11 +22,9 @@ layers, outermost first::
 So faults come before every mock and route, and a faulted request reaches none of them;
 the request after it goes on to whatever the test's own mock installed. A fault raises
 the exception of the library the client uses (``httpx2.ReadTimeout`` for an httpx2
-client), or answers as a server would (a status with ``Retry-After`` and
-``retry-after-ms``, an HTML body, a stream cut mid-way). An injected failure takes no
-time, virtual or real: a ``"timeout"`` fails at once; the waits that matter are the
-client's backoff, which the test's virtual clock records (a test using the kit waits in
-virtual time on its own thread).
+client), or answers as a server would (a status with ``Retry-After``, an HTML body, a
+stream cut mid-way). An injected failure takes no time: a ``"timeout"`` fails at once;
+the waits that matter are the client's backoff, which the test's virtual clock records.
 
 What happens to a request no fault hits (the pass-through policy):
 
@@ -37,21 +35,17 @@ What happens to a request no fault hits (the pass-through policy):
    and records the events itself;
 2. when a respx router is active for the client's library (``http_faults``, or the
    test's own ``respx.mock``): the routers answer; a request that matches no route and
-   is not to loopback raises `UnmatchedRequestError` (an SDK's gets the network guard's
-   final 403 instead, see below);
+   is not to loopback is refused as in 4., naming the routes it missed;
 3. to loopback (127.0.0.0/8, ``localhost``, ``::1``): it goes to the real server the
    test started;
 4. anything else is refused by the test's network guard (`testing._network`): a plain
    client gets `NetworkBlockedError`, an SDK a final 403 it does not retry, and the test
    fails at teardown; with no guard on (``plan.active()`` outside pytest), it raises
-   `UnmatchedRequestError`, an `AssertionError` naming the request. Either way a test
-   never reaches the network by accident, and no retry policy retries the mistake.
+   `UnmatchedRequestError`, an `AssertionError` naming the request. No test reaches the
+   network by accident, and no retry policy retries the mistake.
 
-The layer is switched on only while a plan that has http faults is active, or while a
-test uses ``http_faults``; otherwise httpx is left alone.
-
-httpx2 and httpcore2 are imported only when installed, and only when the layer first
-switches on.
+The layer is on only while a plan that has http faults is active, or while a test uses
+``http_faults``. httpx2 and httpcore2 are imported only when installed, and only then.
 """
 
 from __future__ import annotations
@@ -97,7 +91,11 @@ from pytest_agentfaults.testing._httpd import serves_port
 from pytest_agentfaults.testing._light_routes import NO_CALLS, Calls, LightRoute, resolve_routes
 from pytest_agentfaults.testing._network import UnmatchedRequestError
 from pytest_agentfaults.testing._route_answer import Routed, passing_through
-from pytest_agentfaults.testing._routes import AllCalledSwitch, unused_routes_message
+from pytest_agentfaults.testing._routes import (
+    AllCalledSwitch,
+    unmatched_routes_note,
+    unused_routes_message,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -273,18 +271,13 @@ class HttpInjector:
         return outcome(library, request, fault, options, self._router)
 
     def _slow(self, library: Library, request: Any, url: str, response: Any, slow: Injected) -> Any:
-        """``response`` with its first chunk held (``slow_first_token``), recorded."""
+        """``response`` with its first chunk held (``slow_first_token``), recorded.
+
+        The delay is within the client's read timeout (`outcome` answers one past it).
+        """
         delay = float(slow.delay or 0.0)
-        timeouts = request.extensions.get("timeout") or {}
-        read = timeouts.get("read")
-        error = None
-        if read is not None and delay >= read:
-            error = library.module.ReadTimeout(
-                f"agentfaults: slow_first_token: no first chunk within the client's read "
-                f"timeout ({read:g}s < {delay:g}s)"
-            )
-        response.stream = slow_stream(library.module, response.stream, delay, error)
-        self._record(request, url, response=response, error=error, fault=slow.fault)
+        response.stream = slow_stream(library.module, response.stream, delay)
+        self._record(request, url, response=response, fault=slow.fault)
         return response
 
     # ------------------------------------------------------------------ events
@@ -396,9 +389,9 @@ class HttpFaultRouter(respx.Router):
         """Answer ``provider``'s endpoint with scripted ``steps``, in its wire format.
 
         ``provider`` is ``"openai"`` (chat completions), ``"openai-responses"``,
-        ``"anthropic"``, ``"ollama"`` or ``"gemini"``; the route is on the official
-        endpoint unless ``url=`` names another. Returns the `ScriptedModel` behind it
-        (``.requests``); leftover steps fail the test unless ``strict=False``.
+        ``"anthropic"``, ``"ollama"`` or ``"gemini"``; on the official endpoint, or the
+        ``url=`` of another (a client's base URL, or the endpoint's). Returns the
+        `ScriptedModel` behind it (``.requests``); leftovers fail unless ``strict=False``.
         """
         __tracebackhide__ = True
         from pytest_agentfaults.testing._script_routes import script_route  # noqa: PLC0415
@@ -469,7 +462,8 @@ class HttpFaultRouter(respx.Router):
         guard = current_guard()
         if guard is None:
             return UnmatchedRequestError(request.method, str(request.url))
-        refused = guard.refuse(httpx, request, why_unmatched(request.method, str(request.url)))
+        why = why_unmatched(request.method, str(request.url)) + unmatched_routes_note(self.routes)
+        refused = guard.refuse(httpx, request, why)
         return refused.error if refused.error is not None else _Refused(refused.response)
 
 

@@ -384,3 +384,24 @@ def peek_answer(model: ScriptedModel, request: ModelRequest) -> ModelResponse | 
         return step.respond(request, model=model.name, next_call_id=next_call_id)
     except Exception:  # the step's failure is its answer, served when the step is taken
         return None
+
+
+def cut_texts(requests: list[ModelRequest], cap: int) -> None:
+    """Cut each message text and tool-call arguments of ``requests`` to ``cap`` characters."""
+
+    def cut(text: str) -> str:
+        return text if len(text) <= cap else f"{text[:cap]}...[{len(text) - cap} more characters]"
+
+    for request in requests:
+        request.messages[:] = [
+            message.model_copy(
+                update={
+                    "content": cut(message.content),
+                    "tool_calls": [
+                        call.model_copy(update={"arguments": cut(call.arguments)})
+                        for call in message.tool_calls
+                    ],
+                }
+            )
+            for message in request.messages
+        ]

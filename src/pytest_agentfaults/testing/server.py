@@ -66,6 +66,7 @@ origin ``http://llm_server`` (`RECORDED_ORIGIN`): ``POST http://llm_server/v1/me
 from __future__ import annotations
 
 import contextlib
+import difflib
 import math
 import socket
 import threading
@@ -208,8 +209,10 @@ class LLMServer:
     def base_url(self, provider: str) -> str:
         """The base URL to give ``provider``'s client (the OpenAI one ends in ``/v1``)."""
         if provider not in PROVIDERS:
+            close = difflib.get_close_matches(str(provider), PROVIDERS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(
-                f"base_url({provider!r}): unknown provider; use one of {', '.join(PROVIDERS)}"
+                f"base_url({provider!r}): unknown provider; use one of {', '.join(PROVIDERS)}{hint}"
             )
         return f"{self.url}/v1" if provider.startswith("openai") else self.url
 
