@@ -276,7 +276,12 @@ class Run:
         config = agent.resilience
         rec.emit("llm.error", error=ErrorRecord.from_exception(failure), detail="output_type")
         if self.corrections < config.max_retries:
+            # A correction is another turn and another call: none is announced (or its
+            # message sent) that the budget leaves no room for.
+            self.check_budget("max_turns", self.turns)
+            self.check_budget("max_llm_calls", self.usage.llm_calls)
             self.corrections += 1
+            self.usage.retries += 1
             rec.emit(
                 "llm.retry",
                 attempt=self.corrections + 1,
@@ -288,7 +293,7 @@ class Run:
             return None
         if config.fallback_model is not None and not self.fell_back:
             self.fell_back = True
-            self.check_budget("max_llm_calls", self.usage.llm_calls)
+            self.check_budget("max_llm_calls", self.usage.llm_calls)  # before the message
             # The fallback is told why: its request ends with the failure and the schema
             # expected, never with the bad answer (Anthropic would continue it as a prefill).
             self.messages.append(Message.user(spec.correction(failure)))
@@ -351,6 +356,9 @@ class Run:
                 decision = self.decide(exc, attempt)
                 delay = decision.delay(attempt, exc) if decision.action == "retry" else None
                 if delay is not None and attempt < decision.max_attempts:
+                    if cap is not None and self.usage.llm_calls >= cap:
+                        # No call left for the retry: no retry announced, no wait for it.
+                        self.over_budget("max_llm_calls")
                     rec.emit(
                         "llm.retry",
                         attempt=attempt + 1,
@@ -426,6 +434,8 @@ class Run:
 
     def call_fallback(self, fallback: Any, primary_error: Exception) -> Steps[ModelResponse]:
         __tracebackhide__ = True
+        # The fallback's call is a model call like any other: within ``max_llm_calls``.
+        self.check_budget("max_llm_calls", self.usage.llm_calls)
         model = as_model(fallback)
         self.rec.emit(
             "fallback",
