@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import MalformedResponseError, UsageError
@@ -160,10 +160,24 @@ def _type_name(output_type: Any) -> str:
 
 
 def render_result(result: Any) -> str:
-    """The string the model sees for a successful result: a str as is, anything else JSON."""
+    """The string the model sees for a successful result: a str as is, anything else JSON.
+
+    A value JSON cannot hold (bytes that are not UTF-8, a cycle, an object whose repr
+    raises) is shown as a JSON string of its repr: the tool has run, and the run goes on.
+    """
     if isinstance(result, str):
         return result
-    return to_json(result, fallback=repr).decode()
+    try:
+        return to_json(result, fallback=repr).decode()
+    except PydanticSerializationError:
+        return json.dumps(_safe_repr(result))
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:  # a broken __repr__: the one every object has
+        return object.__repr__(value)
 
 
 def preview(text: str, limit: int = 120) -> str:
