@@ -45,6 +45,11 @@ class Budget(BaseModel):
 
     def __init__(self, **data: Any) -> None:
         for key, value in data.items():
+            if key not in _BUDGET_FIELDS:
+                raise UsageError(
+                    f"Budget({key}={value!r}): unknown field; the caps are "
+                    f"{', '.join(_BUDGET_FIELDS)} (an int >= 1, or None for no cap)"
+                )
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
@@ -53,6 +58,9 @@ class Budget(BaseModel):
             super().__init__(**data)
         except ValueError as exc:
             raise UsageError(f"invalid Budget: {exc}") from exc
+
+
+_BUDGET_FIELDS: Final = tuple(Budget.model_fields)
 
 
 @dataclass(slots=True)

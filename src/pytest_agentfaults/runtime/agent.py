@@ -163,6 +163,15 @@ class Agent(Generic[OutputT]):
         # The default caps are one frozen model of plain ints, shared: building a pydantic
         # model for each agent costs as much as the rest of the agent.
         self.budget = budget or _DEFAULT_BUDGET
+        if clock is not None and not (
+            callable(getattr(clock, "now", None))
+            and callable(getattr(clock, "sleep", None))
+            and callable(getattr(clock, "asleep", None))
+        ):
+            raise UsageError(
+                f"clock={clock!r} is not a clock: give af.RealClock(), af.VirtualClock(), or an "
+                "object with now, sleep and asleep (af.Clock); None uses the default"
+            )
         self._clock = clock
         self.observers = observers(observer)
         self.stream = stream
