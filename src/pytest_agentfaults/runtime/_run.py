@@ -367,7 +367,8 @@ class Run:
                         error=ErrorRecord.from_exception(exc),
                     )
                     self.usage.retries += 1
-                    yield Sleep(self.clock, delay)
+                    self.check_cancel()  # a cancelled run waits for nothing
+                    yield Sleep(self.clock, delay, self.cancel)
                     self.check_cancel()
                     attempt += 1
                     continue
