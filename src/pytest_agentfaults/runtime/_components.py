@@ -6,7 +6,9 @@ Shared by `Agent()`, `Agent.override` and the combinators.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Annotated, Any, Final
+
+from pydantic import BeforeValidator
 
 from pytest_agentfaults.errors import EscalationError, Severity, ToolExecutionError, UsageError
 from pytest_agentfaults.runtime.events import Observer
@@ -18,7 +20,21 @@ from pytest_agentfaults.runtime.tools import Tool, as_tool
 __all__ = ["BUILTIN_TOOLS", "as_model", "check_builtins", "observers", "tool_table"]
 
 
-def _escalate(reason: str, severity: Severity = Severity.MEDIUM) -> str:
+def _any_case(value: object) -> object:
+    """A severity as a model may write it ("HIGH", "High"), as `Severity.parse` reads it."""
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in _SEVERITIES:
+            return lowered
+    return value  # the schema's own check says what is wrong
+
+
+_SEVERITIES: Final = frozenset(member.value for member in Severity)
+#: the schema the model is shown stays the four lowercase values
+AnyCaseSeverity = Annotated[Severity, BeforeValidator(_any_case)]
+
+
+def _escalate(reason: str, severity: AnyCaseSeverity = Severity.MEDIUM) -> str:
     """Give up on the task and hand it back, with the reason and how serious it is."""
     raise EscalationError(reason, severity)
 
