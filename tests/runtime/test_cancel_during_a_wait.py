@@ -168,7 +168,11 @@ def test_a_virtual_wait_is_still_recorded_before_the_cancel_is_seen():
     model = ScriptedModel([call_tool("fetch", url="x")], strict=False)
     config = af.ResilienceConfig(strategy="fixed", base_delay=2, max_delay=2)
     agent = af.Agent(
-        "bot", model=model, tools=[fetch], resilience=config, clock=clock,
+        "bot",
+        model=model,
+        tools=[fetch],
+        resilience=config,
+        clock=clock,
         observer=stop_at_the_retry,
     )
     assert agent.run("go", cancel=token).status == "cancelled"

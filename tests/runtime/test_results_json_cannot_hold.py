@@ -60,7 +60,8 @@ def test_an_object_whose_repr_breaks_is_named_by_its_class():
     result = run_returning(NoRepr())
     (content,) = [m.content for m in result.messages if m.role == "tool"]
     shown = json.loads(content)
-    assert shown.startswith("<") and "NoRepr object at" in shown
+    assert shown.startswith("<")
+    assert "NoRepr object at" in shown
 
 
 def test_what_json_holds_is_rendered_as_before():

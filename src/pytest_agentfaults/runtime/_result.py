@@ -103,6 +103,7 @@ class CancelToken:
     # The runtime reads ``_cancelled`` at each step of a run: a property read is a call.
     # ``_wakers`` is set only while a run waits on this token (not built for every run).
     __slots__ = ("_cancelled", "_wakers", "reason")
+    _wakers: list[Callable[[], object]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -42,9 +42,9 @@ from pytest_agentfaults.runtime.models.base import (
     user_message,
 )
 from pytest_agentfaults.runtime.output import (
-    answer_failure,
     check_substitute,
     preview,
+    read_answer,
     render_result,
 )
 
@@ -421,7 +421,7 @@ class Run:
         self.usage.llm_calls += 1
         try:
             response: ModelResponse = yield ModelCall(model, request)
-            finish, input_tokens, output_tokens, shown = _read_answer(response, name)
+            finish, input_tokens, output_tokens, shown = read_answer(response, name)
         except Exception as exc:
             rec.emit("llm.error", attempt=attempt, error=ErrorRecord.from_exception(exc))
             raise
@@ -466,36 +466,6 @@ class Run:
             )
             return LlmErrorDecision.rethrow()
         return decision
-
-
-def _read_answer(response: ModelResponse, model: str) -> tuple[str | None, int, int, str]:
-    """What a run reads of an answer: its finish reason, its token counts, its event detail.
-
-    Raises the error a blocked or empty final answer amounts to (`answer_failure`). A
-    `ModelResponse`'s fields are read from each model's ``__dict__``, once: an attribute
-    read of a pydantic model goes through its ``__getattr__`` hook (~400 instructions), and
-    a turn read eleven of them.
-    """
-    exact = type(response) is ModelResponse
-    if exact:
-        fields = response.__dict__
-        message = fields["message"].__dict__
-        calls, content, finish = message["tool_calls"], message["content"], fields["finish_reason"]
-    else:  # another class (a subclass, a look-alike): through its attributes, as ever
-        said = response.message
-        calls, content, finish = said.tool_calls, said.content, response.finish_reason
-    if calls:  # an answer that calls a tool is never a soft failure
-        shown = "tool calls: " + ", ".join([call.name for call in calls])
-    else:
-        error = answer_failure(calls, content, finish, model)
-        if error is not None:
-            raise error
-        shown = preview(content)
-    if exact:
-        usage = fields["usage"].__dict__
-        return finish, usage["input_tokens"], usage["output_tokens"], shown
-    counted = response.usage
-    return finish, counted.input_tokens, counted.output_tokens, shown
 
 
 def initial_messages(

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import MalformedResponseError, UsageError
-
-if TYPE_CHECKING:
-    from pytest_agentfaults.runtime.models.base import ModelResponse
+from pytest_agentfaults.runtime.models.base import ModelResponse
 
 __all__ = [
     "BLOCKED_REASONS",
@@ -20,6 +18,7 @@ __all__ = [
     "answer_failure",
     "check_substitute",
     "preview",
+    "read_answer",
     "render_result",
     "soft_failure",
     "unfence",
@@ -188,3 +187,33 @@ def preview(text: str, limit: int = 120) -> str:
     # redacted before it is cut: a key cut short no longer looks like one
     text = redact_text(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_answer(response: ModelResponse, model: str) -> tuple[str | None, int, int, str]:
+    """What a run reads of an answer: its finish reason, its token counts, its event detail.
+
+    Raises the error a blocked or empty final answer amounts to (`answer_failure`). A
+    `ModelResponse`'s fields are read from each model's ``__dict__``, once: an attribute
+    read of a pydantic model goes through its ``__getattr__`` hook (~400 instructions), and
+    a turn read eleven of them.
+    """
+    exact = type(response) is ModelResponse
+    if exact:
+        fields = response.__dict__
+        message = fields["message"].__dict__
+        calls, content, finish = message["tool_calls"], message["content"], fields["finish_reason"]
+    else:  # another class (a subclass, a look-alike): through its attributes, as ever
+        said = response.message
+        calls, content, finish = said.tool_calls, said.content, response.finish_reason
+    if calls:  # an answer that calls a tool is never a soft failure
+        shown = "tool calls: " + ", ".join([call.name for call in calls])
+    else:
+        error = answer_failure(calls, content, finish, model)
+        if error is not None:
+            raise error
+        shown = preview(content)
+    if exact:
+        usage = fields["usage"].__dict__
+        return finish, usage["input_tokens"], usage["output_tokens"], shown
+    counted = response.usage
+    return finish, counted.input_tokens, counted.output_tokens, shown
