@@ -100,7 +100,10 @@ def drive(steps: Steps[T], _runners: list[asyncio.Runner] | None = None) -> T:
                     value = _model_call_sync(effect)
                 elif type(effect) is Sleep:
                     value = None
-                    _sleep(effect)
+                    if type(effect.clock) is RealClock and effect.cancel is not None:
+                        _sleep(effect)  # a cancel may end it early
+                    else:
+                        effect.clock.sleep(effect.seconds)
                 else:
                     value = _parallel.run_sync(effect, lambda branch: drive(branch, runners))  # type: ignore[arg-type]
             except BaseException as exc:
@@ -112,15 +115,12 @@ def drive(steps: Steps[T], _runners: list[asyncio.Runner] | None = None) -> T:
 
 
 def _cancellable(effect: Sleep, real_sleep: object, sleep: object) -> CancelToken | None:
-    """The token that may end this wait early: plain real time only, sleep not patched.
+    """The token that may end this wait (on a `RealClock`) early, unless sleep is patched.
 
     A patched sleep (the plugin's virtual time in a test, freezegun...) is the patcher's
     to keep: the wait goes through the clock as ever.
     """
-    token = effect.cancel
-    if token is None or type(effect.clock) is not RealClock or effect.seconds <= 0:
-        return None
-    return token if sleep is real_sleep else None
+    return effect.cancel if sleep is real_sleep and effect.seconds > 0 else None
 
 
 def _sleep(effect: Sleep) -> None:
@@ -292,7 +292,10 @@ async def adrive(steps: Steps[T]) -> T:
                 value = await _parallel.run_async(effect, adrive)
             else:
                 value = None
-                await _asleep(effect)  # type: ignore[arg-type]
+                if type(effect.clock) is RealClock and effect.cancel is not None:  # type: ignore[union-attr]
+                    await _asleep(effect)  # type: ignore[arg-type]  # a cancel may end it early
+                else:
+                    await effect.clock.asleep(effect.seconds)  # type: ignore[union-attr]
         except BaseException as exc:
             value = None
             error = exc
