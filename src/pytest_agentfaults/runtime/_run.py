@@ -18,7 +18,7 @@ from pytest_agentfaults.errors import (
     UsageError,
 )
 from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
-from pytest_agentfaults.runtime._components import BUILTIN_TOOLS, as_model
+from pytest_agentfaults.runtime._components import BUILTIN_TOOLS, fallback_model_of
 from pytest_agentfaults.runtime._drivers import Sleep, Steps, model_name
 from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime._log import logger
@@ -297,7 +297,7 @@ class Run:
             # The fallback is told why: its request ends with the failure and the schema
             # expected, never with the bad answer (Anthropic would continue it as a prefill).
             self.messages.append(Message.user(spec.correction(failure)))
-            fallback = yield from self.call_fallback(config.fallback_model, failure)
+            fallback = yield from self.call_fallback(failure)
             self.messages.append(fallback.message)
             try:
                 return self.finish("ok", spec.parse(fallback.message.content))
@@ -389,9 +389,8 @@ class Run:
                     rec.emit("llm.response", attempt=attempt, detail="respond_with: substituted")
                     self.turns += 1
                     return response
-                fallback = self.agent.resilience.fallback_model
-                if fallback is not None:
-                    response = yield from self.call_fallback(fallback, exc)
+                if self.agent.resilience.fallback_model is not None:
+                    response = yield from self.call_fallback(exc)
                     self.turns += 1
                     return response
                 raise
@@ -433,11 +432,11 @@ class Run:
             check_tokens(agent.budget, self.usage, before_call=False)
         return response
 
-    def call_fallback(self, fallback: Any, primary_error: Exception) -> Steps[ModelResponse]:
+    def call_fallback(self, primary_error: Exception) -> Steps[ModelResponse]:
         __tracebackhide__ = True
         # The fallback's call is a model call like any other: within ``max_llm_calls``.
         self.check_budget("max_llm_calls", self.usage.llm_calls)
-        model = as_model(fallback)
+        model = fallback_model_of(self.agent.resilience)
         self.rec.emit(
             "fallback",
             detail=model_name(model),
