@@ -28,6 +28,7 @@ from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime._result import CancelToken, RunResult, RunStatus, Usage
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime._toolcalls import Cancelled, ToolCalls
+from pytest_agentfaults.runtime._unrun import answer_unrun_calls
 from pytest_agentfaults.runtime.backoff import jitter_rng
 from pytest_agentfaults.runtime.decisions import LlmErrorDecision
 from pytest_agentfaults.runtime.events import ErrorRecord, Trace
@@ -213,6 +214,7 @@ class Run:
                 self.messages.append(tool_message(outcome.content, call.id, call.name))
         except BudgetExceededError as exc:
             rec.emit("budget.exceeded", reason=str(exc), status=exc.limit, detail=str(exc.value))
+            answer_unrun_calls(self.messages, f"the run stopped: {exc}")
             status: RunStatus = "budget_exceeded" if exc.limit in TOKEN_LIMITS else "max_iterations"
             return self.finish(status, self.last_text() if agent.output_spec is None else None)
         except Cancelled:
@@ -309,7 +311,9 @@ class Run:
         return self.finish("max_iterations", None)
 
     def cancelled(self) -> RunResult[Any]:
-        self.rec.emit("run.cancelled", reason=self.cancel.reason)
+        reason = self.cancel.reason
+        self.rec.emit("run.cancelled", reason=reason)
+        answer_unrun_calls(self.messages, f"the run was cancelled ({reason or 'no reason given'})")
         return self.finish("cancelled", self.last_text())
 
     def last_text(self) -> str | None:
