@@ -624,6 +624,15 @@ def test_bad_budget_values_are_usage_errors():
         af.Budget(max_turns=0)
 
 
+@pytest.mark.parametrize("typo", ["max_cost", "max_time", "max_tools_calls"])
+def test_an_unknown_budget_field_is_named_with_the_fields_there_are(typo):
+    # not "give an int >= 1" for a float, nor pydantic's raw report
+    with pytest.raises(af.UsageError) as caught:
+        af.Budget(**{typo: 1.5})
+    assert str(caught.value).startswith(f"Budget({typo}=1.5): unknown field; the caps are ")
+    assert "max_turns, max_llm_calls, max_tool_calls, max_input_tokens" in str(caught.value)
+
+
 # ----------------------------------------------------------------------- cancellation
 
 
@@ -755,6 +764,9 @@ def test_two_tools_with_one_name_is_a_usage_error():
         ({"model": object()}, "not an af.Model"),
         ({"resilience": {"max_retries": 2}}, "af.ResilienceConfig"),
         ({"tools": "fetch"}, "tools must be a list"),
+        # refused here, not with an AttributeError when the run first reads the time
+        ({"clock": 42}, r"clock=42 is not a clock: give af.RealClock\(\), af.VirtualClock\(\)"),
+        ({"clock": __import__("time")}, "is not a clock: .* now, sleep and asleep"),
     ],
 )
 def test_bad_agent_configuration_is_a_usage_error(kwargs, message):

@@ -112,6 +112,32 @@ def test_tool_overrides_reject_unknown_fields_and_bad_values():
         af.ResilienceConfig(tool_overrides={"x": {"max_retries": -2}})
 
 
+@pytest.mark.parametrize(
+    ("fallback", "message"),
+    [
+        (42, r"fallback_model: 42 is not a model: give an af.Model .* or a model string"),
+        ("gpt-4o", r"model string 'gpt-4o' has no provider prefix.*did you mean 'openai:gpt-4o'"),
+        ("opnai:gpt-4o", r"unknown model prefix 'opnai:'"),
+        ("openai:", r"model string 'openai:' has no model name"),
+    ],
+)
+def test_a_fallback_model_that_cannot_be_used_is_refused_when_the_config_is_built(
+    fallback, message
+):
+    # Not when the primary model fails, the one moment the fallback is needed.
+    with pytest.raises(af.UsageError, match=message):
+        af.ResilienceConfig(fallback_model=fallback)
+
+
+def test_a_usable_fallback_model_is_kept_as_given(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # resolved when used, not now
+    assert af.ResilienceConfig(fallback_model="openai:gpt-4o").fallback_model == "openai:gpt-4o"
+    model = af.ScriptedModel([af.say("x")], strict=False)
+    config = af.ResilienceConfig(fallback_model=model, tool_overrides={"t": {"max_retries": 0}})
+    assert config.fallback_model is model
+    assert config.for_tool("t").fallback_model is model
+
+
 def test_timeout_can_be_disabled():
     assert af.ResilienceConfig(timeout_seconds=None).timeout_seconds is None
 

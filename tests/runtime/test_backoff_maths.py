@@ -128,8 +128,17 @@ def test_schedule_without_a_seed_follows_the_active_test_seed():
         assert config.schedule() == config.schedule(seed=0)
 
 
+class _Fallback:
+    """A model by its protocol (a config refuses an object that is not one)."""
+
+    name = "fallback"
+
+    def request(self, request: object) -> object:
+        raise NotImplementedError
+
+
 def test_a_tool_override_keeps_every_field_it_does_not_name():
-    fallback = object()
+    fallback = _Fallback()
     config = af.ResilienceConfig(
         max_retries=5,
         strategy="linear",

@@ -301,6 +301,33 @@ def test_llm_fixer_calling_builtin_escalate_makes_a_soft_failure():
     assert escalation.agent == "analyst"
 
 
+@pytest.mark.parametrize("said", ["HIGH", "High", " high "])
+def test_builtin_escalate_takes_a_severity_in_any_case(said):
+    # as EscalationError(reason, "HIGH") does, and as the trace names it: an escalation
+    # the model made is never lost to an invalid-arguments error over the case of a word
+    fixer = af.Agent(
+        "json-fixer",
+        model=ScriptedModel([call_tool("escalate", reason="ask a human", severity=said)]),
+        builtin_tools=("escalate",),
+    )
+    tool, _ = counting_tool(af.OnError(execution=af.fix(fixer)))
+    result, _ = run([call_tool("count_keys", json="x"), say("x")], [tool])
+    assert tool_results(result) == ["ERROR: Tool 'count_keys' failed: ask a human"]
+    (escalation,) = result.trace.escalations()
+    assert escalation.severity == "HIGH"
+
+
+def test_builtin_escalate_still_refuses_an_unknown_severity_and_shows_the_four():
+    from pytest_agentfaults.runtime._components import BUILTIN_TOOLS
+
+    escalate = BUILTIN_TOOLS["escalate"]
+    schema = escalate.parameters
+    assert schema["properties"]["severity"] == {"$ref": "#/$defs/Severity", "default": "medium"}
+    assert schema["$defs"]["Severity"]["enum"] == ["low", "medium", "high", "critical"]
+    with pytest.raises(af.InvalidArgsError, match="severity"):
+        escalate.validate({"reason": "x", "severity": "urgent"})
+
+
 def test_llm_fixer_calling_throw_exception_propagates_out_of_run():
     fixer = af.Agent(
         "json-fixer",

@@ -78,6 +78,18 @@ def test_a_retry_strategy_is_case_insensitive():
         ({"jitter_factor": float("nan")}, "retry(jitter_factor=nan): must be a finite"),
         ({"jitter_factor": 1.5}, "retry(jitter_factor=1.5): must be <= 1"),
         ({"allow_non_idempotent": 1}, "retry(allow_non_idempotent=1): give True or False"),
+        # Refused here, not at the first failure of a run (an AttributeError, a TypeError)
+        ({"strategy": 5}, "retry(strategy=5): unknown strategy; use one of exponen"),
+        ({"base_delay": "2"}, "retry(base_delay='2'): must be a finite number >= 0"),
+        ({"max_delay": None, "base_delay": [1]}, "retry(base_delay=[1]): must be a finite"),
+        (
+            {"retry_on": "ConnectionError"},
+            "retry(retry_on='ConnectionError'): give an exception class, a tuple of them, "
+            "or a callable(exc) -> bool",
+        ),
+        ({"retry_on": (ValueError, "x")}, "retry(retry_on=(<class 'ValueError'>, 'x')): give"),
+        ({"retry_on": (ValueError, int)}, "retry(retry_on=(<class 'ValueError'>, <class 'int'>"),
+        ({"retry_on": ()}, "retry(retry_on=()): give an exception class"),
         (
             {"base_delay": 3, "max_delay": 2},
             "retry(base_delay=3, max_delay=2): max_delay must be >= base_delay",
@@ -94,6 +106,10 @@ def test_a_bad_retry_says_which_argument_and_the_fix(kwargs, message):
 
 def test_the_edges_of_a_valid_retry_are_accepted():
     assert af.retry(1).max_attempts == 1
+    assert af.retry(2, retry_on=KeyError).retry_on == (KeyError,)
+    assert af.retry(2, retry_on=(KeyError, af.ModelError)).retry_on == (KeyError, af.ModelError)
+    assert Retry(2, retry_on=[KeyError]).retry_on == (KeyError,)  # type: ignore[arg-type]
+    assert af.retry(2, base_delay=1, max_delay=2.5).max_delay == 2.5
     edge = af.retry(2, base_delay=0, max_delay=0, jitter_factor=1)
     assert (edge.base_delay, edge.max_delay, edge.jitter_factor) == (0, 0, 1)
     assert af.retry(2, base_delay=2, max_delay=2).max_delay == 2

@@ -5,20 +5,45 @@ Shared by `Agent()`, `Agent.override` and the combinators.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Annotated, Any, Final
+
+from pydantic import BeforeValidator
 
 from pytest_agentfaults.errors import EscalationError, Severity, ToolExecutionError, UsageError
+from pytest_agentfaults.runtime.backoff import ResilienceConfig
 from pytest_agentfaults.runtime.events import Observer
 from pytest_agentfaults.runtime.models.base import Model
 from pytest_agentfaults.runtime.models.resolve import resolve_model
 from pytest_agentfaults.runtime.observers import named_observer
 from pytest_agentfaults.runtime.tools import Tool, as_tool
 
-__all__ = ["BUILTIN_TOOLS", "as_model", "check_builtins", "observers", "tool_table"]
+__all__ = [
+    "BUILTIN_TOOLS",
+    "as_model",
+    "check_builtins",
+    "fallback_model_of",
+    "observers",
+    "tool_table",
+]
 
 
-def _escalate(reason: str, severity: Severity = Severity.MEDIUM) -> str:
+def _any_case(value: object) -> object:
+    """A severity as a model may write it ("HIGH", "High"), as `Severity.parse` reads it."""
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in _SEVERITIES:
+            return lowered
+    return value  # the schema's own check says what is wrong
+
+
+_SEVERITIES: Final = frozenset(member.value for member in Severity)
+#: the schema the model is shown stays the four lowercase values
+AnyCaseSeverity = Annotated[Severity, BeforeValidator(_any_case)]
+
+
+def _escalate(reason: str, severity: AnyCaseSeverity = Severity.MEDIUM) -> str:
     """Give up on the task and hand it back, with the reason and how serious it is."""
     raise EscalationError(reason, severity)
 
@@ -49,6 +74,31 @@ def as_model(model: Model | str) -> Model:
             f"model {model!r} is not an af.Model: it needs request(req) and/or arequest(req), "
             "or pass a string such as 'openai:gpt-4o-mini'"
         )
+    return model
+
+
+#: model strings resolved for a config's ``fallback_model``, by the config's id: (a weak
+#: reference to the config, the string, its model). A config is hashed by its fields, and a
+#: dict field is not hashable, hence the id; the entry leaves with its config.
+_FALLBACKS: Final[dict[int, tuple[weakref.ref[Any], str, Model]]] = {}
+
+
+def fallback_model_of(config: ResilienceConfig) -> Model:
+    """``config.fallback_model`` as a model; a model string is resolved once per config.
+
+    Resolved at each use, every run that fell back built a client (and a connection pool)
+    of its own, which nobody closed.
+    """
+    fallback = config.fallback_model
+    if not isinstance(fallback, str):
+        return as_model(fallback)
+    key = id(config)
+    known = _FALLBACKS.get(key)
+    if known is not None and known[0]() is config and known[1] == fallback:
+        return known[2]
+    model = as_model(fallback)
+    gone = weakref.ref(config, lambda _: _FALLBACKS.pop(key, None))
+    _FALLBACKS[key] = (gone, fallback, model)
     return model
 
 

@@ -9,7 +9,10 @@ the effects; everything else (policies, events, budgets) is shared, so ``run()``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import threading
+import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -23,6 +26,8 @@ from pytest_agentfaults.runtime._deadlines import (
 )
 from pytest_agentfaults.runtime._parallel import Parallel
 from pytest_agentfaults.runtime.clock import (
+    REAL_ASLEEP,
+    REAL_SLEEP,
     AttemptDeadlineExceeded,
     Clock,
     RealClock,
@@ -45,19 +50,21 @@ from pytest_agentfaults.runtime.hooks import (
 )
 
 if TYPE_CHECKING:
+    from pytest_agentfaults.runtime._result import CancelToken
     from pytest_agentfaults.runtime.models.base import ModelResponse
 
 T = TypeVar("T")
 
 
 class Sleep:
-    """Wait ``seconds`` on ``clock``."""
+    """Wait ``seconds`` on ``clock``; in plain real time, until ``cancel`` is cancelled at most."""
 
-    __slots__ = ("clock", "seconds")
+    __slots__ = ("cancel", "clock", "seconds")
 
-    def __init__(self, clock: Clock, seconds: float) -> None:
+    def __init__(self, clock: Clock, seconds: float, cancel: CancelToken | None = None) -> None:
         self.clock = clock
         self.seconds = seconds
+        self.cancel = cancel
 
 
 Effect = Sleep | Attempt | ModelCall | Parallel
@@ -93,7 +100,10 @@ def drive(steps: Steps[T], _runners: list[asyncio.Runner] | None = None) -> T:
                     value = _model_call_sync(effect)
                 elif type(effect) is Sleep:
                     value = None
-                    effect.clock.sleep(effect.seconds)
+                    if type(effect.clock) is RealClock and effect.cancel is not None:
+                        _sleep(effect)  # a cancel may end it early
+                    else:
+                        effect.clock.sleep(effect.seconds)
                 else:
                     value = _parallel.run_sync(effect, lambda branch: drive(branch, runners))  # type: ignore[arg-type]
             except BaseException as exc:
@@ -102,6 +112,56 @@ def drive(steps: Steps[T], _runners: list[asyncio.Runner] | None = None) -> T:
     finally:
         if _runners is None and runners:
             runners[0].close()
+
+
+def _cancellable(effect: Sleep, real_sleep: object, sleep: object) -> CancelToken | None:
+    """The token that may end this wait (on a `RealClock`) early, unless sleep is patched.
+
+    A patched sleep (the plugin's virtual time in a test, freezegun...) is the patcher's
+    to keep: the wait goes through the clock as ever.
+    """
+    return effect.cancel if sleep is real_sleep and effect.seconds > 0 else None
+
+
+def _sleep(effect: Sleep) -> None:
+    token = _cancellable(effect, REAL_SLEEP, time.sleep)
+    if token is None:
+        effect.clock.sleep(effect.seconds)
+        return
+    woken = threading.Event()
+    wake = woken.set
+    token._on_cancel(wake)  # noqa: SLF001 - the runtime's own token
+    try:
+        if not token._cancelled:  # noqa: SLF001 - cancelled before the wait: no wait
+            woken.wait(effect.seconds)
+    finally:
+        token._forget(wake)  # noqa: SLF001
+
+
+async def _asleep(effect: Sleep) -> None:
+    token = _cancellable(effect, REAL_ASLEEP, asyncio.sleep)
+    if token is None:
+        await effect.clock.asleep(effect.seconds)
+        return
+    loop = asyncio.get_running_loop()
+    woken = loop.create_future()
+
+    def wake() -> None:  # from any thread
+        with contextlib.suppress(RuntimeError):  # a closed loop: nothing waits any more
+            loop.call_soon_threadsafe(_settle, woken)
+
+    token._on_cancel(wake)  # noqa: SLF001 - the runtime's own token
+    try:
+        if not token._cancelled:  # noqa: SLF001 - cancelled before the wait: no wait
+            await asyncio.wait((woken,), timeout=effect.seconds)
+    finally:
+        token._forget(wake)  # noqa: SLF001
+        woken.cancel()
+
+
+def _settle(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
 
 
 def _new_runner() -> asyncio.Runner:
@@ -232,7 +292,10 @@ async def adrive(steps: Steps[T]) -> T:
                 value = await _parallel.run_async(effect, adrive)
             else:
                 value = None
-                await effect.clock.asleep(effect.seconds)  # type: ignore[union-attr]
+                if type(effect.clock) is RealClock and effect.cancel is not None:  # type: ignore[union-attr]
+                    await _asleep(effect)  # type: ignore[arg-type]  # a cancel may end it early
+                else:
+                    await effect.clock.asleep(effect.seconds)  # type: ignore[union-attr]
         except BaseException as exc:
             value = None
             error = exc

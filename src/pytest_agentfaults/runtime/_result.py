@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, Generic, Literal, NoReturn, TypeVar
 
@@ -45,6 +47,11 @@ class Budget(BaseModel):
 
     def __init__(self, **data: Any) -> None:
         for key, value in data.items():
+            if key not in _BUDGET_FIELDS:
+                raise UsageError(
+                    f"Budget({key}={value!r}): unknown field; the caps are "
+                    f"{', '.join(_BUDGET_FIELDS)} (an int >= 1, or None for no cap)"
+                )
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
@@ -53,6 +60,9 @@ class Budget(BaseModel):
             super().__init__(**data)
         except ValueError as exc:
             raise UsageError(f"invalid Budget: {exc}") from exc
+
+
+_BUDGET_FIELDS: Final = tuple(Budget.model_fields)
 
 
 @dataclass(slots=True)
@@ -91,7 +101,9 @@ class CancelToken:
     """
 
     # The runtime reads ``_cancelled`` at each step of a run: a property read is a call.
-    __slots__ = ("_cancelled", "reason")
+    # ``_wakers`` is set only while a run waits on this token (not built for every run).
+    __slots__ = ("_cancelled", "_wakers", "reason")
+    _wakers: list[Callable[[], object]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -110,9 +122,30 @@ class CancelToken:
         return bool(_FLAG.__get__(self, CancelToken))  # the flag, whatever a subclass reads
 
     def cancel(self, reason: str | None = None) -> None:
-        """Ask the run to stop at its next step."""
+        """Ask the run to stop at its next step; a backoff it is waiting out ends now.
+
+        Safe to call from any thread. A wait in real time (`af.RealClock`) ends at once;
+        a virtual one is instant anyway.
+        """
         self.reason = reason
         self._cancelled = True
+        try:
+            wakers = self._wakers
+        except AttributeError:  # no run is waiting on this token
+            return
+        for wake in tuple(wakers):
+            wake()
+
+    def _on_cancel(self, wake: Callable[[], object]) -> None:
+        """Call ``wake`` when the token is cancelled (a wait of the run; see `_forget`)."""
+        try:
+            self._wakers.append(wake)
+        except AttributeError:
+            self._wakers = [wake]
+
+    def _forget(self, wake: Callable[[], object]) -> None:
+        with contextlib.suppress(AttributeError, ValueError):
+            self._wakers.remove(wake)
 
 
 #: the token's own flag, the slot, read and set past any subclass's ``_cancelled``

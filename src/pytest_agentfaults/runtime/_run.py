@@ -18,7 +18,7 @@ from pytest_agentfaults.errors import (
     UsageError,
 )
 from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
-from pytest_agentfaults.runtime._components import BUILTIN_TOOLS, as_model
+from pytest_agentfaults.runtime._components import BUILTIN_TOOLS, fallback_model_of
 from pytest_agentfaults.runtime._drivers import Sleep, Steps, model_name
 from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime._log import logger
@@ -28,6 +28,7 @@ from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime._result import CancelToken, RunResult, RunStatus, Usage
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime._toolcalls import Cancelled, ToolCalls
+from pytest_agentfaults.runtime._unrun import answer_unrun_calls
 from pytest_agentfaults.runtime.backoff import jitter_rng
 from pytest_agentfaults.runtime.decisions import LlmErrorDecision
 from pytest_agentfaults.runtime.events import ErrorRecord, Trace
@@ -42,9 +43,9 @@ from pytest_agentfaults.runtime.models.base import (
     user_message,
 )
 from pytest_agentfaults.runtime.output import (
-    answer_failure,
     check_substitute,
     preview,
+    read_answer,
     render_result,
 )
 
@@ -213,6 +214,7 @@ class Run:
                 self.messages.append(tool_message(outcome.content, call.id, call.name))
         except BudgetExceededError as exc:
             rec.emit("budget.exceeded", reason=str(exc), status=exc.limit, detail=str(exc.value))
+            answer_unrun_calls(self.messages, f"the run stopped: {exc}")
             status: RunStatus = "budget_exceeded" if exc.limit in TOKEN_LIMITS else "max_iterations"
             return self.finish(status, self.last_text() if agent.output_spec is None else None)
         except Cancelled:
@@ -276,7 +278,12 @@ class Run:
         config = agent.resilience
         rec.emit("llm.error", error=ErrorRecord.from_exception(failure), detail="output_type")
         if self.corrections < config.max_retries:
+            # A correction is another turn and another call: none is announced (or its
+            # message sent) that the budget leaves no room for.
+            self.check_budget("max_turns", self.turns)
+            self.check_budget("max_llm_calls", self.usage.llm_calls)
             self.corrections += 1
+            self.usage.retries += 1
             rec.emit(
                 "llm.retry",
                 attempt=self.corrections + 1,
@@ -288,11 +295,11 @@ class Run:
             return None
         if config.fallback_model is not None and not self.fell_back:
             self.fell_back = True
-            self.check_budget("max_llm_calls", self.usage.llm_calls)
+            self.check_budget("max_llm_calls", self.usage.llm_calls)  # before the message
             # The fallback is told why: its request ends with the failure and the schema
             # expected, never with the bad answer (Anthropic would continue it as a prefill).
             self.messages.append(Message.user(spec.correction(failure)))
-            fallback = yield from self.call_fallback(config.fallback_model, failure)
+            fallback = yield from self.call_fallback(failure)
             self.messages.append(fallback.message)
             try:
                 return self.finish("ok", spec.parse(fallback.message.content))
@@ -304,7 +311,9 @@ class Run:
         return self.finish("max_iterations", None)
 
     def cancelled(self) -> RunResult[Any]:
-        self.rec.emit("run.cancelled", reason=self.cancel.reason)
+        reason = self.cancel.reason
+        self.rec.emit("run.cancelled", reason=reason)
+        answer_unrun_calls(self.messages, f"the run was cancelled ({reason or 'no reason given'})")
         return self.finish("cancelled", self.last_text())
 
     def last_text(self) -> str | None:
@@ -351,6 +360,9 @@ class Run:
                 decision = self.decide(exc, attempt)
                 delay = decision.delay(attempt, exc) if decision.action == "retry" else None
                 if delay is not None and attempt < decision.max_attempts:
+                    if cap is not None and self.usage.llm_calls >= cap:
+                        # No call left for the retry: no retry announced, no wait for it.
+                        self.over_budget("max_llm_calls")
                     rec.emit(
                         "llm.retry",
                         attempt=attempt + 1,
@@ -359,7 +371,8 @@ class Run:
                         error=ErrorRecord.from_exception(exc),
                     )
                     self.usage.retries += 1
-                    yield Sleep(self.clock, delay)
+                    self.check_cancel()  # a cancelled run waits for nothing
+                    yield Sleep(self.clock, delay, self.cancel)
                     self.check_cancel()
                     attempt += 1
                     continue
@@ -380,9 +393,8 @@ class Run:
                     rec.emit("llm.response", attempt=attempt, detail="respond_with: substituted")
                     self.turns += 1
                     return response
-                fallback = self.agent.resilience.fallback_model
-                if fallback is not None:
-                    response = yield from self.call_fallback(fallback, exc)
+                if self.agent.resilience.fallback_model is not None:
+                    response = yield from self.call_fallback(exc)
                     self.turns += 1
                     return response
                 raise
@@ -412,7 +424,7 @@ class Run:
         self.usage.llm_calls += 1
         try:
             response: ModelResponse = yield ModelCall(model, request)
-            finish, input_tokens, output_tokens, shown = _read_answer(response, name)
+            finish, input_tokens, output_tokens, shown = read_answer(response, name)
         except Exception as exc:
             rec.emit("llm.error", attempt=attempt, error=ErrorRecord.from_exception(exc))
             raise
@@ -424,9 +436,11 @@ class Run:
             check_tokens(agent.budget, self.usage, before_call=False)
         return response
 
-    def call_fallback(self, fallback: Any, primary_error: Exception) -> Steps[ModelResponse]:
+    def call_fallback(self, primary_error: Exception) -> Steps[ModelResponse]:
         __tracebackhide__ = True
-        model = as_model(fallback)
+        # The fallback's call is a model call like any other: within ``max_llm_calls``.
+        self.check_budget("max_llm_calls", self.usage.llm_calls)
+        model = fallback_model_of(self.agent.resilience)
         self.rec.emit(
             "fallback",
             detail=model_name(model),
@@ -455,36 +469,6 @@ class Run:
             )
             return LlmErrorDecision.rethrow()
         return decision
-
-
-def _read_answer(response: ModelResponse, model: str) -> tuple[str | None, int, int, str]:
-    """What a run reads of an answer: its finish reason, its token counts, its event detail.
-
-    Raises the error a blocked or empty final answer amounts to (`answer_failure`). A
-    `ModelResponse`'s fields are read from each model's ``__dict__``, once: an attribute
-    read of a pydantic model goes through its ``__getattr__`` hook (~400 instructions), and
-    a turn read eleven of them.
-    """
-    exact = type(response) is ModelResponse
-    if exact:
-        fields = response.__dict__
-        message = fields["message"].__dict__
-        calls, content, finish = message["tool_calls"], message["content"], fields["finish_reason"]
-    else:  # another class (a subclass, a look-alike): through its attributes, as ever
-        said = response.message
-        calls, content, finish = said.tool_calls, said.content, response.finish_reason
-    if calls:  # an answer that calls a tool is never a soft failure
-        shown = "tool calls: " + ", ".join([call.name for call in calls])
-    else:
-        error = answer_failure(calls, content, finish, model)
-        if error is not None:
-            raise error
-        shown = preview(content)
-    if exact:
-        usage = fields["usage"].__dict__
-        return finish, usage["input_tokens"], usage["output_tokens"], shown
-    counted = response.usage
-    return finish, counted.input_tokens, counted.output_tokens, shown
 
 
 def initial_messages(

@@ -317,8 +317,11 @@ class ToolCalls:
                         guarded,
                     )
                     if step.__class__ is not Outcome:
-                        yield Sleep(clock, step)  # type: ignore[arg-type]
-                        # `check_cancel`, inline (the token's flag: its property is a call)
+                        # `check_cancel`, inline (the token's flag: its property is a call),
+                        # before the wait (a cancelled run waits for nothing) and after it
+                        if cancel is not None and cancel._cancelled:  # noqa: SLF001
+                            raise Cancelled
+                        yield Sleep(clock, step, cancel)  # type: ignore[arg-type]
                         if cancel is not None and cancel._cancelled:  # noqa: SLF001
                             raise Cancelled
                         step = raw

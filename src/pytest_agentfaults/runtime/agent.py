@@ -27,7 +27,7 @@ from pytest_agentfaults.runtime._override import Override, effective
 from pytest_agentfaults.runtime._result import Budget, CancelToken, OutputT, RunResult, Usage
 from pytest_agentfaults.runtime._run import fixer_steps, run_steps
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
-from pytest_agentfaults.runtime.clock import Clock, default_clock
+from pytest_agentfaults.runtime.clock import Clock, RealClock, VirtualClock, default_clock
 from pytest_agentfaults.runtime.decisions import LlmErrorDecision
 from pytest_agentfaults.runtime.events import Observer, Trace
 from pytest_agentfaults.runtime.models.base import Message, Model, ToolSpec
@@ -163,6 +163,11 @@ class Agent(Generic[OutputT]):
         # The default caps are one frozen model of plain ints, shared: building a pydantic
         # model for each agent costs as much as the rest of the agent.
         self.budget = budget or _DEFAULT_BUDGET
+        if clock is not None and type(clock) not in _CLOCKS and not _is_clock(clock):
+            raise UsageError(
+                f"clock={clock!r} is not a clock: give af.RealClock(), af.VirtualClock(), or an "
+                "object with now, sleep and asleep (af.Clock); None uses the default"
+            )
         self._clock = clock
         self.observers = observers(observer)
         self.stream = stream
@@ -279,6 +284,14 @@ class Agent(Generic[OutputT]):
     ) -> Steps[Any]:
         """The steps of one round of this agent as an LLM fixer for ``tool`` (see `af.fix`)."""
         return fixer_steps(self, parent, tool, error, raw)
+
+
+#: the clocks of this package: a clock of another class is checked by what it has
+_CLOCKS: Final = (RealClock, VirtualClock)
+
+
+def _is_clock(clock: object) -> bool:
+    return all(callable(getattr(clock, name, None)) for name in ("now", "sleep", "asleep"))
 
 
 class Loop(Generic[OutputT]):

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._pending import switch_on
+from pytest_agentfaults.runtime.models.resolve import check_model_string
 
 __all__ = [
     "ResilienceConfig",
@@ -185,6 +186,25 @@ class ResilienceConfig(BaseModel):
         if isinstance(value, str):
             return value.strip().lower()
         return value
+
+    @field_validator("fallback_model")
+    @classmethod
+    def _usable_fallback(cls, value: object) -> object:
+        # Checked now, not when the primary model fails: the one moment it is needed.
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                check_model_string(value)
+            except UsageError as exc:
+                raise ValueError(str(exc)) from None
+            return value
+        if callable(getattr(value, "request", None)) or callable(getattr(value, "arequest", None)):
+            return value
+        raise ValueError(
+            f"{value!r} is not a model: give an af.Model (an object with request(req) and/or "
+            "arequest(req)) or a model string such as 'openai:gpt-4o-mini'"
+        )
 
     @field_validator("tool_overrides")
     @classmethod

@@ -35,6 +35,13 @@ __all__ = [
 ]
 
 
+#: The sleeps as Python has them, taken before anything of this package can patch them
+#: (`VirtualClock.patch_sleep` lives here): a wait that can end early on a cancel is only
+#: for plain real time, never a patched sleep.
+REAL_SLEEP: Final = time.sleep
+REAL_ASLEEP: Final = asyncio.sleep
+
+
 @runtime_checkable
 class Clock(Protocol):
     """What the runtime needs of time: read it, and wait."""

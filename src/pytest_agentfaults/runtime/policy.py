@@ -89,7 +89,7 @@ class Retry:
                 "call, so it must be >= 1 (1 means no retry)"
             )
         if self.strategy is not None:
-            normal = self.strategy.strip().lower()
+            normal = self.strategy.strip().lower() if isinstance(self.strategy, str) else None
             if normal not in STRATEGIES:
                 raise UsageError(
                     f"retry(strategy={self.strategy!r}): unknown strategy; use one of "
@@ -98,8 +98,14 @@ class Retry:
             object.__setattr__(self, "strategy", normal)
         for name in ("base_delay", "max_delay", "jitter_factor"):
             value = getattr(self, name)
-            if value is not None and (not math.isfinite(value) or value < 0):
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < 0
+            ):
                 raise UsageError(f"retry({name}={value!r}): must be a finite number >= 0")
+        object.__setattr__(self, "retry_on", _checked_retry_on(self.retry_on))
         if not isinstance(self.allow_non_idempotent, bool):
             raise UsageError(
                 f"retry(allow_non_idempotent={self.allow_non_idempotent!r}): give True or False"
@@ -144,6 +150,27 @@ class Retry:
             else self.jitter_factor,
             uniform=uniform,
         )
+
+
+def _checked_retry_on(value: Any) -> Any:
+    """``retry_on`` as `Retry` keeps it: None, a callable, or a tuple of exception classes.
+
+    Checked when the policy is built: a wrong one used to fail the run at its first
+    failure, with a bare `TypeError`.
+    """
+    if value is None:
+        return None
+    if isinstance(value, type) and issubclass(value, BaseException):
+        return (value,)
+    if isinstance(value, tuple | list) and value:
+        if all(isinstance(item, type) and issubclass(item, BaseException) for item in value):
+            return tuple(value)
+    elif callable(value) and not isinstance(value, type):
+        return value
+    raise UsageError(
+        f"retry(retry_on={value!r}): give an exception class, a tuple of them, or a "
+        "callable(exc) -> bool, e.g. retry_on=(ConnectionError, TimeoutError)"
+    )
 
 
 class RetryPlan:

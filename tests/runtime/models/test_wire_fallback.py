@@ -14,6 +14,8 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
+import pytest_agentfaults.runtime.models.openai as openai_module
+from pytest_agentfaults import ScriptedModel, fail
 from pytest_agentfaults.runtime.agent import Agent
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
 from pytest_agentfaults.runtime.models.anthropic import AnthropicModel
@@ -122,3 +124,27 @@ def test_the_anthropic_fallback_body_has_no_trailing_assistant_prefill(respx_moc
     # Anthropic wants alternating turns: no two user turns in a row.
     roles = [m["role"] for m in sent]
     assert all(a != b for a, b in itertools.pairwise(roles))
+
+
+def test_a_fallback_model_string_is_resolved_once_and_its_client_reused(respx_mock, monkeypatch):
+    # Resolved at each use, every run that fell back built a client of its own (and an
+    # httpx pool) that nobody closed: a socket left open per failed primary call.
+    made: list[OpenAIModel] = []
+
+    class Counted(OpenAIModel):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            made.append(self)
+
+    monkeypatch.setattr(openai_module, "OpenAIModel", Counted)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fallback-0123456789")
+    respx_mock.post(OPENAI_URL).mock(side_effect=lambda request: answer_as("openai")("fine"))
+    config = ResilienceConfig(fallback_model="openai:strong")
+    agent = Agent("bot", model=ScriptedModel([fail.http(503)] * 3), resilience=config)
+    assert [agent.run("hi").output for _ in range(3)] == ["fine"] * 3
+    assert len(made) == 1
+    # another agent with the same config shares it too: one client for one config
+    other = Agent("other", model=ScriptedModel([fail.http(503)]), resilience=config)
+    assert other.run("hi").output == "fine"
+    assert len(made) == 1
+    made[0].close()

@@ -18,7 +18,7 @@ from pytest_agentfaults.runtime.models.base import Model
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["PREFIXES", "resolve_model"]
+__all__ = ["PREFIXES", "check_model_string", "resolve_model"]
 
 #: The prefixes a model string may start with, and the environment each one reads.
 PREFIXES: Final = {
@@ -41,22 +41,33 @@ def resolve_model(spec: str | Model) -> Model:
     that names the fix, raised before any request is sent.
     """
     if isinstance(spec, str):
-        prefix, colon, name = spec.strip().partition(":")
-        factory = _factory(prefix.lower()) if colon else None
-        if factory is None:
-            raise UsageError(_unknown(spec, prefix if colon else ""))
-        if not name.strip():
-            raise UsageError(
-                f"model string {spec!r} has no model name after {prefix + ':'!r}; "
-                f"write it like {_example(prefix.lower())!r}"
-            )
-        return factory(name.strip())
+        prefix, name = check_model_string(spec)
+        factory = _factory(prefix)
+        assert factory is not None  # checked
+        return factory(name)
     if isinstance(spec, Model):
         return spec
     raise UsageError(
         f"model={spec!r} is neither a model string such as 'openai:gpt-4o-mini' nor an object "
         "with the af.Model protocol (name, request(), arequest())"
     )
+
+
+def check_model_string(spec: str) -> tuple[str, str]:
+    """The provider prefix and the model name of a ``"<prefix>:<model>"`` string.
+
+    Its form only: nothing is imported or read from the environment, so a config can check
+    a model string when it is built (a missing key is found when the model is made).
+    """
+    prefix, colon, name = spec.strip().partition(":")
+    if not colon or prefix.lower() not in PREFIXES:
+        raise UsageError(_unknown(spec, prefix if colon else ""))
+    if not name.strip():
+        raise UsageError(
+            f"model string {spec!r} has no model name after {prefix + ':'!r}; "
+            f"write it like {_example(prefix.lower())!r}"
+        )
+    return prefix.lower(), name.strip()
 
 
 def _factory(prefix: str) -> Callable[[str], Model] | None:
