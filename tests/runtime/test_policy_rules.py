@@ -181,6 +181,44 @@ def test_on_tool_error_must_map_names_to_on_error():
         check_on_tool_error({"fetch": af.retry(2)})  # type: ignore[dict-item]
 
 
+def fetch_page(url: str) -> str:
+    """Fetch a page."""
+    return url
+
+
+@pytest.mark.parametrize(
+    ("build", "where"),
+    [
+        (lambda action: af.tool(on_error=action)(fetch_page), "@af.tool(on_error=...)"),
+        (lambda action: af.Agent("bot", tool_defaults=action), "tool_defaults"),
+        (lambda action: af.Agent("bot", on_tool_error={"fetch": action}), "on_tool_error['fetch']"),
+    ],
+    ids=["tool-on_error", "tool_defaults", "on_tool_error"],
+)
+@pytest.mark.parametrize(
+    ("action", "shown"),
+    [(af.retry(max_attempts=2), "af.retry(...)"), (af.feed_back(), "af.feed_back(...)")],
+    ids=["retry", "feed_back"],
+)
+def test_a_bare_action_where_a_policy_goes_says_how_to_wrap_it(build, where, action, shown):
+    # @af.tool(on_error=af.retry(2)) was taken, and the tool's first failure crashed the run
+    # with "AttributeError: 'Retry' object has no attribute 'action_for'"
+    with pytest.raises(af.UsageError) as caught:
+        build(action)
+    message = str(caught.value)
+    assert message.startswith(f"{where} must be af.OnError(...), got {type(action).__name__}(")
+    assert f"af.OnError(execution={shown})" in message
+    assert "invalid_args=" in message
+    assert "timeout=" in message
+
+
+def test_a_policy_of_another_type_is_refused_where_the_tool_is_made():
+    with pytest.raises(
+        af.UsageError, match=r"@af.tool\(on_error=...\) must be af.OnError\(...\), got 'retry'$"
+    ):
+        af.tool(on_error="retry")(fetch_page)  # type: ignore[arg-type]
+
+
 def test_the_shorthands_build_their_actions():
     assert af.respond_with(7).value == 7
     assert isinstance(af.feed_back(), FeedBack)

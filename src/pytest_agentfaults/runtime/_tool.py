@@ -27,6 +27,7 @@ from typing_extensions import TypedDict
 from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import InvalidArgsError, UsageError
 from pytest_agentfaults.runtime.models.base import ToolSpec
+from pytest_agentfaults.runtime.policy import require_on_error
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.policy import OnError
@@ -67,7 +68,7 @@ class BaseTool(Generic[P, R]):
             )
         doc = inspect.getdoc(function) or ""
         self.description = description if description is not None else doc.strip()
-        self.on_error = on_error
+        self.on_error = require_on_error(on_error, "@af.tool(on_error=...)")
         self.is_async = inspect.iscoroutinefunction(function)
         self._args_model, self._field_names = _arguments_model(function, self.name, namespace)
         # The validator itself: model_validate_json's wrapper costs a third of a good check.

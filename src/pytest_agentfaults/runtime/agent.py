@@ -32,7 +32,12 @@ from pytest_agentfaults.runtime.decisions import LlmErrorDecision
 from pytest_agentfaults.runtime.events import Observer, Trace
 from pytest_agentfaults.runtime.models.base import Message, Model, ToolSpec
 from pytest_agentfaults.runtime.output import OutputSpec
-from pytest_agentfaults.runtime.policy import OnError, Resolutions, check_on_tool_error
+from pytest_agentfaults.runtime.policy import (
+    OnError,
+    Resolutions,
+    check_on_tool_error,
+    require_on_error,
+)
 from pytest_agentfaults.runtime.tools import Tool
 
 __all__ = ["Agent", "Loop"]
@@ -149,9 +154,7 @@ class Agent(Generic[OutputT]):
                 f"on_tool_error names unknown tool(s) {', '.join(unknown)}; "
                 f"the agent's tools are {', '.join(self.tools) or '(none)'}"
             )
-        if tool_defaults is not None and not isinstance(tool_defaults, OnError):
-            raise UsageError(f"tool_defaults must be af.OnError(...), got {tool_defaults!r}")
-        self.tool_defaults = tool_defaults
+        self.tool_defaults = require_on_error(tool_defaults, "tool_defaults")
         if on_llm_error is not None and not callable(on_llm_error):
             raise UsageError("on_llm_error must be a callable (exc, attempt) -> LlmErrorDecision")
         self.on_llm_error = on_llm_error

@@ -414,6 +414,34 @@ class Resolutions:
         return action, plan
 
 
+_SHORTHANDS = {
+    Retry: "af.retry",
+    Fix: "af.fix",
+    FeedBack: "af.feed_back",
+    RaiseError: "af.raise_error",
+    RespondWith: "af.respond_with",
+}
+
+
+def require_on_error(value: object, where: str) -> OnError | None:
+    """``value`` if it is an `OnError` (or None); else a `UsageError` naming ``where``.
+
+    A bare action is the likely slip (``on_error=af.retry(2)``): the message shows how to
+    put it in a slot, since the action alone does not say which failures it is for.
+    """
+    if value is None or isinstance(value, OnError):
+        return value
+    shorthand = _SHORTHANDS.get(type(value))
+    if shorthand is None:
+        raise UsageError(f"{where} must be af.OnError(...), got {value!r}")
+    raise UsageError(
+        f"{where} must be af.OnError(...), got {value!r}: put the action in the slot for "
+        f"the failures it answers, e.g. af.OnError(execution={shorthand}(...)) "
+        "(execution=: the tool raised; invalid_args=: the arguments failed the schema; "
+        "timeout=: an attempt ran past its timeout)"
+    )
+
+
 def check_on_tool_error(value: Mapping[str, OnError] | None) -> dict[str, OnError]:
     """Validate an agent's ``on_tool_error`` mapping."""
     if value is None:
@@ -423,6 +451,5 @@ def check_on_tool_error(value: Mapping[str, OnError] | None) -> dict[str, OnErro
             f"on_tool_error must map tool names to af.OnError(...), got {type(value).__name__}"
         )
     for name, policy in value.items():
-        if not isinstance(policy, OnError):
-            raise UsageError(f"on_tool_error[{name!r}] must be af.OnError(...), got {policy!r}")
+        require_on_error(policy, f"on_tool_error[{name!r}]")
     return dict(value)
