@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pytest_agentfaults.runtime.events import _KNOWN_FIELDS, EVENT_TYPES
 from pytest_agentfaults.testing._fault import HTTP_KINDS, LLM_FAULT_KINDS
 
 DOCS = Path(__file__).parent.parent / "docs"
@@ -60,3 +61,22 @@ def test_the_architecture_page_lists_every_module_as_the_code_describes_it():
     page = (DOCS / "architecture.md").read_text(encoding="utf-8")
     shown = page.split(module_tree.START, 1)[1].split(module_tree.END, 1)[0]
     assert shown == module_tree.tree(), "run: python scripts/module_tree.py --write"
+
+
+def test_the_events_table_lists_every_event_type_in_order():
+    text = (DOCS / "testing.md").read_text(encoding="utf-8")
+    section = text.split("### The events", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([a-z.]+)` \|", section, re.MULTILINE)
+    assert rows == list(EVENT_TYPES)
+
+
+def test_the_events_table_names_only_fields_events_have():
+    text = (DOCS / "testing.md").read_text(encoding="utf-8")
+    section = text.split("### The events", 1)[1].split("\n## ", 1)[0]
+    # the fields `trace.of()` knows, and http.fault's count of the requests it answered
+    fields = _KNOWN_FIELDS | {"occurrence"}
+    for row in re.findall(r"^\| `[a-z.]+` \|.*$", section, re.MULTILINE):
+        named = set(re.findall(r"`([a-z_]+)`", row.rsplit(" | ", 1)[1]))
+        named -= {"fixed", "unchanged", "failed", "error", "escalated", "ok", "max_iterations"}
+        named -= {"budget_exceeded", "cancelled"}
+        assert named <= fields, (row, named - fields)
