@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from pytest_agentfaults._exc_text import exception_text
 from pytest_agentfaults.errors import (
     NEVER_RECOVERED,
     BudgetExceededError,
@@ -85,7 +86,7 @@ def fixer_steps(
         raise UsageError(f"fixer agent {fixer.name!r} has no model and no function")
     prompt = (
         f"The tool {tool.name!r} failed.\n"
-        f"Error: {type(error).__name__}: {error}\n"
+        f"Error: {type(error).__name__}: {exception_text(error)}\n"
         f"Raw arguments, as the model sent them:\n{raw}\n"
         f"The tool's argument schema:\n{json.dumps(tool.parameters)}\n"
         "Reply with only the corrected arguments as one JSON object."

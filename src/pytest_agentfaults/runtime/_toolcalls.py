@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from pytest_agentfaults._exc_text import exception_text
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.errors import (
     NEVER_RECOVERED,
@@ -166,7 +167,7 @@ class ToolCalls:
         if cls in PLAIN_TRANSIENT:
             # Its record follows from its class, its message and its ``retryable`` alone:
             # a failure like the last one (a retried call's, mostly) shares that record.
-            key = (cls, str(error), getattr(error, "retryable", None))
+            key = (cls, exception_text(error), getattr(error, "retryable", None))
             plain = _last_plain[0]
             if plain is not None and plain[0] == key:
                 record = plain[1]
@@ -494,7 +495,7 @@ class ToolCalls:
         if config.on_exhaustion == "raise":
             raise ToolExecutionError(
                 f"tool {name!r} failed after {attempts} attempt(s): "
-                f"{type(error).__name__}: {error}",
+                f"{type(error).__name__}: {exception_text(error)}",
                 tool=name,
             ) from error
         return Outcome(self.payload(name, error, attempts), error=error, attempts=attempts)
