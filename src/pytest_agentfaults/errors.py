@@ -413,7 +413,7 @@ def kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
         return "escalation", False
     if isinstance(exc, ToolExecutionError):
         return "exception", False
-    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, SystemExit)):
         return "aborted", False
     if isinstance(exc, NEVER_RECOVERED):
         # A budget cap ends the run ("aborted"); a developer's or a test's mistake (an
