@@ -18,7 +18,7 @@ from pytest_agentfaults.errors import (
     MalformedResponseError,
     UsageError,
 )
-from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
+from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, Meter, check_tokens
 from pytest_agentfaults.runtime._components import BUILTIN_TOOLS, fallback_model_of
 from pytest_agentfaults.runtime._drivers import Sleep, Steps, model_name
 from pytest_agentfaults.runtime._event import redact
@@ -135,6 +135,7 @@ class Run:
         self.clock = clock = rec.clock
         self.cancel = cancel
         self.usage = usage = Usage()
+        self.meter = Meter(agent.budget, usage)  # a combinator's further calls, in the budget
         # Not a bound method of the run: the pipeline and every model request hold it, and
         # a run held by what it holds is freed by the garbage collector, not at once.
         self.uniform = uniform = Jitter()
@@ -407,7 +408,7 @@ class Run:
         agent, rec = self.agent, self.rec
         spec = agent.output_spec
         # Positional, in field order (messages, tools, stream, output_schema, clock, emit,
-        # agent, jitter): binding eight keywords costs as much as the rest of the construction.
+        # agent, jitter, meter): nine keywords cost as much as the rest of the construction.
         request = ModelRequest(
             list(self.messages),
             agent.tool_specs,
@@ -417,6 +418,7 @@ class Run:
             rec.emit,
             agent.name,
             self.uniform,
+            self.meter,
         )
         name = model_name(model)
         if self.token_caps:
