@@ -26,10 +26,11 @@ class Budget(BaseModel):
     for the turn and call caps, ``"budget_exceeded"`` for the token caps.
 
     ``max_turns`` counts model turns (answers used by the loop); ``max_llm_calls`` every
-    model call, retries, fallbacks and combinators' calls included; ``max_tool_calls`` the tool calls the model
-    asks for. ``max_input_tokens``, ``max_output_tokens`` and ``max_total_tokens`` count the
-    tokens the model clients report (LLM fixers included); the run ends after the answer
-    that crosses one, or before a call when one is already reached.
+    model call, retries, fallbacks and combinators' calls included; ``max_tool_calls`` the
+    tool calls the model asks for. ``max_input_tokens``, ``max_output_tokens`` and
+    ``max_total_tokens`` count the tokens the model clients report (LLM fixers included);
+    the run ends after the answer that crosses one, or before a call when one is already
+    reached.
 
     ```python
     budget = af.Budget(max_turns=10, max_total_tokens=20_000)

@@ -359,6 +359,7 @@ class Run:
             except NEVER_RECOVERED:
                 raise
             except Exception as exc:
+                self.check_cancel()  # cancelled during the call (its retry wait): no decision
                 decision = self.decide(exc, attempt)
                 delay = decision.delay(attempt, exc) if decision.action == "retry" else None
                 if delay is not None and attempt < decision.max_attempts:
@@ -408,7 +409,7 @@ class Run:
         agent, rec = self.agent, self.rec
         spec = agent.output_spec
         # Positional, in field order (messages, tools, stream, output_schema, clock, emit,
-        # agent, jitter, meter): nine keywords cost as much as the rest of the construction.
+        # agent, jitter, meter, cancel): keywords cost as much as the rest of the construction.
         request = ModelRequest(
             list(self.messages),
             agent.tool_specs,
@@ -419,6 +420,7 @@ class Run:
             agent.name,
             self.uniform,
             self.meter,
+            self.cancel,
         )
         name = model_name(model)
         if self.token_caps:

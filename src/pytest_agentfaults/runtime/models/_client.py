@@ -21,6 +21,7 @@ from pytest_agentfaults.errors import (
     ModelStreamError,
     UsageError,
 )
+from pytest_agentfaults.runtime._drivers import await_wait, wait
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.models._errors import (
     BODY_KEEP,
@@ -184,11 +185,13 @@ class HTTPModel:
                 return self._post_sync(client, content, request)
             except ModelError as error:
                 delay = self._retry_delay(error, attempt, request)
-                if delay is None:
+                if delay is None or _cancelled(request):
                     raise
-            if clock is None:
-                clock = request.clock or default_clock()
-            clock.sleep(delay)
+                if clock is None:
+                    clock = request.clock or default_clock()
+                wait(clock, delay, request.cancel)
+                if _cancelled(request):
+                    raise  # the run was cancelled during the wait: this failure stands
             attempt += 1
 
     async def arequest(self, request: ModelRequest) -> ModelResponse:
@@ -206,11 +209,13 @@ class HTTPModel:
                 return await self._post_async(client, content, request)
             except ModelError as error:
                 delay = self._retry_delay(error, attempt, request)
-                if delay is None:
+                if delay is None or _cancelled(request):
                     raise
-            if clock is None:
-                clock = request.clock or default_clock()
-            await clock.asleep(delay)
+                if clock is None:
+                    clock = request.clock or default_clock()
+                await await_wait(clock, delay, request.cancel)
+                if _cancelled(request):
+                    raise
             attempt += 1
 
     def close(self) -> None:
@@ -478,3 +483,8 @@ class HTTPModel:
 
     def _retry_delay(self, error: ModelError, attempt: int, request: ModelRequest) -> float | None:
         return retry_delay(self._retry, error, attempt, request, self._name)
+
+
+def _cancelled(request: ModelRequest) -> bool:
+    """Whether the run that sent ``request`` was cancelled (its retries end there)."""
+    return request.cancel is not None and request.cancel.cancelled

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime._budget import Meter
+    from pytest_agentfaults.runtime._result import CancelToken
     from pytest_agentfaults.runtime.clock import Clock
 
 __all__ = [
@@ -164,7 +165,8 @@ class ModelRequest:
     ``jitter`` draws from the run's seeded random stream (a float in [0, 1)) for the
     backoff's jitter. Without them, the default clock and a seeded stream of its own.
     ``meter`` is the run's usage, for a combinator that makes more than one call
-    (`count_call`, `count_unused`); without it those count nothing.
+    (`count_call`, `count_unused`); without it those count nothing. ``cancel`` is the
+    run's token: a client's transport-retry wait ends when it is cancelled.
     """
 
     messages: list[Message]
@@ -176,6 +178,7 @@ class ModelRequest:
     agent: str = ""
     jitter: Callable[[], float] | None = None
     meter: Meter | None = None
+    cancel: CancelToken | None = None
 
     def count_call(self) -> None:
         """Count one more model call made for this request (refused past a budget cap)."""
@@ -190,7 +193,7 @@ class ModelRequest:
     def snapshot(self) -> ModelRequest:
         """A copy whose message list later turns of the run cannot change."""
         # Positional, in field order: a scripted model snapshots every request it answers,
-        # and binding nine keywords costs as much as the rest of the construction.
+        # and binding ten keywords costs as much as the rest of the construction.
         return ModelRequest(
             list(self.messages),
             list(self.tools),
@@ -201,6 +204,7 @@ class ModelRequest:
             self.agent,
             self.jitter,
             self.meter,
+            self.cancel,
         )
 
     @property
