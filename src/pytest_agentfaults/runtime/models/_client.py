@@ -22,6 +22,7 @@ from pytest_agentfaults.errors import (
     UsageError,
 )
 from pytest_agentfaults.runtime._drivers import await_wait, wait
+from pytest_agentfaults.runtime._finite import dumps
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.models._errors import (
     BODY_KEEP,
@@ -62,7 +63,7 @@ __all__ = ["DEFAULT_TIMEOUT", "HTTPModel"]
 
 # LLM answers can take minutes; connecting should not.
 DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class HTTPModel:
@@ -300,7 +301,7 @@ class HTTPModel:
         payload = self._payload(request)
         if self._extra_body:
             payload.update(self._extra_body)
-        return _ENCODER.encode(payload).encode()
+        return dumps(payload, _ENCODER).encode()
 
     def _post_sync(
         self, client: httpx.Client, content: bytes, request: ModelRequest
