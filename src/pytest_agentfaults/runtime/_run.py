@@ -427,10 +427,13 @@ class Run:
             check_tokens(agent.budget, self.usage, before_call=True)
         rec.llm_request(attempt, redact(name))
         self.usage.llm_calls += 1
+        response: ModelResponse | None = None
         try:
-            response: ModelResponse = yield ModelCall(model, request)
+            response = yield ModelCall(model, request)
             finish, input_tokens, output_tokens, shown = read_answer(response, name)
         except Exception as exc:
+            if response is not None:  # an empty or blocked answer: its tokens were spent
+                self.meter.unused(response)
             rec.emit("llm.error", attempt=attempt, error=ErrorRecord.from_exception(exc))
             raise
         usage = self.usage
