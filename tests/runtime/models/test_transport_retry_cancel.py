@@ -91,3 +91,18 @@ def test_a_cancel_from_another_thread_ends_a_real_transport_retry_wait(respx_moc
     (result,) = results
     assert result.status == "cancelled"
     assert asked == []
+
+
+def test_a_run_cancelled_before_the_failure_announces_no_transport_retry(respx_mock):
+    respx_mock.post(URL).mock(return_value=unavailable())
+    token, asked, clock = af.CancelToken(), [], af.VirtualClock()
+
+    def stop_at_the_request(event):
+        if event.type == "llm.request":
+            token.cancel("stop")
+
+    result = agent_with(clock, stop_at_the_request, asked).run("go", cancel=token)
+    assert result.status == "cancelled"
+    assert result.trace.of("transport.retry") == []
+    assert respx_mock.calls.call_count == 1
+    assert asked == []

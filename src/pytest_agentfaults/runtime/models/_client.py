@@ -185,6 +185,8 @@ class HTTPModel:
                     return self._stream_sync(client, content, request)
                 return self._post_sync(client, content, request)
             except ModelError as error:
+                if _cancelled(request):
+                    raise  # a cancelled run retries nothing, and announces no retry
                 delay = self._retry_delay(error, attempt, request)
                 if delay is None or _cancelled(request):
                     raise
@@ -209,6 +211,8 @@ class HTTPModel:
                     return await self._stream_async(client, content, request)
                 return await self._post_async(client, content, request)
             except ModelError as error:
+                if _cancelled(request):
+                    raise  # a cancelled run retries nothing, and announces no retry
                 delay = self._retry_delay(error, attempt, request)
                 if delay is None or _cancelled(request):
                     raise
