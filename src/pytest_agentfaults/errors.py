@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from pytest_agentfaults._ambiguity import AMBIGUOUS_ERROR_NAMES, UNSENT_ERROR_NAMES, is_ambiguous
+from pytest_agentfaults._exc_text import exception_text
 from pytest_agentfaults._redact import redact_text
 
 if TYPE_CHECKING:
@@ -396,14 +397,13 @@ def classify(exc: BaseException | ToolFailure, *, tool: str | None = None) -> Er
 
 def kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
     """`classify` without the recommendations: the kind and retryability only."""
-    # Tuples, not ``A | B`` unions, in these isinstance checks: a union is checked through
-    # its __instancecheck__, a tuple in C; each failed tool attempt is classified here.
+    # Tuples, not ``A | B`` unions, in isinstance: checked in C, for each failed tool attempt.
     if exc.__class__ in PLAIN_TRANSIENT:
         # as below: an explicit ``retryable``, else retryable unless it speaks of credentials
         explicit = getattr(exc, "retryable", None)
         if isinstance(explicit, bool):
             return "runtime", explicit
-        return "runtime", not _mentions_auth(str(exc))
+        return "runtime", not _mentions_auth(exception_text(exc))
     if not isinstance(exc, BaseException):
         return "logical", False  # a ToolFailure: an expected business failure
     explicit = getattr(exc, "retryable", None)
@@ -413,7 +413,7 @@ def kind_and_retryable(exc: object) -> tuple[ErrorKind, bool]:
         return "escalation", False
     if isinstance(exc, ToolExecutionError):
         return "exception", False
-    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, SystemExit)):
         return "aborted", False
     if isinstance(exc, NEVER_RECOVERED):
         # A budget cap ends the run ("aborted"); a developer's or a test's mistake (an
@@ -432,7 +432,7 @@ def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, (MalformedResponseError, ModelStreamError)):
         # A bad answer may come out right when asked again; the stream is re-asked whole.
         return True
-    message = str(exc)
+    message = exception_text(exc)
     if isinstance(exc, PermissionError) or _mentions_auth(message):
         return False
     if isinstance(exc, (ConnectionError, TimeoutError, OSError, ModelTransportError)):
@@ -483,7 +483,7 @@ def _recommend(exc: object, kind: ErrorKind, retryable: bool, tool: str | None) 
         return [f"{subject} failed hard; do not call it again in this run."]
     if kind == "aborted":
         return ["The run was stopped; nothing more should be attempted."]
-    if isinstance(exc, ModelAuthError) or _AUTH_PATTERNS.search(str(exc)):
+    if isinstance(exc, ModelAuthError) or _AUTH_PATTERNS.search(exception_text(exc)):
         return ["Check the API key and its permissions; retrying will not help."]
     if isinstance(exc, RateLimitError):
         wait = f" after {exc.retry_after:g}s" if exc.retry_after is not None else ""

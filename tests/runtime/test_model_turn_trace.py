@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 import pytest_agentfaults as af
-from pytest_agentfaults import ScriptedModel, call_tool, call_tools, fail, say
+from pytest_agentfaults import ScriptedModel, call_tool, call_tools, fail, malformed, say
 from pytest_agentfaults.runtime.backoff import jitter_rng, seeded_jitter
 from pytest_agentfaults.runtime.models.base import Message, ModelRequest, ModelResponse
 
@@ -199,3 +199,28 @@ def test_a_fallback_answer_failing_the_schema_is_traced_with_its_own_error():
     assert second.error.type == "MalformedResponseError"
     assert "count" in second.error.message
     assert second.error.message != primary.error.message
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        malformed.empty().with_usage(input_tokens=40, output_tokens=0),
+        malformed.blocked().with_usage(input_tokens=40, output_tokens=3),
+    ],
+    ids=["empty", "blocked"],
+)
+def test_an_empty_or_blocked_answer_still_counts_its_tokens(refused):
+    model = ScriptedModel([refused, say("ok", usage={"input_tokens": 45, "output_tokens": 1})])
+    result = agent_with(model, on_llm_error=retry()).run("x")
+    assert result.output == "ok"
+    assert result.usage.llm_calls == 2
+    assert result.usage.input_tokens == 85
+    assert result.usage.output_tokens == refused.usage["output_tokens"] + 1
+
+
+def test_a_refused_answer_s_tokens_count_against_the_token_cap():
+    refused = malformed.blocked().with_usage(input_tokens=40, output_tokens=3)
+    model = ScriptedModel([refused, say("ok")], strict=False)
+    result = agent_with(model, on_llm_error=retry(), budget=af.Budget(max_input_tokens=40)).run("x")
+    assert result.status == "budget_exceeded"
+    assert result.usage.input_tokens == 40

@@ -114,6 +114,22 @@ def drive(steps: Steps[T], _runners: list[asyncio.Runner] | None = None) -> T:
             runners[0].close()
 
 
+def wait(clock: Clock, seconds: float, cancel: CancelToken | None) -> None:
+    """Wait ``seconds`` on ``clock``; in plain real time, until ``cancel`` is cancelled at most."""
+    if type(clock) is RealClock and cancel is not None:
+        _sleep(Sleep(clock, seconds, cancel))
+    else:
+        clock.sleep(seconds)
+
+
+async def await_wait(clock: Clock, seconds: float, cancel: CancelToken | None) -> None:
+    """`wait`, without blocking the event loop."""
+    if type(clock) is RealClock and cancel is not None:
+        await _asleep(Sleep(clock, seconds, cancel))
+    else:
+        await clock.asleep(seconds)
+
+
 def _cancellable(effect: Sleep, real_sleep: object, sleep: object) -> CancelToken | None:
     """The token that may end this wait (on a `RealClock`) early, unless sleep is patched.
 

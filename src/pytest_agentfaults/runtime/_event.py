@@ -29,6 +29,7 @@ from pydantic import ConfigDict, GetCoreSchemaHandler, TypeAdapter, with_config
 from pydantic_core import core_schema
 from typing_extensions import TypedDict
 
+from pytest_agentfaults._exc_text import exception_text
 from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import kind_and_retryable
 
@@ -90,7 +91,7 @@ class ErrorRecord:
         """Record ``exc`` (an exception or a `ToolFailure`) as `classify` sees it."""
         kind, retryable = kind_and_retryable(exc)
         if isinstance(exc, BaseException):
-            name, message = type(exc).__name__, str(exc)
+            name, message = type(exc).__name__, exception_text(exc)
         else:
             name, message = "ToolFailure", str(getattr(exc, "error", exc))
         # `trusted`, inlined: every failed tool attempt is recorded here

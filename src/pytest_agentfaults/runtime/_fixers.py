@@ -5,7 +5,6 @@ Part of the tool-call pipeline (`ToolCalls.recover` runs them for a `Fix` action
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +12,7 @@ from pydantic import BaseModel
 
 from pytest_agentfaults.errors import NEVER_RECOVERED, EscalationError, ToolExecutionError
 from pytest_agentfaults.runtime._drivers import Steps
+from pytest_agentfaults.runtime._finite import dumps
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.output import preview, unfence
 
@@ -148,7 +148,7 @@ def _as_arguments(produced: Any) -> str | None:
     if isinstance(produced, str):
         return unfence(produced)
     if isinstance(produced, Mapping):
-        return json.dumps(dict(produced))
+        return dumps(dict(produced))
     if isinstance(produced, BaseModel):
         return produced.model_dump_json(by_alias=True)  # aliases are the wire names
     return None

@@ -8,13 +8,13 @@ them as a run of its own, ``agent="tool:<name>"``.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from typing import Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.runtime._drivers import Steps, adrive, drive, timed_out
+from pytest_agentfaults.runtime._finite import dumps
 from pytest_agentfaults.runtime._pending import PENDING, switch_on
 from pytest_agentfaults.runtime._recorder import Recorder, active_collectors, read_collecting
 from pytest_agentfaults.runtime._tool import BaseTool
@@ -114,7 +114,7 @@ def _standalone(
     calls = ToolCalls(
         tools={tool.name: tool}, resilience=config, clock=clock, rec=rec, uniform=uniform
     )
-    raw = arguments if isinstance(arguments, str) else json.dumps(dict(arguments or {}))
+    raw = arguments if isinstance(arguments, str) else dumps(dict(arguments or {}))
     outcome = yield from calls.tool_call(ToolCall(id="invoke", name=tool.name, arguments=raw))
     if outcome.error is not None and not isinstance(outcome.error, ToolFailure):
         raise outcome.error

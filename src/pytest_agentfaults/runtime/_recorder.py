@@ -25,6 +25,7 @@ __all__ = [
     "Recorder",
     "active_collectors",
     "buffer_events",
+    "close_aborted",
     "collecting",
     "new_run_id",
     "start_collecting",
@@ -444,3 +445,23 @@ class Recorder:
             except Exception:
                 # An observer must never break a run; the failure is logged, not hidden.
                 logger.exception("observer %r raised on %s; the run goes on", observer, event.type)
+
+
+def close_aborted(
+    rec: Recorder | None,
+    tool: str,
+    call_id: str | None,
+    attempt: int,
+    exc: BaseException,
+    marks: Any,
+) -> None:
+    """Answer an attempt's ``tool.call`` that ``exc`` interrupted: a ``tool.error`` "aborted".
+
+    An interruption (KeyboardInterrupt, a cancelled task, SystemExit) or an error never
+    recovered (a failed assertion, a UsageError, a budget cap) ends the run from inside
+    the tool; the trace still closes the attempt before ``exc`` goes on. None: no events.
+    """
+    if rec is not None:
+        record = ErrorRecord.from_exception(exc)
+        record = ErrorRecord.trusted(record.type, record.message, "aborted", False)
+        rec.tool_error(tool, call_id, attempt, record, marks)

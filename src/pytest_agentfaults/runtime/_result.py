@@ -26,10 +26,11 @@ class Budget(BaseModel):
     for the turn and call caps, ``"budget_exceeded"`` for the token caps.
 
     ``max_turns`` counts model turns (answers used by the loop); ``max_llm_calls`` every
-    model call, retries and fallbacks included; ``max_tool_calls`` the tool calls the model
-    asks for. ``max_input_tokens``, ``max_output_tokens`` and ``max_total_tokens`` count the
-    tokens the model clients report (LLM fixers included); the run ends after the answer
-    that crosses one, or before a call when one is already reached.
+    model call, retries, fallbacks and combinators' calls included; ``max_tool_calls`` the
+    tool calls the model asks for. ``max_input_tokens``, ``max_output_tokens`` and
+    ``max_total_tokens`` count the tokens the model clients report (LLM fixers included);
+    the run ends after the answer that crosses one, or before a call when one is already
+    reached.
 
     ```python
     budget = af.Budget(max_turns=10, max_total_tokens=20_000)
@@ -69,7 +70,8 @@ _BUDGET_FIELDS: Final = tuple(Budget.model_fields)
 class Usage:
     """What one run consumed.
 
-    ``llm_calls`` counts every model call (retries, fallbacks and LLM fixers included);
+    ``llm_calls`` counts every model call (retries, fallbacks, LLM fixers and each call a
+    `first_of` or `speculative` makes included; their unused answers' tokens count too);
     ``tool_calls`` the tool calls the model asked for; ``retries`` every tool, LLM and
     output-correction retry; ``fixer_calls`` the fixer rounds. A plain dataclass: the loop
     bumps these counters on every step.

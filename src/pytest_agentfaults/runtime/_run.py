@@ -11,13 +11,14 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from pytest_agentfaults._exc_text import exception_text
 from pytest_agentfaults.errors import (
     NEVER_RECOVERED,
     BudgetExceededError,
     MalformedResponseError,
     UsageError,
 )
-from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, check_tokens
+from pytest_agentfaults.runtime._budget import TOKEN_LIMITS, Meter, check_tokens
 from pytest_agentfaults.runtime._components import BUILTIN_TOOLS, fallback_model_of
 from pytest_agentfaults.runtime._drivers import Sleep, Steps, model_name
 from pytest_agentfaults.runtime._event import redact
@@ -85,7 +86,7 @@ def fixer_steps(
         raise UsageError(f"fixer agent {fixer.name!r} has no model and no function")
     prompt = (
         f"The tool {tool.name!r} failed.\n"
-        f"Error: {type(error).__name__}: {error}\n"
+        f"Error: {type(error).__name__}: {exception_text(error)}\n"
         f"Raw arguments, as the model sent them:\n{raw}\n"
         f"The tool's argument schema:\n{json.dumps(tool.parameters)}\n"
         "Reply with only the corrected arguments as one JSON object."
@@ -134,6 +135,7 @@ class Run:
         self.clock = clock = rec.clock
         self.cancel = cancel
         self.usage = usage = Usage()
+        self.meter = Meter(agent.budget, usage)  # a combinator's further calls, in the budget
         # Not a bound method of the run: the pipeline and every model request hold it, and
         # a run held by what it holds is freed by the garbage collector, not at once.
         self.uniform = uniform = Jitter()
@@ -357,6 +359,7 @@ class Run:
             except NEVER_RECOVERED:
                 raise
             except Exception as exc:
+                self.check_cancel()  # cancelled during the call (its retry wait): no decision
                 decision = self.decide(exc, attempt)
                 delay = decision.delay(attempt, exc) if decision.action == "retry" else None
                 if delay is not None and attempt < decision.max_attempts:
@@ -406,7 +409,7 @@ class Run:
         agent, rec = self.agent, self.rec
         spec = agent.output_spec
         # Positional, in field order (messages, tools, stream, output_schema, clock, emit,
-        # agent, jitter): binding eight keywords costs as much as the rest of the construction.
+        # agent, jitter, meter, cancel): keywords cost as much as the rest of the construction.
         request = ModelRequest(
             list(self.messages),
             agent.tool_specs,
@@ -416,16 +419,21 @@ class Run:
             rec.emit,
             agent.name,
             self.uniform,
+            self.meter,
+            self.cancel,
         )
         name = model_name(model)
         if self.token_caps:
             check_tokens(agent.budget, self.usage, before_call=True)
         rec.llm_request(attempt, redact(name))
         self.usage.llm_calls += 1
+        response: ModelResponse | None = None
         try:
-            response: ModelResponse = yield ModelCall(model, request)
+            response = yield ModelCall(model, request)
             finish, input_tokens, output_tokens, shown = read_answer(response, name)
         except Exception as exc:
+            if response is not None:  # an empty or blocked answer: its tokens were spent
+                self.meter.unused(response)
             rec.emit("llm.error", attempt=attempt, error=ErrorRecord.from_exception(exc))
             raise
         usage = self.usage

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from pytest_agentfaults._exc_text import exception_text
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.errors import (
     NEVER_RECOVERED,
@@ -29,7 +30,7 @@ from pytest_agentfaults.runtime._drivers import Sleep, Steps
 from pytest_agentfaults.runtime._event import redact
 from pytest_agentfaults.runtime._fixers import run_fixer, run_function_fixer
 from pytest_agentfaults.runtime._idempotency import non_idempotent, with_recheck
-from pytest_agentfaults.runtime._recorder import Recorder
+from pytest_agentfaults.runtime._recorder import Recorder, close_aborted
 from pytest_agentfaults.runtime._result import CancelToken, Usage
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
@@ -66,8 +67,7 @@ _HARD: Final = (ToolExecutionError, EscalationError)
 #: the ``framework`` field of this runtime's tool events (other frameworks' tools have theirs)
 _OURS: Final = "agentfaults"
 #: The trace record of the last plain transient failure, with its key (class, message,
-#: ``retryable``): a pure function of that key (the message is redacted by pattern alone) and
-#: frozen, so every pipeline shares it (per agent, each test built it again: ~11k instructions).
+#: ``retryable``): a pure function of that key, frozen, so every pipeline shares it.
 _last_plain: Final[list[tuple[tuple[object, ...], ErrorRecord] | None]] = [None]
 
 
@@ -94,8 +94,8 @@ class ToolCalls:
 
     It owns what a tool call needs and nothing of the run around it: the tools by name
     (``builtins`` are the agent's chosen built-ins), the policy levels, where events go
-    (``rec``; None records nothing), the clock, the usage counters it bumps, the cancel
-    token, and ``uniform`` (the run's jitter stream).
+    (``rec``; None records nothing), the clock, the usage it bumps, the cancel token and
+    ``uniform`` (the run's jitter stream).
     """
 
     __slots__ = (
@@ -114,8 +114,7 @@ class ToolCalls:
         "usage",
     )
 
-    # Positional or keyword: a run passes them in this order, since keywords given to a
-    # class go through a dict of them (~450 instructions each), and every run makes one.
+    # Positional or keyword: a run passes them in order (keywords cost a dict each), per run.
     def __init__(
         self,
         tools: Mapping[str, BaseTool[Any, Any]],
@@ -142,8 +141,7 @@ class ToolCalls:
         self.usage = usage if usage is not None else Usage()
         self.cancel = cancel
         self._record: tuple[object, ErrorRecord] | None = None
-        # the agent's (shared by its runs), else this pipeline's own
-        self.memo = memo if memo is not None else Resolutions()
+        self.memo = memo if memo is not None else Resolutions()  # the agent's, else its own
 
     def check_cancel(self) -> None:
         """Raise `Cancelled` when the run's token was cancelled."""
@@ -166,7 +164,7 @@ class ToolCalls:
         if cls in PLAIN_TRANSIENT:
             # Its record follows from its class, its message and its ``retryable`` alone:
             # a failure like the last one (a retried call's, mostly) shares that record.
-            key = (cls, str(error), getattr(error, "retryable", None))
+            key = (cls, exception_text(error), getattr(error, "retryable", None))
             plain = _last_plain[0]
             if plain is not None and plain[0] == key:
                 record = plain[1]
@@ -181,8 +179,7 @@ class ToolCalls:
     def tool_call(self, call: ToolCall) -> Steps[Outcome]:
         """Run one tool call the model asked for, through its recovery policy."""
         __tracebackhide__ = True
-        # A `ToolCall` is a pydantic model: its three fields read from its dict, not one
-        # attribute read (~400 instructions) each; a client's own call class, as attributes
+        # A `ToolCall`'s fields read from its dict (cheaper); a client's own call class's not
         fields = (
             call.__dict__
             if type(call) is ToolCall
@@ -207,8 +204,7 @@ class ToolCalls:
         config = self.resilience.for_tool(name)
         # A tool that must not run twice says so on its events, for the verdict.
         marks: dict[str, Any] = _NON_IDEMPOTENT if non_idempotent(tool) else {}
-        # the last kind, its action, that action's plan when it is a `Retry`, and whether an
-        # ambiguous failure stops that retry (a tool that must not run twice)
+        # the last kind, its action, its `Retry` plan, whether an ambiguous failure stops it
         resolved: tuple[FailureKind, Action, RetryPlan | None, bool] | None = None
         raw = fields["arguments"]
         call_id, clock, emit, timeout = fields["id"], self.clock, self.emit, config.timeout_seconds
@@ -254,6 +250,7 @@ class ToolCalls:
                     if exc.__class__ in PLAIN_TRANSIENT:
                         hard = False
                     elif isinstance(exc, NEVER_RECOVERED):
+                        close_aborted(rec, name, call_id, attempts, exc, marks)
                         raise
                     else:
                         hard = isinstance(exc, _HARD)
@@ -276,6 +273,9 @@ class ToolCalls:
                         return self.escalated(name, call, exc, attempts)  # type: ignore[arg-type]
                     kind = "timeout" if isinstance(exc, ToolTimeoutError) else "execution"
                     failure = exc
+                except BaseException as exc:  # KeyboardInterrupt, CancelledError, SystemExit
+                    close_aborted(rec, name, call_id, attempts, exc, marks)
+                    raise
                 else:
                     if isinstance(result, ToolFailure):
                         self.tool_error(call, attempts, result)
@@ -365,8 +365,7 @@ class ToolCalls:
         key = id(action)
         runs = used.get(key, 0) + 1
         used[key] = runs
-        # By default the error's trace record, built once, already says it: it is what
-        # `Retry.should_retry` would classify.
+        # By default the trace record says it: what `Retry.should_retry` would classify.
         retry = record.retryable if action.retry_on is None else action.should_retry(error)
         name, max_attempts = tool.name, plan.max_attempts
         if runs < max_attempts and retry:
@@ -494,7 +493,7 @@ class ToolCalls:
         if config.on_exhaustion == "raise":
             raise ToolExecutionError(
                 f"tool {name!r} failed after {attempts} attempt(s): "
-                f"{type(error).__name__}: {error}",
+                f"{type(error).__name__}: {exception_text(error)}",
                 tool=name,
             ) from error
         return Outcome(self.payload(name, error, attempts), error=error, attempts=attempts)

@@ -12,9 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from pytest_agentfaults.errors import NEVER_RECOVERED, MalformedResponseError, UsageError
+from pytest_agentfaults.errors import (
+    NEVER_RECOVERED,
+    BudgetExceededError,
+    MalformedResponseError,
+    UsageError,
+)
 from pytest_agentfaults.runtime._components import as_model
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models.base import Model, ModelRequest, ModelResponse
@@ -51,6 +57,8 @@ class FirstOf:
         """Ask each model in turn until one answers."""
         first: Exception | None = None
         for index, model in enumerate(self.models):
+            if index:
+                request.count_call()  # the run counted the first; a cap may refuse this one
             try:
                 return model.request(request)
             except NEVER_RECOVERED:  # never papered over by another model
@@ -65,6 +73,8 @@ class FirstOf:
         """Ask each model in turn until one answers, asynchronously."""
         first: Exception | None = None
         for index, model in enumerate(self.models):
+            if index:
+                request.count_call()
             try:
                 return await model.arequest(request)
             except NEVER_RECOVERED:  # never papered over by another model
@@ -76,6 +86,7 @@ class FirstOf:
         raise first
 
     def _moving_on(self, request: ModelRequest, index: int, exc: Exception) -> None:
+        _failed(request, self.models[index], exc)
         if index + 1 < len(self.models):
             request.emit(
                 "fallback",
@@ -111,51 +122,90 @@ class Speculative:
     def request(self, request: ModelRequest) -> ModelResponse:
         """Sample until one answer is valid."""
         first: Exception | None = None
-        for _ in range(self.n):
+        for index in range(self.n):
+            if index:
+                request.count_call()  # the run counted the first; a cap may refuse this one
             try:
                 return self._valid(self.model.request(request), request)
             except NEVER_RECOVERED:  # never papered over by another model
                 raise
             except Exception as exc:
                 first = first or exc
+                _failed(request, self.model, exc)
         assert first is not None
         raise first
 
     async def arequest(self, request: ModelRequest) -> ModelResponse:
-        """Sample concurrently; the first valid answer wins, the rest are cancelled."""
+        """Sample concurrently; the first valid answer wins, the rest are cancelled.
+
+        Only as many samples start as the run's budget has calls for.
+        """
 
         async def sample() -> ModelResponse:
             return self._valid(await self.model.arequest(request), request)
 
-        tasks = [asyncio.ensure_future(sample()) for _ in range(self.n)]
+        tasks = [asyncio.ensure_future(sample())]
+        for _ in range(self.n - 1):
+            try:
+                request.count_call()
+            except BudgetExceededError:
+                break  # no call left for another sample: those started may still answer
+            tasks.append(asyncio.ensure_future(sample()))
         first: BaseException | None = None
+        winner: ModelResponse | None = None
         try:
             for done in asyncio.as_completed(tasks):
                 try:
-                    return await done
+                    winner = await done
                 except NEVER_RECOVERED:  # never papered over by another model
                     raise
                 except Exception as exc:
                     first = first or exc
+                    _failed(request, self.model, exc)
+                else:
+                    return winner
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            _count_losers(request, tasks, winner)
         assert first is not None
         raise first
 
     def _valid(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
         problem = soft_failure(response, _name(self.model))
-        if problem is not None:
-            raise problem
-        if request.output_schema is not None and not response.message.tool_calls:
+        if (
+            problem is None
+            and request.output_schema is not None
+            and not response.message.tool_calls
+        ):
             try:
                 json.loads(unfence(response.message.content))
             except ValueError as exc:
-                raise MalformedResponseError(
+                problem = MalformedResponseError(
                     "speculative sample is not JSON", body=response.message.content
-                ) from exc
+                )
+                problem.__cause__ = exc
+        if problem is not None:
+            request.count_unused(response)  # an invalid sample's tokens were spent all the same
+            raise problem
         return response
+
+
+def _failed(request: ModelRequest, model: Model, exc: Exception) -> None:
+    """The ``llm.error`` of one model a combinator asked, naming it."""
+    request.emit("llm.error", model=_name(model), error=ErrorRecord.from_exception(exc))
+
+
+def _count_losers(
+    request: ModelRequest, tasks: Sequence[asyncio.Future[ModelResponse]], winner: object
+) -> None:
+    """Count the tokens of the valid samples that answered but lost the race."""
+    for task in tasks:
+        if task.done() and not task.cancelled() and task.exception() is None:
+            response = task.result()
+            if response is not winner:
+                request.count_unused(response)
 
 
 def speculative(model: Model | str, n: int) -> Speculative:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
+from pytest_agentfaults._exc_text import exception_repr
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._pending import switch_on
 from pytest_agentfaults.runtime._tool import BaseTool
@@ -210,7 +211,9 @@ def intercept_tool(effect: Attempt) -> Any:
             raise  # the test's mistake (a fault left unfinished): its own message, unwrapped
         except Exception as exc:
             hook = interceptor.tool_attempt
-            raise InterceptorError(f"fault injection failed in {hook!r}: {exc!r}") from exc
+            raise InterceptorError(
+                f"fault injection failed in {hook!r}: {exception_repr(exc)}"
+            ) from exc
         if isinstance(outcome, Inject):
             # A fault's exception is one instance, raised again and again (a marker's, in
             # every test): raised as is, its traceback would grow by each raise's frames
@@ -233,7 +236,9 @@ def intercept_model(effect: ModelCall) -> Any:
             raise
         except Exception as exc:
             hook = interceptor.model_call
-            raise InterceptorError(f"fault injection failed in {hook!r}: {exc!r}") from exc
+            raise InterceptorError(
+                f"fault injection failed in {hook!r}: {exception_repr(exc)}"
+            ) from exc
         if isinstance(outcome, Inject):
             raise outcome.error.with_traceback(None)
         if outcome is not PROCEED:

@@ -167,7 +167,7 @@ def render_result(result: Any) -> str:
     if isinstance(result, str):
         return result
     try:
-        return to_json(result, fallback=repr).decode()
+        return to_json(result, fallback=repr, inf_nan_mode="null").decode()
     except PydanticSerializationError:
         return json.dumps(_safe_repr(result))
 

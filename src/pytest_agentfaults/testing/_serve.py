@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
+from pytest_agentfaults._exc_text import exception_text
 from pytest_agentfaults._redact import redact_headers, redact_text
 from pytest_agentfaults.errors import (
     MalformedResponseError,
@@ -461,7 +462,7 @@ def _failure_reply(
         return _kind_reply("truncated_stream", provider, True, model)
     if isinstance(exc, MalformedResponseError):
         return _kind_reply("malformed_body", provider, stream, model, text=exc.body or None)
-    message = f"agentfaults: scripted failure {type(exc).__name__}: {exc}"
+    message = f"agentfaults: scripted failure {type(exc).__name__}: {exception_text(exc)}"
     reply = _error(provider, 500, redact_text(message), ids)
     reply.fault = "500"
     return reply

@@ -21,6 +21,8 @@ from pytest_agentfaults.errors import (
     ModelStreamError,
     UsageError,
 )
+from pytest_agentfaults.runtime._drivers import await_wait, wait
+from pytest_agentfaults.runtime._finite import dumps
 from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.models._errors import (
     BODY_KEEP,
@@ -61,7 +63,7 @@ __all__ = ["DEFAULT_TIMEOUT", "HTTPModel"]
 
 # LLM answers can take minutes; connecting should not.
 DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class HTTPModel:
@@ -183,12 +185,16 @@ class HTTPModel:
                     return self._stream_sync(client, content, request)
                 return self._post_sync(client, content, request)
             except ModelError as error:
+                if _cancelled(request):
+                    raise  # a cancelled run retries nothing, and announces no retry
                 delay = self._retry_delay(error, attempt, request)
-                if delay is None:
+                if delay is None or _cancelled(request):
                     raise
-            if clock is None:
-                clock = request.clock or default_clock()
-            clock.sleep(delay)
+                if clock is None:
+                    clock = request.clock or default_clock()
+                wait(clock, delay, request.cancel)
+                if _cancelled(request):
+                    raise  # the run was cancelled during the wait: this failure stands
             attempt += 1
 
     async def arequest(self, request: ModelRequest) -> ModelResponse:
@@ -205,12 +211,16 @@ class HTTPModel:
                     return await self._stream_async(client, content, request)
                 return await self._post_async(client, content, request)
             except ModelError as error:
+                if _cancelled(request):
+                    raise  # a cancelled run retries nothing, and announces no retry
                 delay = self._retry_delay(error, attempt, request)
-                if delay is None:
+                if delay is None or _cancelled(request):
                     raise
-            if clock is None:
-                clock = request.clock or default_clock()
-            await clock.asleep(delay)
+                if clock is None:
+                    clock = request.clock or default_clock()
+                await await_wait(clock, delay, request.cancel)
+                if _cancelled(request):
+                    raise
             attempt += 1
 
     def close(self) -> None:
@@ -295,7 +305,7 @@ class HTTPModel:
         payload = self._payload(request)
         if self._extra_body:
             payload.update(self._extra_body)
-        return _ENCODER.encode(payload).encode()
+        return dumps(payload, _ENCODER).encode()
 
     def _post_sync(
         self, client: httpx.Client, content: bytes, request: ModelRequest
@@ -478,3 +488,8 @@ class HTTPModel:
 
     def _retry_delay(self, error: ModelError, attempt: int, request: ModelRequest) -> float | None:
         return retry_delay(self._retry, error, attempt, request, self._name)
+
+
+def _cancelled(request: ModelRequest) -> bool:
+    """Whether the run that sent ``request`` was cancelled (its retries end there)."""
+    return request.cancel is not None and request.cancel.cancelled

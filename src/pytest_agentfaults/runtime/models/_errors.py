@@ -37,6 +37,7 @@ from typing import Final
 
 import httpx
 
+from pytest_agentfaults._exc_text import exception_text
 from pytest_agentfaults._redact import redact_headers, redact_text
 from pytest_agentfaults.errors import (
     AgentFaultsError,
@@ -143,7 +144,7 @@ def translate_exception(
     if row is None:
         raise TypeError(f"{type(exc).__name__} is not an HTTP failure")  # pragma: no cover
     target, _, what = row
-    detail = scrub(str(exc)) or "no detail"
+    detail = scrub(exception_text(exc)) or "no detail"
     where = f" on POST {url}" if url else ""
     message = f"{model}: {what} ({type(exc).__name__}: {detail}){where}"
     if target is UsageError:
@@ -318,7 +319,7 @@ def stream_failure_error(
     """The taxonomy error for ``exc`` raised while reading a stream, ``size`` bytes in."""
     if size == 0:
         return translate_exception(exc, model=model, url=url, scrub=scrub)
-    detail = scrub(str(exc)) or "no detail"
+    detail = scrub(exception_text(exc)) or "no detail"
     return ModelStreamError(
         f"{model}: the stream broke after {size} bytes "
         f"({type(exc).__name__}: {detail}); a stream is never re-issued after its first "

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from pytest_agentfaults.runtime._finite import dumps
 from pytest_agentfaults.runtime.models._errors import one_line
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
 ]
 
 _DEEP: Final = "JSON nested too deeply to parse"
+_ARGUMENTS: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 class WireFormatError(ValueError):
@@ -178,7 +180,7 @@ def arguments_text(value: Any, where: str) -> str:
     if value is None:
         return "{}"
     if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False)
+        return dumps(value, _ARGUMENTS)
     raise WireFormatError(f"{where} is {_json_kind(value)}, expected an object or a string")
 
 

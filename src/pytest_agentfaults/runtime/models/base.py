@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkab
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
+    from pytest_agentfaults.runtime._budget import Meter
+    from pytest_agentfaults.runtime._result import CancelToken
     from pytest_agentfaults.runtime.clock import Clock
 
 __all__ = [
@@ -162,6 +164,9 @@ class ModelRequest:
     clock (transport backoff) and reports ``transport.retry`` events through ``emit``;
     ``jitter`` draws from the run's seeded random stream (a float in [0, 1)) for the
     backoff's jitter. Without them, the default clock and a seeded stream of its own.
+    ``meter`` is the run's usage, for a combinator that makes more than one call
+    (`count_call`, `count_unused`); without it those count nothing. ``cancel`` is the
+    run's token: a client's transport-retry wait ends when it is cancelled.
     """
 
     messages: list[Message]
@@ -172,11 +177,23 @@ class ModelRequest:
     emit: Callable[..., object] = _ignore_event
     agent: str = ""
     jitter: Callable[[], float] | None = None
+    meter: Meter | None = None
+    cancel: CancelToken | None = None
+
+    def count_call(self) -> None:
+        """Count one more model call made for this request (refused past a budget cap)."""
+        if self.meter is not None:
+            self.meter.call()
+
+    def count_unused(self, response: ModelResponse) -> None:
+        """Count the tokens of an answer drawn for this request but not returned."""
+        if self.meter is not None:
+            self.meter.unused(response)
 
     def snapshot(self) -> ModelRequest:
         """A copy whose message list later turns of the run cannot change."""
         # Positional, in field order: a scripted model snapshots every request it answers,
-        # and binding eight keywords costs as much as the rest of the construction.
+        # and binding ten keywords costs as much as the rest of the construction.
         return ModelRequest(
             list(self.messages),
             list(self.tools),
@@ -186,6 +203,8 @@ class ModelRequest:
             self.emit,
             self.agent,
             self.jitter,
+            self.meter,
+            self.cancel,
         )
 
     @property
