@@ -13,6 +13,8 @@ from typing import Any, Final
 from faker import Faker
 
 from pytest_agentfaults._fakes_pattern import from_pattern
+from pytest_agentfaults._fakes_schema import schema_for_fakes
+from pytest_agentfaults._fakes_times import bounded_temporal
 from pytest_agentfaults._fakes_values import (
     FORMATS,
     RANGE_BY_NAME,
@@ -29,6 +31,7 @@ __all__ = ["fake_args", "shared_faker"]
 
 _MAX_DEPTH: Final = 4
 _ATTEMPTS: Final = 25
+_TEMPORAL: Final = ("date", "date-time", "time", "duration")
 _default_faker: Faker | None = None
 
 
@@ -66,7 +69,7 @@ def fake_args(
             f"fake_args() takes an af.Tool (a function decorated with @tool), got {tool!r}"
         )
     fake = _faker_for(seed, faker)
-    filler = _Filler(tool.parameters, fake)
+    filler = _Filler(schema_for_fakes(tool), fake)
     last: InvalidArgsError | None = None
     for _ in range(_ATTEMPTS):
         args = filler.arguments(include_optional)
@@ -188,6 +191,9 @@ class _Filler:
         fmt = schema.get("format")
         candidates: list[Callable[[], str | None]] = []
         if isinstance(fmt, str):
+            bounded = bounded_temporal(fmt, schema, self.rng) if fmt in _TEMPORAL else None
+            if bounded is not None:
+                return bounded
             by_format = FORMATS.get(fmt)
             uuid_match = UUID_FORMAT.match(fmt)
             if by_format is not None:
