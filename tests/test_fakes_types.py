@@ -8,12 +8,31 @@ from __future__ import annotations
 
 import datetime
 import inspect
+import ipaddress
 import json
+import uuid
 from typing import Annotated, Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import AwareDatetime, Field, FutureDate, FutureDatetime, PastDate
+from pydantic import (
+    AwareDatetime,
+    Base64Bytes,
+    Base64Str,
+    Base64UrlStr,
+    BaseModel,
+    ConfigDict,
+    EmailStr,
+    Field,
+    FutureDate,
+    FutureDatetime,
+    IPvAnyInterface,
+    IPvAnyNetwork,
+    Json,
+    NameEmail,
+    PastDate,
+)
 
 import pytest_agentfaults as af
 from pytest_agentfaults.fakes import fake_args
@@ -83,3 +102,68 @@ def test_a_date_bound_moves_the_date_not_just_passes() -> None:
     for seed in range(20):
         value = assert_always_valid(Annotated[D, Field(gt=D(2030, 1, 1))], seed)["x"]
         assert D.fromisoformat(value) > D(2030, 1, 1)
+
+
+# --------------------------------------------------------------------------- awkward types
+
+
+class StrictBooking(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    nights: int
+    check_in: datetime.date
+    ref: uuid.UUID
+    rooms: dict[int, str]
+
+
+AWKWARD_TYPES = [
+    dict[int, str],
+    dict[int, list[float]],
+    Json[list[int]],
+    Json[dict[str, int]],
+    Json,
+    ipaddress.IPv4Network,
+    ipaddress.IPv6Network,
+    IPvAnyNetwork,
+    ipaddress.IPv4Interface,
+    ipaddress.IPv6Interface,
+    IPvAnyInterface,
+    NameEmail,
+    Base64Str,
+    Base64Bytes,
+    Base64UrlStr,
+    Annotated[float, Field(multiple_of=0.1)],
+    Annotated[float, Field(multiple_of=0.01, gt=0, lt=1)],
+    Annotated[float, Field(multiple_of=0.25, gt=0, lt=1)],
+    dict[str, Any],
+    Annotated[dict[str, Any], Field(min_length=5)],
+    Annotated[EmailStr, Field(max_length=15)],
+    Annotated[EmailStr, Field(min_length=40)],
+    EmailStr,
+]
+
+
+@SETTINGS
+@given(st.sampled_from(AWKWARD_TYPES), seeds)
+def test_awkward_types_get_values_their_validation_accepts(hint: Any, seed: int) -> None:
+    assert_always_valid(hint, seed)
+
+
+@SETTINGS
+@given(seeds)
+def test_a_strict_model_gets_what_a_model_would_send(seed: int) -> None:
+    # strict=True refuses "2024-01-01" for a date in Python, but a model sends JSON, where
+    # a date is text: fake_args' result is checked as that JSON.
+    args = assert_always_valid(StrictBooking, seed, python_too=False)
+    assert json.loads(json.dumps(args)) == args
+
+
+def test_float_multiples_are_written_as_people_write_them() -> None:
+    for seed in range(30):
+        value = assert_always_valid(Annotated[float, Field(multiple_of=0.1)], seed)["x"]
+        assert len(repr(value).split(".")[-1]) <= 1, value
+
+
+def test_a_range_with_no_multiple_in_it_is_refused_naming_the_tool() -> None:
+    with pytest.raises(af.UsageError, match="take"):
+        fake_args(tool_taking(Annotated[int, Field(multiple_of=5, gt=0, lt=5)]), seed=1)
