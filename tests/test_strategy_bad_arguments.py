@@ -7,9 +7,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, DirectoryPath, FilePath, NewPath
 
 import pytest_agentfaults as af
 from pytest_agentfaults import strategies as afst
+from pytest_agentfaults.fakes import fake_args
 
 QUICK = settings(max_examples=20, deadline=None, database=None)
 
@@ -73,3 +75,70 @@ def test_a_strategy_drawing_negatives_names_the_argument() -> None:
 
 def test_overlapping_delay_strategies_still_draw() -> None:
     draw_from(afst.resilience_configs(base_delay=st.floats(0, 10), max_delay=st.floats(0, 10)))
+
+
+# ------------------------------------------------------------------ tools fake_args cannot fill
+
+
+class Upload(BaseModel):
+    source: FilePath
+    note: str = ""
+
+
+@af.tool
+def read_file(path: FilePath, limit: int = 10) -> str:
+    """Read a file."""
+    return str(path)
+
+
+@af.tool
+def list_dir(folder: DirectoryPath) -> str:
+    """List a directory."""
+    return str(folder)
+
+
+@af.tool
+def save(target: NewPath, text: str) -> str:
+    """Save text to a new file."""
+    return str(target)
+
+
+@af.tool
+def upload(item: Upload) -> str:
+    """Upload a file."""
+    return str(item.source)
+
+
+@af.tool
+def tail(lines: int, path: FilePath | None = None) -> str:
+    """Tail a file, if given."""
+    return str(lines)
+
+
+@pytest.mark.parametrize(
+    ("tool", "parameter", "kind"),
+    [
+        (read_file, "path", "FilePath"),
+        (list_dir, "folder", "DirectoryPath"),
+        (save, "target", "NewPath"),
+        (upload, "item.source", "FilePath"),
+    ],
+)
+def test_scripts_refuse_a_tool_whose_argument_cannot_be_faked_when_built(
+    tool: af.Tool, parameter: str, kind: str
+) -> None:
+    with pytest.raises(af.UsageError) as info:
+        afst.scripts(tools=[tool])
+    message = str(info.value)
+    for words in (f"'{tool.name}'", f"'{parameter}'", kind, "pass the argument explicitly"):
+        assert words in message, message
+    with pytest.raises(af.UsageError, match="pass the argument explicitly"):
+        fake_args(tool, seed=1)
+
+
+def test_an_optional_parameter_that_cannot_be_faked_is_left_out() -> None:
+    for seed in range(10):
+        args = fake_args(tail, seed=seed)
+        assert set(args) == {"lines"}
+        tail.validate(args)
+    draw_from(afst.scripts(tools=[tail]))

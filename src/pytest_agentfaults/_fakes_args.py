@@ -14,7 +14,7 @@ from typing import Any, Final
 from faker import Faker
 
 from pytest_agentfaults._fakes_pattern import from_pattern
-from pytest_agentfaults._fakes_schema import KEYS, schema_for_fakes
+from pytest_agentfaults._fakes_schema import KEYS, check_fakeable, schema_for_fakes, unfakeable
 from pytest_agentfaults._fakes_times import bounded_temporal
 from pytest_agentfaults._fakes_values import (
     FORMATS,
@@ -65,18 +65,24 @@ def fake_args(
     fake_args(book, seed=3)   # {'city': 'Port Jenniferton', 'email': 'x@example.org', 'nights': 9}
     ```
 
-    Raises `UsageError` when no value that the tool accepts can be found (a pattern too
-    hard to invert, say), naming the tool and what its validation said.
+    Paths checked against the disk (``FilePath``, ``DirectoryPath``, ``NewPath``) are not
+    faked: an optional one is left out, a required one raises `UsageError` (pass that
+    argument yourself). Raises `UsageError` too when no value that the tool accepts can be
+    found (a pattern too hard to invert, say), naming the tool and what its validation said.
     """
     if not isinstance(tool, Tool):
         raise UsageError(
             f"fake_args() takes an af.Tool (a function decorated with @tool), got {tool!r}"
         )
+    check_fakeable(tool, "fake_args()")
+    left_out = set(unfakeable(tool))  # optional ones: their defaults stand
     fake = _faker_for(seed, faker)
     filler = _Filler(schema_for_fakes(tool), fake)
     last: InvalidArgsError | None = None
     for _ in range(_ATTEMPTS):
         args = filler.arguments(include_optional)
+        for name in left_out:
+            args.pop(name, None)
         try:
             # As the JSON a model sends: a strict model takes a date there as text, and
             # refuses the same text in Python.

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import datetime  # noqa: ICN001 - named in full: dates, times and durations
 import weakref
-from typing import Any, Final
+from typing import Annotated, Any, Final, get_args, get_origin
 
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic.types import PathType
 from pydantic_core import core_schema
 
+from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.tools import Tool
 
-__all__ = ["BOUNDS", "KEYS", "TZ", "WHEN", "schema_for_fakes"]
+__all__ = ["BOUNDS", "KEYS", "TZ", "WHEN", "check_fakeable", "schema_for_fakes", "unfakeable"]
 
 #: ``{"gt": ..., "le": ...}`` of a date / datetime / time (ISO text) or duration (seconds)
 BOUNDS: Final = "x-af-bounds"
@@ -39,6 +43,67 @@ def schema_for_fakes(tool: Tool[Any, Any]) -> dict[str, Any]:
         model = tool._args_model
         found = _cache[tool] = model.model_json_schema(by_alias=True, schema_generator=_Schema)
     return found
+
+
+# Paths checked against the disk when validated: no made-up path names a file that exists.
+_PATHS: Final = {
+    "file": "FilePath (a file that exists)",
+    "dir": "DirectoryPath (a directory that exists)",
+    "new": "NewPath (a path that does not exist yet, in a directory that does)",
+}
+
+
+def unfakeable(tool: Tool[Any, Any]) -> dict[str, tuple[str, bool]]:
+    """The parameters `fake_args` cannot fill: name -> (where and what, required?).
+
+    ``{"path": ("'path' is a FilePath (...)", True)}``; a nested model's field reads
+    ``'item.source'``.
+    """
+    found: dict[str, tuple[str, bool]] = {}
+    for info in tool._args_model.model_fields.values():
+        name = info.alias or ""
+        what = _path_in(info, name, set())
+        if what is not None:
+            found[name] = (what, info.is_required())
+    return found
+
+
+def check_fakeable(tool: Tool[Any, Any], where: str) -> None:
+    """Raise `UsageError` when a required parameter of ``tool`` cannot be faked."""
+    for what, required in unfakeable(tool).values():
+        if required:
+            raise UsageError(
+                f"{where}: tool {tool.name!r} parameter {what}, which fake_args does not fake "
+                "(it is checked against the disk); pass the argument explicitly: script that "
+                f"call yourself, call_tool({tool.name!r}, ...=<a real path>)"
+            )
+
+
+def _path_in(info: FieldInfo, where: str, seen: set[type]) -> str | None:
+    for item in info.metadata:
+        if isinstance(item, PathType):
+            return f"{where!r} is a {_PATHS[item.path_type]}"
+    return _path_in_hint(info.annotation, where, seen)
+
+
+def _path_in_hint(hint: Any, where: str, seen: set[type]) -> str | None:
+    if get_origin(hint) is Annotated:
+        base, *metadata = get_args(hint)
+        return _path_in(FieldInfo.from_annotation(Annotated[(base, *metadata)]), where, seen)
+    if isinstance(hint, type) and issubclass(hint, BaseModel):
+        if hint in seen:
+            return None
+        seen.add(hint)
+        for name, info in hint.model_fields.items():
+            found = _path_in(info, f"{where}.{info.alias or name}", seen)
+            if found is not None:
+                return found
+        return None
+    for arg in get_args(hint):
+        found = _path_in_hint(arg, where, seen)
+        if found is not None:
+            return found
+    return None
 
 
 class _Schema(GenerateJsonSchema):
