@@ -17,6 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import (
+    AmqpDsn,
+    AnyUrl,
     AwareDatetime,
     Base64Bytes,
     Base64Str,
@@ -25,13 +27,22 @@ from pydantic import (
     ConfigDict,
     EmailStr,
     Field,
+    FileUrl,
+    FtpUrl,
     FutureDate,
     FutureDatetime,
+    HttpUrl,
     IPvAnyInterface,
     IPvAnyNetwork,
     Json,
+    KafkaDsn,
+    MongoDsn,
+    MySQLDsn,
     NameEmail,
     PastDate,
+    PostgresDsn,
+    RedisDsn,
+    WebsocketUrl,
 )
 
 import pytest_agentfaults as af
@@ -167,3 +178,24 @@ def test_float_multiples_are_written_as_people_write_them() -> None:
 def test_a_range_with_no_multiple_in_it_is_refused_naming_the_tool() -> None:
     with pytest.raises(af.UsageError, match="take"):
         fake_args(tool_taking(Annotated[int, Field(multiple_of=5, gt=0, lt=5)]), seed=1)
+
+
+URL_TYPES = [
+    PostgresDsn,
+    MySQLDsn,
+    RedisDsn,
+    MongoDsn,
+    AmqpDsn,
+    KafkaDsn,
+    FileUrl,
+    FtpUrl,
+    WebsocketUrl,
+    HttpUrl,
+    AnyUrl,
+]
+
+
+@SETTINGS
+@given(st.sampled_from(URL_TYPES), seeds)
+def test_urls_and_dsns_get_a_scheme_they_allow(hint: Any, seed: int) -> None:
+    assert_always_valid(hint, seed)

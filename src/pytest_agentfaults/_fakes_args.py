@@ -14,7 +14,13 @@ from typing import Any, Final
 from faker import Faker
 
 from pytest_agentfaults._fakes_pattern import from_pattern
-from pytest_agentfaults._fakes_schema import KEYS, check_fakeable, schema_for_fakes, unfakeable
+from pytest_agentfaults._fakes_schema import (
+    KEYS,
+    SCHEMES,
+    check_fakeable,
+    schema_for_fakes,
+    unfakeable,
+)
 from pytest_agentfaults._fakes_times import bounded_temporal
 from pytest_agentfaults._fakes_values import (
     FORMATS,
@@ -25,6 +31,7 @@ from pytest_agentfaults._fakes_values import (
     Make,
     sized_email,
     tokens,
+    url_of,
 )
 from pytest_agentfaults.errors import InvalidArgsError, UsageError
 from pytest_agentfaults.runtime.tools import Tool
@@ -208,6 +215,9 @@ class _Filler:
             bounded = bounded_temporal(fmt, schema, self.rng) if fmt in _TEMPORAL else None
             if bounded is not None:
                 return bounded
+            schemes = schema.get(SCHEMES)
+            if isinstance(schemes, list) and schemes:  # a DSN, a file URL: its own scheme
+                candidates.append(lambda: url_of(self.fake, schemes))
             by_format = FORMATS.get(fmt)
             uuid_match = UUID_FORMAT.match(fmt)
             if by_format is not None:

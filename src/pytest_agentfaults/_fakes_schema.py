@@ -21,7 +21,16 @@ from pydantic_core import core_schema
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.tools import Tool
 
-__all__ = ["BOUNDS", "KEYS", "TZ", "WHEN", "check_fakeable", "schema_for_fakes", "unfakeable"]
+__all__ = [
+    "BOUNDS",
+    "KEYS",
+    "SCHEMES",
+    "TZ",
+    "WHEN",
+    "check_fakeable",
+    "schema_for_fakes",
+    "unfakeable",
+]
 
 #: ``{"gt": ..., "le": ...}`` of a date / datetime / time (ISO text) or duration (seconds)
 BOUNDS: Final = "x-af-bounds"
@@ -29,6 +38,8 @@ BOUNDS: Final = "x-af-bounds"
 WHEN: Final = "x-af-when"
 #: ``"aware"`` / ``"naive"``: an AwareDatetime, NaiveDatetime
 TZ: Final = "x-af-tz"
+#: the URL schemes a URL or DSN type allows (``["postgres", "postgresql", ...]``)
+SCHEMES: Final = "x-af-schemes"
 #: the JSON schema of a dict's keys (``dict[int, str]``: integers written as text)
 KEYS: Final = "x-af-keys"
 
@@ -119,12 +130,25 @@ class _Schema(GenerateJsonSchema):
     def timedelta_schema(self, schema: core_schema.TimedeltaSchema) -> JsonSchemaValue:
         return _temporal(super().timedelta_schema(schema), schema)
 
+    def url_schema(self, schema: core_schema.UrlSchema) -> JsonSchemaValue:
+        return _schemes(super().url_schema(schema), schema)
+
+    def multi_host_url_schema(self, schema: core_schema.MultiHostUrlSchema) -> JsonSchemaValue:
+        return _schemes(super().multi_host_url_schema(schema), schema)
+
     def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
         out = super().dict_schema(schema)
         keys = schema.get("keys_schema")
         if keys is not None:
             out[KEYS] = self.generate_inner(keys)
         return out
+
+
+def _schemes(out: JsonSchemaValue, schema: Any) -> JsonSchemaValue:
+    schemes = schema.get("allowed_schemes")
+    if schemes:
+        out[SCHEMES] = list(schemes)
+    return out
 
 
 def _temporal(out: JsonSchemaValue, schema: Any) -> JsonSchemaValue:

@@ -22,6 +22,7 @@ __all__ = [
     "Make",
     "sized_email",
     "tokens",
+    "url_of",
 ]
 
 Make = Callable[[Faker], Any]
@@ -271,6 +272,18 @@ def sized_email(rng: random.Random, low: int, high: int | None) -> str | None:
             local = "".join(rng.choice(string.ascii_lowercase) for _ in range(size))
             return f"{local}@{domain}"
     return None
+
+
+def url_of(fake: Faker, schemes: list[str]) -> str:
+    """A URL with one of ``schemes``: a web address, a file URL or a database DSN."""
+    scheme = fake.random.choice(schemes)
+    if scheme in ("http", "https", "ws", "wss", "ftp"):
+        return f"{scheme}://{fake.domain_name()}/{fake.uri_path()}"
+    if scheme == "file":
+        return f"file://{fake.file_path(depth=2)}"
+    user, password = fake.user_name(), fake.password(special_chars=False)
+    port = fake.random_int(1024, 65535)
+    return f"{scheme}://{user}:{password}@{fake.hostname()}:{port}/{fake.word()}"
 
 
 UUID_FORMAT: Final = re.compile(r"uuid([1-8]?)$")
