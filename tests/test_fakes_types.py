@@ -199,3 +199,18 @@ URL_TYPES = [
 @given(st.sampled_from(URL_TYPES), seeds)
 def test_urls_and_dsns_get_a_scheme_they_allow(hint: Any, seed: int) -> None:
     assert_always_valid(hint, seed)
+
+
+def test_constraints_written_as_the_default_are_honoured() -> None:
+    @af.tool
+    def pick(
+        count: int = Field(gt=5, lt=8),
+        when: datetime.date = Field(ge=datetime.date(2040, 1, 1)),  # noqa: B008 - the form under test
+    ) -> str:
+        """Pick."""
+        return str(count)
+
+    for seed in range(20):
+        args = fake_args(pick, seed=seed)
+        assert 5 < args["count"] < 8
+        assert datetime.date.fromisoformat(args["when"]) >= datetime.date(2040, 1, 1)
