@@ -8,11 +8,20 @@ import random
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
 from typing import Any, Final
 
 from faker import Faker
 
 from pytest_agentfaults._fakes_pattern import from_pattern
+from pytest_agentfaults._fakes_schema import (
+    KEYS,
+    SCHEMES,
+    check_fakeable,
+    schema_for_fakes,
+    unfakeable,
+)
+from pytest_agentfaults._fakes_times import bounded_temporal
 from pytest_agentfaults._fakes_values import (
     FORMATS,
     RANGE_BY_NAME,
@@ -20,7 +29,9 @@ from pytest_agentfaults._fakes_values import (
     STRING_BY_SUFFIX,
     UUID_FORMAT,
     Make,
+    sized_email,
     tokens,
+    url_of,
 )
 from pytest_agentfaults.errors import InvalidArgsError, UsageError
 from pytest_agentfaults.runtime.tools import Tool
@@ -29,6 +40,7 @@ __all__ = ["fake_args", "shared_faker"]
 
 _MAX_DEPTH: Final = 4
 _ATTEMPTS: Final = 25
+_TEMPORAL: Final = ("date", "date-time", "time", "duration")
 _default_faker: Faker | None = None
 
 
@@ -44,8 +56,10 @@ def fake_args(
     Values follow the field's name first (``url`` / ``website`` / ``link``, ``email``,
     ``name``, ``city``, ``country``, ``date``, ``created_at``, ``uuid`` / ``id``, ``phone``,
     ``query``, ``path`` ...) and its JSON schema second (type, ``format``, bounds, lengths,
-    ``enum``, simple ``pattern`` s, arrays, nested objects). The result is plain JSON data,
-    so ``call_tool(tool.name, **fake_args(tool))`` works.
+    ``enum``, simple ``pattern`` s, arrays, nested objects), and the bounds pydantic keeps
+    out of the schema (a date's ``gt`` / ``le``, ``FutureDate``, a dict's key type). The
+    result is plain JSON data, checked as the JSON a model sends (so a strict model's date
+    is text), so ``call_tool(tool.name, **fake_args(tool))`` works.
 
     ``seed`` makes the result reproducible (same seed, same arguments); with a ``faker``
     of your own (a locale, say), the seed reseeds it, and without a seed its current state
@@ -58,20 +72,28 @@ def fake_args(
     fake_args(book, seed=3)   # {'city': 'Port Jenniferton', 'email': 'x@example.org', 'nights': 9}
     ```
 
-    Raises `UsageError` when no value that the tool accepts can be found (a pattern too
-    hard to invert, say), naming the tool and what its validation said.
+    Paths checked against the disk (``FilePath``, ``DirectoryPath``, ``NewPath``) are not
+    faked: an optional one is left out, a required one raises `UsageError` (pass that
+    argument yourself). Raises `UsageError` too when no value that the tool accepts can be
+    found (a pattern too hard to invert, say), naming the tool and what its validation said.
     """
     if not isinstance(tool, Tool):
         raise UsageError(
             f"fake_args() takes an af.Tool (a function decorated with @tool), got {tool!r}"
         )
+    check_fakeable(tool, "fake_args()")
+    left_out = set(unfakeable(tool))  # optional ones: their defaults stand
     fake = _faker_for(seed, faker)
-    filler = _Filler(tool.parameters, fake)
+    filler = _Filler(schema_for_fakes(tool), fake)
     last: InvalidArgsError | None = None
     for _ in range(_ATTEMPTS):
         args = filler.arguments(include_optional)
+        for name in left_out:
+            args.pop(name, None)
         try:
-            tool.validate(args)
+            # As the JSON a model sends: a strict model takes a date there as text, and
+            # refuses the same text in Python.
+            tool.validate(json.dumps(args))
         except InvalidArgsError as exc:
             last = exc
             continue
@@ -133,6 +155,8 @@ class _Filler:
             for part in schema["allOf"]:
                 merged.update(self.resolve(part))
             return self.value(merged, name, depth)
+        if schema.get("contentMediaType") == "application/json":  # Json[...]: JSON as text
+            return json.dumps(self.value(schema.get("contentSchema", {}), name, depth + 1))
         kind = schema.get("type")
         if isinstance(kind, list):
             options = [t for t in kind if t != "null"] or ["null"]
@@ -188,6 +212,12 @@ class _Filler:
         fmt = schema.get("format")
         candidates: list[Callable[[], str | None]] = []
         if isinstance(fmt, str):
+            bounded = bounded_temporal(fmt, schema, self.rng) if fmt in _TEMPORAL else None
+            if bounded is not None:
+                return bounded
+            schemes = schema.get(SCHEMES)
+            if isinstance(schemes, list) and schemes:  # a DSN, a file URL: its own scheme
+                candidates.append(lambda: url_of(self.fake, schemes))
             by_format = FORMATS.get(fmt)
             uuid_match = UUID_FORMAT.match(fmt)
             if by_format is not None:
@@ -195,6 +225,8 @@ class _Filler:
             elif uuid_match:
                 version = int(uuid_match.group(1) or 4)
                 candidates.append(lambda: self.uuid(version))
+            if fmt in ("email", "idn-email"):  # within the lengths when Faker's are not
+                candidates.append(lambda: sized_email(self.rng, low, high))
         if isinstance(pattern, str):
             candidates.append(lambda: from_pattern(pattern, self.rng))
         by_name = self.by_name(name)
@@ -255,8 +287,7 @@ class _Filler:
         low, high = _narrow(low, high, wanted, default=(0.0, 100.0))
         step = schema.get("multipleOf")
         if isinstance(step, int | float) and step > 0:
-            first, last = math.ceil(low / step), math.floor(high / step)
-            return float(self.rng.randint(first, max(first, last)) * step)
+            return self.multiple(step, (low, high), (open_low, open_high))
         for _ in range(10):
             value = round(self.rng.uniform(low, high), 2)
             if _inside(value, low, high, open_low, open_high):
@@ -265,6 +296,19 @@ class _Filler:
             if _inside(value, low, high, open_low, open_high):
                 return value
         return (low + high) / 2
+
+    def multiple(
+        self, step: float, bounds: tuple[float, float], open_ends: tuple[bool, bool]
+    ) -> float:
+        """A multiple of ``step`` in the bounds, with ``step``'s decimals (0.3, not 0.300...04)."""
+        (low, high), (open_low, open_high) = bounds, open_ends
+        first, last = math.ceil(low / step), math.floor(high / step)
+        if open_low and first * step <= low:
+            first += 1
+        if open_high and last * step >= high:
+            last -= 1
+        places = max(0, -Decimal(str(step)).normalize().as_tuple().exponent)  # type: ignore[operator]
+        return round(self.rng.randint(first, max(first, last)) * step, places)
 
     # ------------------------------------------------------------------ containers
 
@@ -305,16 +349,25 @@ class _Filler:
         for key, sub in properties.items():
             if key in required or include_optional:
                 result[key] = self.value(sub, key, depth + 1)
-        extra = schema.get("additionalProperties")
+        extra = schema.get("additionalProperties", {} if not properties else None)
+        if extra is True:  # dict[str, Any]
+            extra = {}
         if isinstance(extra, Mapping) and not properties:
+            keys = schema.get(KEYS)
             low = int(schema.get("minProperties", 1 if depth < _MAX_DEPTH else 0))
             high = int(schema.get("maxProperties", max(low, 3)))
             count = self.rng.randint(low, max(low, min(high, low + 3)))
             tries = 0
             while len(result) < count and tries < count * 10:
                 tries += 1
-                result.setdefault(self.fake.word(), self.value(extra, name, depth + 1))
+                key = self.fake.word() if keys is None else self.key(keys)
+                result.setdefault(key, self.value(extra, name, depth + 1))
         return result
+
+    def key(self, schema: Mapping[str, Any]) -> str:
+        """A dict key of ``schema``'s type (``dict[int, str]``), as JSON writes keys: text."""
+        key = self.value(schema, "key", _MAX_DEPTH)
+        return key if isinstance(key, str) else json.dumps(key)
 
 
 def _fits_string(text: str, low: int, high: int | None, pattern: object) -> bool:

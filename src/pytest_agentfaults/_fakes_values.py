@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import datetime  # noqa: ICN001 - named in full: dates and datetimes both
 import json
+import random
 import re
+import string
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -17,7 +20,9 @@ __all__ = [
     "STRING_BY_SUFFIX",
     "UUID_FORMAT",
     "Make",
+    "sized_email",
     "tokens",
+    "url_of",
 ]
 
 Make = Callable[[Faker], Any]
@@ -236,12 +241,50 @@ FORMATS: Final[dict[str, Make]] = {
     "ipvanyaddress": lambda fake: fake.ipv4(),
     "ipvanyinterface": lambda fake: fake.ipv4(network=True),
     "ipvanynetwork": lambda fake: fake.ipv4(network=True),
+    "ipv4network": lambda fake: fake.ipv4(network=True),
+    "ipv6network": lambda fake: fake.ipv6(network=True),
+    "ipv4interface": lambda fake: fake.ipv4(network=True),
+    "ipv6interface": lambda fake: fake.ipv6(network=True),
+    "name-email": lambda fake: f"{fake.name()} <{fake.email()}>",
+    "base64": lambda fake: base64.b64encode(fake.sentence().encode()).decode(),
+    "base64url": lambda fake: base64.urlsafe_b64encode(fake.sentence().encode()).decode(),
     "hostname": lambda fake: fake.hostname(),
     "path": lambda fake: fake.file_path(depth=2),
     "file-path": lambda fake: fake.file_path(depth=2),
     "password": lambda fake: fake.password(),
     "binary": lambda fake: fake.word(),
 }
+
+# An address's limits (RFC 5321): 64 characters before the @, 254 in all.
+_LOCAL_MAX: Final = 64
+_EMAIL_MAX: Final = 254
+_EMAIL_DOMAINS: Final = ("example.com", "mail.org", "ex.io")
+
+
+def sized_email(rng: random.Random, low: int, high: int | None) -> str | None:
+    """An email address between ``low`` and ``high`` characters long; None if none can be."""
+    high = _EMAIL_MAX if high is None else min(high, _EMAIL_MAX)
+    for domain in _EMAIL_DOMAINS:
+        shortest, longest = len(domain) + 2, len(domain) + 1 + _LOCAL_MAX
+        lo, hi = max(low, shortest), min(high, longest, max(low, shortest) + 12)
+        if lo <= hi:
+            size = rng.randint(lo, hi) - len(domain) - 1
+            local = "".join(rng.choice(string.ascii_lowercase) for _ in range(size))
+            return f"{local}@{domain}"
+    return None
+
+
+def url_of(fake: Faker, schemes: list[str]) -> str:
+    """A URL with one of ``schemes``: a web address, a file URL or a database DSN."""
+    scheme = fake.random.choice(schemes)
+    if scheme in ("http", "https", "ws", "wss", "ftp"):
+        return f"{scheme}://{fake.domain_name()}/{fake.uri_path()}"
+    if scheme == "file":
+        return f"file://{fake.file_path(depth=2)}"
+    user, password = fake.user_name(), fake.password(special_chars=False)
+    port = fake.random_int(1024, 65535)
+    return f"{scheme}://{user}:{password}@{fake.hostname()}:{port}/{fake.word()}"
+
 
 UUID_FORMAT: Final = re.compile(r"uuid([1-8]?)$")
 

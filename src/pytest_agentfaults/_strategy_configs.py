@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from pytest_agentfaults._strategy_common import ToolLike, given_or, tool_names
+from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig
 
 __all__ = ["resilience_configs"]
@@ -18,6 +19,7 @@ _DELAYS: Final = st.floats(min_value=0.0, max_value=5.0, allow_nan=False, allow_
 _HEADROOM: Final = st.floats(min_value=0.0, max_value=60.0, allow_nan=False, allow_infinity=False)
 _JITTER: Final = st.floats(min_value=0.0, max_value=1.0, allow_nan=False, allow_infinity=False)
 _FRACTIONS: Final = _JITTER
+_MISSES: Final = 40  # inverted delays drawn, and none fitting, before saying so
 _TIMEOUTS: Final = st.one_of(
     st.just(60.0),
     st.none(),
@@ -44,6 +46,9 @@ def resilience_configs(
     ``on_exhaustion``, and a timeout of 60 s, none, or anything up to 120 s (pass
     ``timeout_seconds=st.none()`` for no timeout at all). With ``tools``, some configs get
     ``tool_overrides`` for those tools (one of retries, strategy, jitter, on_exhaustion).
+    A fixed value the config refuses (``max_retries=-1``, ``base_delay`` above
+    ``max_delay``) raises `UsageError` naming it when the strategy is built; strategies
+    that draw such values raise it when drawn.
 
     ```python
     @given(resilience_configs(strategy="exponential", max_retries=st.integers(1, 3)))
@@ -51,6 +56,19 @@ def resilience_configs(
     ```
     """
     names = tool_names(tools, "resilience_configs")
+    given = {
+        "strategy": strategy,
+        "max_retries": max_retries,
+        "base_delay": base_delay,
+        "max_delay": max_delay,
+        "jitter_factor": jitter_factor,
+        "on_exhaustion": on_exhaustion,
+        "timeout_seconds": timeout_seconds,
+    }
+    _check_fixed({k: v for k, v in given.items() if not isinstance(v, SearchStrategy)})
+    shown = _call({k: v for k, v in given.items() if v is not None})
+    delays = _call({k: given[k] for k in ("base_delay", "max_delay")})
+    fits = _Fits()
     strategies = given_or(strategy, st.sampled_from(STRATEGIES))
     retries = given_or(max_retries, st.integers(min_value=0, max_value=5))
     jitter = given_or(jitter_factor, _JITTER)
@@ -71,19 +89,70 @@ def resilience_configs(
             base = draw(_DELAYS)
         if cap is None:
             cap = base + draw(_HEADROOM)
-        assume(cap >= base)
-        return ResilienceConfig(
-            max_retries=draw(retries),
-            strategy=draw(strategies),
-            base_delay=base,
-            max_delay=cap,
-            jitter_factor=draw(jitter),
-            on_exhaustion=draw(exhaustion),
-            timeout_seconds=draw(timeouts),
-            tool_overrides=_draw_overrides(draw, names),
-        )
+        assume(fits.delays(base, cap, delays))
+        try:
+            return ResilienceConfig(
+                max_retries=draw(retries),
+                strategy=draw(strategies),
+                base_delay=base,
+                max_delay=cap,
+                jitter_factor=draw(jitter),
+                on_exhaustion=draw(exhaustion),
+                timeout_seconds=draw(timeouts),
+                tool_overrides=_draw_overrides(draw, names),
+            )
+        except UsageError as exc:
+            raise UsageError(
+                f"{shown} drew a config that is not valid (narrow the strategy for the field "
+                f"named below): {exc}"
+            ) from exc
 
     return build()
+
+
+class _Fits:
+    """Whether a drawn base_delay fits under the drawn max_delay.
+
+    When the strategies given never draw a pair that does, a `UsageError` says so, where
+    Hypothesis would fail its filter health check.
+    """
+
+    def __init__(self) -> None:
+        self.hits = self.misses = 0
+
+    def delays(self, base: float, cap: float, shown: str) -> bool:
+        if cap >= base:
+            self.hits += 1
+            return True
+        self.misses += 1
+        if not self.hits and self.misses >= _MISSES:
+            raise UsageError(
+                f"{shown}: every drawn base_delay was above max_delay (the last {base:g} > "
+                f"{cap:g}); give max_delay values at least as large as base_delay"
+            )
+        return False
+
+
+def _check_fixed(fixed: dict[str, Any]) -> None:
+    """Fixed values are checked when the strategy is built, not at its first draw."""
+    shown = {k: v for k, v in fixed.items() if v is not None}
+    if not shown:
+        return
+    trial = dict(shown)
+    # The other delay is drawn to fit: stand in a value that does.
+    if "max_delay" not in trial and isinstance(trial.get("base_delay"), int | float):
+        trial["max_delay"] = max(trial["base_delay"], 0)
+    if "base_delay" not in trial and "max_delay" in trial:
+        trial["base_delay"] = 0.0
+    try:
+        ResilienceConfig(**trial)
+    except UsageError as exc:
+        raise UsageError(f"{_call(shown)}: {exc}") from exc
+
+
+def _call(arguments: dict[str, Any]) -> str:
+    listed = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return f"resilience_configs({listed})"
 
 
 # One field per override, most tools none: cheap to draw, and enough to tell tools apart.

@@ -11,6 +11,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from pytest_agentfaults._fakes_schema import check_fakeable
 from pytest_agentfaults._strategy_common import ToolLike, given_or, one_or_many, tool_names
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.tools import Tool
@@ -144,6 +145,9 @@ def _tool_calls(tools: Sequence[ToolLike]) -> SearchStrategy[ToolCallStep]:
     seeds = st.integers(min_value=0, max_value=2**16 - 1)
     # Strategies are built once, outside the composite: building one per draw is slow.
     choices = st.sampled_from(tools)
+    for item in tools:
+        if isinstance(item, Tool):  # refused now, not at the first draw
+            check_fakeable(item, "scripts(tools=...)")
     if any(isinstance(item, Tool) for item in tools):
         from pytest_agentfaults.fakes import shared_faker  # noqa: PLC0415 # lazy: Faker on use only
 
@@ -193,7 +197,9 @@ def scripts(
     parallel too (``parallel``), send broken calls (``bad_calls``: malformed JSON
     arguments, an unknown tool) and fail the model call (``failures``: 429 / 5xx,
     timeout, connection error, empty, blocked, not-JSON and truncated answers).
-    ``final`` is the last answer's text (default: a short sentence).
+    ``final`` is the last answer's text (default: a short sentence). A tool with a required
+    parameter `fake_args` does not fake (``FilePath``, ``DirectoryPath``, ``NewPath``: they
+    must exist on disk) is refused here with a `UsageError`; script its calls yourself.
 
     A fault plan's ``llm`` faults use up the scripted step they replace, so build the model
     with ``on_exhausted="repeat_last"`` when you combine the two.

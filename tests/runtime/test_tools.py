@@ -79,6 +79,31 @@ def test_annotated_constraints_and_nested_models_are_validated():
         place.validate({"at": {"x": 1, "y": 2}, "zoom": 99})
 
 
+def test_a_field_written_as_the_default_constrains_the_arguments():
+    # `x: int = Field(gt=0)` is how FastAPI and pydantic models write a constraint: it was
+    # taken as a default of a FieldInfo, so x was optional, unchecked, and a missing y
+    # reached the function as a FieldInfo.
+    @af.tool
+    def pick(
+        x: int = Field(gt=0, description="How many."),
+        y: int = Field(default=3, le=5),
+        tags: list[str] = Field(default_factory=list),  # noqa: B008 - the form under test
+    ) -> str:
+        """Pick."""
+        return f"{x} {y} {tags}"
+
+    assert pick.parameters["required"] == ["x"]
+    assert pick.parameters["properties"]["x"]["description"] == "How many."
+    for bad in ({"x": 0}, {"x": 1, "y": 6}, {}):
+        with pytest.raises(af.InvalidArgsError):
+            pick.validate(bad)
+    assert pick.validate({"x": 1}) == {"x": 1, "y": 3, "tags": []}
+    assert pick.invoke({"x": 2}) == "2 3 []"
+    assert pick.invoke('{"x": 2, "y": 5, "tags": ["a"]}') == "2 5 ['a']"
+    with pytest.raises(af.InvalidArgsError, match="x"):
+        pick.invoke({"x": -1})
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [

@@ -17,10 +17,12 @@ from typing import (
     NotRequired,
     ParamSpec,
     TypeVar,
+    cast,
     get_type_hints,
 )
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from typing_extensions import TypedDict
 
@@ -71,6 +73,7 @@ class BaseTool(Generic[P, R]):
         self.on_error = require_on_error(on_error, "@af.tool(on_error=...)")
         self.is_async = inspect.iscoroutinefunction(function)
         self._args_model, self._field_names = _arguments_model(function, self.name, namespace)
+        self._field_defaults = _field_defaults(function)
         # The validator itself: model_validate_json's wrapper costs a third of a good check.
         validator = self._args_model.__pydantic_validator__
         self._validate_json = validator.validate_json
@@ -160,6 +163,9 @@ class BaseTool(Generic[P, R]):
                 checked = quick.validate_python(given)
         except ValidationError:
             return None
+        for name, info in self._field_defaults.items():
+            if name not in checked:  # the function's own default is a FieldInfo: not that
+                checked[name] = info.get_default(call_default_factory=True)
         return checked
 
 
@@ -204,8 +210,7 @@ def _arguments_model(
                 f"(for example `{param_name}: str`) so its schema can be built"
             )
         internal = f"p{index}"
-        default = PydanticUndefined if param.default is param.empty else param.default
-        fields[internal] = (hints[param_name], Field(default, alias=param_name, title=param_name))
+        fields[internal] = (hints[param_name], _field(param, param_name))
         names[internal] = param_name
     model_name = "".join(part.capitalize() for part in tool_name.replace("-", "_").split("_"))
     try:
@@ -220,6 +225,33 @@ def _arguments_model(
             "use JSON-friendly types (str, int, float, bool, lists, dicts, pydantic models)"
         ) from exc
     return model, names
+
+
+def _field(param: inspect.Parameter, param_name: str) -> FieldInfo:
+    """The parameter's field: its default, or its constraints when it is ``= Field(...)``.
+
+    ``x: int = Field(gt=0)`` is a constraint (and no default) as in a pydantic model, not
+    a default value of a FieldInfo. Its alias is the parameter name: that is what the model
+    sends.
+    """
+    if isinstance(param.default, FieldInfo):
+        named: FieldInfo = Field(alias=param_name, title=param_name)
+        return FieldInfo.merge_field_infos(param.default, named)
+    default = PydanticUndefined if param.default is param.empty else param.default
+    return cast("FieldInfo", Field(default, alias=param_name, title=param_name))
+
+
+def _field_defaults(function: Callable[..., Any]) -> dict[str, FieldInfo]:
+    """The parameters written ``= Field(default=...)``: their function default is a FieldInfo."""
+    try:
+        parameters = inspect.signature(function).parameters.items()
+    except (TypeError, ValueError):  # pragma: no cover - read once already by the model
+        return {}
+    return {
+        name: param.default
+        for name, param in parameters
+        if isinstance(param.default, FieldInfo) and not param.default.is_required()
+    }
 
 
 def _quick_validator(model: type[BaseModel]) -> Any:

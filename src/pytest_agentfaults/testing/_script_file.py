@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast, get_args
@@ -28,6 +29,9 @@ __all__ = ["ON_EXHAUSTED", "Script", "read_script"]
 ON_EXHAUSTED: Final = get_args(OnExhausted)
 _ACTIONS: Final = ("call_tool", "call_tools", "fail", "malformed", "say")
 _TOP_KEYS: Final = ("description", "name", "on_exhausted", "steps")
+_SAY_USAGE: Final = (
+    'a say step is the model\'s answer as text: {"say": "done"}, or the string "done" on its own'
+)
 _FAIL_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "connection": (),
     "http": ("status", "body", "retry_after"),
@@ -103,7 +107,10 @@ class _ScriptReader:
             name = self.text(data, "name", "top level", default=name)
             value = data.get("on_exhausted", on_exhausted)
             if value not in ON_EXHAUSTED:
-                raise self.error("on_exhausted", f"{value!r}; use one of {', '.join(ON_EXHAUSTED)}")
+                raise self.error(
+                    "on_exhausted",
+                    f"{value!r}; use one of {', '.join(ON_EXHAUSTED)}{_guess(value, ON_EXHAUSTED)}",
+                )
             on_exhausted = cast("OnExhausted", value)
         else:
             raise self.error(
@@ -118,11 +125,15 @@ class _ScriptReader:
             )
         return Script(steps, name, on_exhausted)
 
-    def check_keys(self, entry: Mapping[str, object], valid: tuple[str, ...], where: str) -> None:
+    def check_keys(
+        self, entry: Mapping[str, object], valid: tuple[str, ...], where: str, usage: str = ""
+    ) -> None:
         for key in entry:
             if key not in valid:
                 raise self.error(
-                    where, f"unknown key {key!r}; valid keys: {', '.join(sorted(valid))}"
+                    where,
+                    f"unknown key {key!r}; valid keys: {', '.join(sorted(valid))}"
+                    f"{_guess(key, valid)}{'; ' + usage if usage else ''}",
                 )
 
     def text(
@@ -147,12 +158,12 @@ class _ScriptReader:
                 if actions
                 else f"has no action key (keys: {', '.join(map(repr, entry)) or 'none'})"
             )
-            raise self.error(where, f"{found}; the actions are: {', '.join(_ACTIONS)}")
+            guess = "" if actions else next(filter(None, (_guess(k, _ACTIONS) for k in entry)), "")
+            raise self.error(where, f"{found}; the actions are: {', '.join(_ACTIONS)}{guess}")
         action = actions[0]
         try:
             if action == "say":
-                self.check_keys(entry, ("say",), where)
-                return say(self.text(entry, "say", where))
+                return self.say(entry, where)
             if action == "call_tool":
                 return self.call_tool(entry, where)
             if action == "call_tools":
@@ -164,6 +175,13 @@ class _ScriptReader:
             if str(exc).startswith(f"script {self.path}:"):
                 raise
             raise self.error(where, str(exc)) from exc
+
+    def say(self, entry: Mapping[str, object], where: str) -> ScriptStep:
+        self.check_keys(entry, ("say",), where, _SAY_USAGE)
+        text = entry["say"]
+        if not isinstance(text, str):
+            raise self.error(where, f"'say' must be a string, got {text!r}; {_SAY_USAGE}")
+        return say(text)
 
     def call_tool(self, entry: Mapping[str, object], where: str) -> CallTool:
         self.check_keys(entry, ("call_tool", "args", "raw_args"), where)
@@ -208,7 +226,9 @@ class _ScriptReader:
         kind = entry[action]
         if not isinstance(kind, str) or kind not in options:
             raise self.error(
-                where, f"unknown {action} kind {kind!r}; valid kinds: {', '.join(sorted(options))}"
+                where,
+                f"unknown {action} kind {kind!r}; valid kinds: {', '.join(sorted(options))}"
+                f"{_guess(kind, options)}",
             )
         self.check_keys(entry, (action, *options[kind]), where)
         return kind, {key: value for key, value in entry.items() if key != action}
@@ -228,6 +248,16 @@ class _ScriptReader:
         kind, kwargs = self.kind(entry, "malformed", _MALFORMED_OPTIONS, where)
         built: ScriptStep = getattr(malformed, kind)(**kwargs)
         return built
+
+
+def _guess(word: object, options: Iterable[str]) -> str:
+    """``; did you mean 'say'?`` for a misspelt ``word`` ('' when nothing is close)."""
+    if not isinstance(word, str):
+        return ""
+    spelt = word.lower().replace("-", "_").replace(" ", "_")
+    choices = list(options)
+    close = [spelt] if spelt in choices else difflib.get_close_matches(spelt, choices, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def read_script(path: Path) -> Script:
