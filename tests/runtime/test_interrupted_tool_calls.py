@@ -115,3 +115,30 @@ def test_classify_calls_every_interruption_aborted():
     for error in (KeyboardInterrupt(), SystemExit(0), asyncio.CancelledError()):
         info = af.classify(error)
         assert (info.kind, info.retryable) == ("aborted", False)
+
+
+def test_a_tool_call_closed_unfinished_records_no_aborted_error():
+    # A tool_call generator closed while an attempt is out (the garbage collector closing
+    # one nobody drives any more) was not interrupted by the tool: no tool.error is made
+    # up for it, at whatever moment the collector runs.
+    from pytest_agentfaults.runtime._recorder import Recorder
+    from pytest_agentfaults.runtime._toolcalls import ToolCalls
+    from pytest_agentfaults.runtime.models.base import ToolCall
+
+    @af.tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    clock = af.VirtualClock()
+    calls = ToolCalls(
+        tools={"add": add},
+        resilience=af.ResilienceConfig(),
+        clock=clock,
+        rec=Recorder(agent="bot", clock=clock),
+        uniform=lambda: 0.5,
+    )
+    steps = calls.tool_call(ToolCall(id="c1", name="add", arguments='{"a": 1, "b": 2}'))
+    next(steps)  # the attempt is out
+    steps.close()
+    assert [event.type for event in calls.rec.trace] == ["tool.call"]

@@ -245,8 +245,7 @@ class ToolCalls:
                         tool, checked, timeout, clock, emit, call_id, attempts, cut, rec
                     )
                 except Exception as exc:
-                    # The usual failure (a plain connection error, a timeout...) is none of
-                    # these, told by its class alone; others are checked by isinstance.
+                    # The usual failure is none of these, told by its class; others by isinstance
                     if exc.__class__ in PLAIN_TRANSIENT:
                         hard = False
                     elif isinstance(exc, NEVER_RECOVERED):
@@ -273,6 +272,8 @@ class ToolCalls:
                         return self.escalated(name, call, exc, attempts)  # type: ignore[arg-type]
                     kind = "timeout" if isinstance(exc, ToolTimeoutError) else "execution"
                     failure = exc
+                except GeneratorExit:
+                    raise  # closed undriven (by the collector): nothing interrupted the tool
                 except BaseException as exc:  # KeyboardInterrupt, CancelledError, SystemExit
                     close_aborted(rec, name, call_id, attempts, exc, marks)
                     raise
