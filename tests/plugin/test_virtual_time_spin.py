@@ -14,25 +14,27 @@ POLL = """
 import time
 import pytest
 
-def wait_until(timeout, interval=0.01, swallow=False):
+def wait_until(timeout, interval=0.01):
     deadline = time.monotonic() + timeout
-    spins = 0
     while time.monotonic() < deadline:
-        spins += 1
-        try:
-            time.sleep(interval)
-        except Exception:
-            if not swallow:
-                raise
-    return spins
+        time.sleep(interval)
 
 @pytest.mark.inject_fault(tool="fetch", raises=ConnectionError, strict=False)
 def test_raised(virtual_clock):
     wait_until(timeout=20)
 
+def sleep_swallowing(times):
+    # bounded by a count, not a real deadline: a loaded machine may not reach the spin
+    # threshold within a deadline, and the test is about what the kit does once it does
+    for _ in range(times):
+        try:
+            time.sleep(0.01)
+        except Exception:
+            pass
+
 @pytest.mark.inject_fault(tool="fetch", raises=ConnectionError, strict=False)
 def test_swallowed(virtual_clock):
-    wait_until(timeout=1, swallow=True)
+    sleep_swallowing(150_000)
     assert len(virtual_clock.sleeps) <= 100_000  # bounded, whatever the loop did
 
 @pytest.mark.inject_fault(tool="fetch", raises=ConnectionError, strict=False)
