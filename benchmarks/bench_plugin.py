@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 TESTS = 1000
-STARTS = 15
+STARTS = 25
 REPEATS = 5
 
 PLAIN = """
@@ -98,6 +98,15 @@ markers =
 # The other plugins installed beside this one load in both runs alike; these two are off
 # in both, since hypothesis' costs ~1 s per in-process session whatever the suite.
 COMMON = ["-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest"]
+# For the start-up figure, also off in both runs: the other installed plugins whose own
+# start-up is long and varies from run to run (langsmith's alone imports ~0.5 s), which
+# made a 2.3 s session whose pairs differed by +-150 ms. Without them the difference of a
+# pair is mostly ours. Conservative too: what they import is not there for us to share.
+QUIET = [
+    *("-p", "no:langsmith_plugin", "-p", "no:faker", "-p", "no:llmock", "-p", "no:benchmark"),
+    *("-p", "no:html", "-p", "no:html_fixtures", "-p", "no:metadata", "-p", "no:pytest_cov"),
+    *("-p", "no:xdist", "-p", "no:xdist.looponfail"),
+]
 
 
 def start_up(directory: Path) -> dict[str, float]:
@@ -109,7 +118,7 @@ def start_up(directory: Path) -> dict[str, float]:
     neighbour's load does not add to, as it adds to wall time.
     """
     (directory / "test_one.py").write_text(PLAIN.format(count=1))
-    command = [sys.executable, "-m", "pytest", "-q", *COMMON, "test_one.py"]
+    command = [sys.executable, "-m", "pytest", "-q", *COMMON, *QUIET, "test_one.py"]
     runs: dict[str, list[float]] = {"on": [], "off": [], "on-cpu": [], "off-cpu": []}
     for _ in range(STARTS):
         for extra, key in (([], "on"), (["-p", "no:agentfaults"], "off")):
@@ -219,7 +228,10 @@ def main() -> None:
         (directory / "pytest.ini").write_text(INI)
         starts = start_up(directory)
         us = per_test(directory)
-    print(f"start-up: one-test session, {STARTS} pairs of runs, alternated")
+    print(
+        f"start-up: one-test session, {STARTS} pairs of runs, alternated (the other slow"
+        " plugins off in both: QUIET)"
+    )
     for clock, suffix in (("wall", ""), ("CPU", "-cpu")):
         on, off, added = (starts[key + suffix] for key in ("on", "off", "added"))
         print(

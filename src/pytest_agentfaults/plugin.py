@@ -96,9 +96,14 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------------------- options
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """The command-line options and their ini twins (`_plugin_options`)."""
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """The command-line options and their ini twins (`_plugin_options`).
+
+    Called as the plugin registers, before any conftest: the kit loaded from here on is
+    not assert-rewritten (`_options.keep_the_kit_unrewritten`).
+    """
     _options.add_options(parser)
+    _options.keep_the_kit_unrewritten(pluginmanager)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -113,3 +113,30 @@ def test_a_kit_fixture_asked_for_late_switches_the_kit_on(
     pytester.makepyfile(test_late=LATE_FIXTURE)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+LOADERS = """
+import sys
+
+import pytest_agentfaults as af
+
+
+def test_loaders():
+    af.Agent  # the runtime, loaded now: after the plugin's start
+    import pytest_agentfaults.testing.faults
+
+    names = ("pytest_agentfaults.runtime.agent", "pytest_agentfaults.testing.faults")
+    for name in names:
+        loader = type(sys.modules[name].__loader__).__name__
+        assert loader != "AssertionRewritingHook", name
+    assert type(sys.modules["test_loaders"].__loader__).__name__ == "AssertionRewritingHook"
+"""
+
+
+def test_the_kit_loaded_in_a_session_is_not_assert_rewritten(pytester: pytest.Pytester):
+    # pytest marks a plugin's whole distribution for assertion rewriting, which reads and
+    # compiles each module's source again whenever it cannot keep its own cache (under
+    # PYTHONDONTWRITEBYTECODE, common in containers: ~0.5 s a session). The kit's asserts
+    # are internal checks; only the user's modules need rewriting.
+    pytester.makepyfile(test_loaders=LOADERS)
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
