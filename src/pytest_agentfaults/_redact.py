@@ -20,9 +20,12 @@ import binascii
 import functools
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import unquote_plus
+
+from pytest_agentfaults._lazy_pattern import LazyPattern as _Lazy
+from pytest_agentfaults._lazy_pattern import Replacement as _Replacement
 
 __all__ = [
     "REDACTED",
@@ -114,14 +117,14 @@ def _keep_prefix(match: re.Match[str]) -> str:
 
 # An f-string (or str.format) placeholder: ``{name}``, ``{obj.attr!r}``, ``{xs[0]:>8}``.
 # Where a value is expected (``?key={GEMINI_KEY}``), it is code, as a bare name is.
-_PLACEHOLDER: Final = re.compile(
+_PLACEHOLDER: Final = _Lazy(
     r"\{[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]{}]*\])*(?:![rsa])?(?::[^{}]*)?\}"
 )
 
 
 def _keep_placeholder(match: re.Match[str]) -> str:
     """A match kept when its value (after group 1, the prefix) is one placeholder."""
-    if _PLACEHOLDER.fullmatch(match.group(0), len(match.group(1))):
+    if _PLACEHOLDER.get().fullmatch(match.group(0), len(match.group(1))):
         return match.group(0)
     return f"{match.group(1)}{REDACTED}"
 
@@ -135,7 +138,7 @@ def _keep_code(match: re.Match[str]) -> str:
     a quoted value is a literal, a secret whatever it looks like.
     """
     value = match.group(3)
-    if value[0] == "{" and _PLACEHOLDER.match(match.string, match.start(3)):
+    if value[0] == "{" and _PLACEHOLDER.get().match(match.string, match.start(3)):
         return match.group(0)  # the value stops before the placeholder's "}"
     if match.group(2) or not _code().match(value) or (value.isalpha() and value.islower()):
         return f"{match.group(1)}{REDACTED}"
@@ -152,22 +155,21 @@ _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADER
 # markers occurs in the text. Most text has none, and substring tests are far cheaper than
 # regular expressions: redaction runs on every recorded event. A match becomes
 # `REDACTED`, or what a function makes of it (`_keep_prefix` keeps group 1).
-_Replacement = str | Callable[[re.Match[str]], str]
-_RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]] = (
+_RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
     (
         ("bearer", "basic"),
-        re.compile(r"(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
+        _Lazy(r"(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
         _keep_prefix,
     ),
-    (("sk-",), re.compile(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{12,}"), REDACTED),
-    (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),
-    (("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), REDACTED),
-    (("gh",), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), REDACTED),
-    (("xox",), re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (("sk-",), _Lazy(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{12,}"), REDACTED),
+    (("akia", "asia"), _Lazy(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),
+    (("aiza",), _Lazy(r"\bAIza[0-9A-Za-z_-]{30,}"), REDACTED),
+    (("gh",), _Lazy(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), REDACTED),
+    (("xox",), _Lazy(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), REDACTED),
     (
         # "api_key=...", "token: ...": a quoted value, or one that is not a Python name
         ("apikey", "api_key", "api-key", "token", "secret", "password"),
-        re.compile(
+        _Lazy(
             r"(\b(?:api[_-]?key|access[_-]?token|secret|password|token)[\"']?\s*[:=]\s*"
             r"([\"']?))([^\s\"'&,;})]{6,})",
             re.IGNORECASE,
@@ -179,7 +181,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]]
         tuple(
             f"{end}=" for end in ("key", "token", "auth", "secret", "sig", "signature", "password")
         ),
-        re.compile(
+        _Lazy(
             r"([?&;](?:" + "|".join(map(re.escape, sorted(_QUERY_NAMES))) + r")=)[^&#\s\"'<>]+",
             re.IGNORECASE,
         ),
@@ -188,7 +190,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]]
     (
         # a long hex or base64 token as the value of any query parameter
         ("=",),
-        re.compile(
+        _Lazy(
             r"([?&;][^=&#\s\"'<>?]{1,64}=)"
             r"(?=[A-Za-z0-9_%+/=-]{20,})(?=[^&#\s\"'<>]*?[0-9])(?=[^&#\s\"'<>]*?[A-Za-z])"
             r"[A-Za-z0-9_%+/=-]+(?=$|[&#\s\"'<>),\]])"
@@ -198,14 +200,14 @@ _RULES: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], _Replacement], ...]]
     (
         # a password in a URL's user info ("https://user:pass@host"): the user is kept
         ("@",),
-        re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#@]+(?=@)"),
+        _Lazy(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#@]+(?=@)"),
         _keep_placeholder,
     ),
     (
         # "x-api-key: ...", "'cookie': '...'": a credential header written out as text; as
         # for key=value, a Python name there is code ({"x-api-key": SERVER_KEY})
         _HEADER_MARKERS,
-        re.compile(
+        _Lazy(
             r"(\b(?:" + _HEADER_NAMES + r")[\"']?\s*[:=]\s*([\"']?))"
             r"(?!(?:(?:Bearer|Basic)\s+)?\[REDACTED\])"
             r"([^\s\"'\r\n,}][^\"'\r\n,}]{3,})",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import secrets
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -413,3 +415,20 @@ def test_a_password_in_a_url_is_redacted_alike_in_text_and_by_value():
     assert redact_text(f"failed for {url}", learned) == f"failed for {shown}"
     assert redact_text(f"failed for {url}") == f"failed for {shown}"
     assert redact_text(f"login admin:{password}", learned) == f"login admin:{REDACTED}"
+
+
+def test_a_rule_compiles_its_pattern_only_when_its_markers_occur():
+    # The plugin imports this module at every session's start: compiling all the rules
+    # there cost ~14 M instructions, for text that mostly never reaches them.
+    code = (
+        "from pytest_agentfaults import _redact as r\n"
+        "before = [rule[1]._compiled is None for rule in r._RULES]\n"
+        "out = r.redact_text('Authorization: Bearer abcdefxyzklmnop0123')\n"
+        "after = [rule[1]._compiled is not None for rule in r._RULES]\n"
+        "print(all(before), out, sum(after))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    everything_lazy, *said, compiled = done.stdout.split()
+    assert everything_lazy == "True"
+    assert " ".join(said) == "Authorization: Bearer [REDACTED]"
+    assert compiled == "2"  # the Bearer rule and the credential-header rule, no other
