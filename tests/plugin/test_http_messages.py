@@ -294,3 +294,36 @@ def test_refused(http_faults):
         "POST https://api.openai.com/v1/chat/completion; "
         "POST https://api.openai.com/v1/responses (http_faults.script('openai-responses', ...))."
     ) in out
+
+
+def test_a_fault_only_other_threads_could_have_taken_says_why_and_how(pytester):
+    pytester.makepyfile(
+        """
+        import threading
+
+        import httpx
+        import pytest
+
+        @pytest.mark.inject_fault(http=503)
+        def test_heartbeat_only():
+            def beat():
+                transport = httpx.MockTransport(lambda request: httpx.Response(200))
+                with httpx.Client(transport=transport) as client:
+                    assert client.get("https://telemetry.example.com/beat").status_code == 200
+
+            worker = threading.Thread(target=beat)
+            worker.start()
+            worker.join()
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*fault on http (any request) never fired: @pytest.mark.inject_fault(http=503)*",
+            "*what happened: the test made no HTTP request in its own context; 1 request came"
+            " from a thread that does not carry it*",
+            "*fix: give url= the endpoint (a fault with url= reaches every thread), or run the"
+            " code in a copy of the test's context*",
+        ]
+    )

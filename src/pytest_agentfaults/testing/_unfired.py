@@ -25,6 +25,7 @@ def explain_unfired(
     agents_called: Collection[str] | None = None,
     requests_made: Sequence[str] = (),
     requests_capped: bool = False,
+    foreign_requests: int = 0,
 ) -> str:
     """Three lines: the fault as the test wrote it, what happened instead, and the fix.
 
@@ -32,12 +33,15 @@ def explain_unfired(
     ``tools_called`` the tools the agents tried while the plan was active, and
     ``agents_called`` (when the plan records them) the agents whose model was called, and
     ``requests_made`` the distinct HTTP requests (``"POST <url>"``) the plan saw
-    (``requests_capped``: and maybe more, which it did not keep).
+    (``requests_capped``: and maybe more, which it did not keep), of which
+    ``foreign_requests`` came from contexts the plan was not active in.
     """
     written = fault.source or fault.describe()
     lenient = "strict=False" if written.startswith("@pytest.mark") else ".strict(False)"
     seen = occurrences.get(fault.key, 0)
     happened, fix = _what_and_fix(fault, seen, tools_called, agents_called)
+    if not seen and isinstance(fault, HTTPFault) and not fault.url and foreign_requests:
+        happened, fix = _only_foreign(foreign_requests)
     if not seen and isinstance(fault, HTTPFault) and fault.url and requests_made:
         happened += f"; requests made: {_few(requests_made, capped=requests_capped)}"
     if seen and fault.probability is not None:
@@ -55,6 +59,19 @@ def explain_unfired(
         f"fault on {fault.subject} never fired: {written}\n"
         f"  what happened: {happened}\n"
         f"  fix: {fix}, or add {lenient} if the fault may go unused"
+    )
+
+
+def _only_foreign(requests: int) -> tuple[str, str]:
+    """An http fault without ``url=`` that only other threads' requests could have met."""
+    came = "1 request came from a thread" if requests == 1 else f"{requests} requests came"
+    return (
+        f"the test made no HTTP request in its own context; {came} "
+        f"{'that does' if requests == 1 else 'from threads that do'} not carry it (a "
+        "background thread: a fixture's health check, a library's telemetry), and a fault "
+        "without url= is not theirs to take",
+        "give url= the endpoint (a fault with url= reaches every thread), or run the code "
+        "in a copy of the test's context (contextvars.copy_context().run, asyncio.to_thread)",
     )
 
 

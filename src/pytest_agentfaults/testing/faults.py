@@ -131,6 +131,8 @@ class FaultPlan:
         #: the distinct HTTP requests the http faults saw (``"POST <url>"``, redacted, the
         #: first `_REQUESTS_KEPT`), for the message of one whose ``url=`` matched none
         self.requests_made: dict[str, None] = {}
+        #: requests sent from contexts the plan is not active in (`next_http_fault`)
+        self.foreign_requests = 0
         self._requests_seen: set[tuple[str, str]] = set()
         #: what `testing._frameworks` keeps per plan: its recorders, attempt counts, and
         #: the frameworks watched (``"watched"``, set by the plugin) for the strict message
@@ -253,6 +255,7 @@ class FaultPlan:
             agents_called=self.agents_called,
             requests_made=list(self.requests_made),
             requests_capped=len(self.requests_made) >= _REQUESTS_KEPT,
+            foreign_requests=self.foreign_requests,
         ) + self._watched(fault)
 
     def _watched(self, fault: Fault) -> str:
@@ -382,14 +385,16 @@ class FaultPlan:
         return None
 
     def next_http_fault(
-        self, method: str, url: str, *, any_host: bool = False
+        self, method: str, url: str, *, any_host: bool = False, foreign: bool = False
     ) -> tuple[HTTPFault, int] | None:
         """Count one HTTP request (``method`` ``url``); return the fault that hits it, if any.
 
         The request is one occurrence of every http fault target it matches (a target is
         a ``(url, method)`` filter, see `Fault.matches_http`); targets are asked in declared
         order and the first that hits answers, so later ones do not see that request.
-        Thread-safe: the loopback server asks from its own threads.
+        ``foreign``: sent from a context this plan is not active in (a background thread):
+        only faults with ``url=`` see it. Thread-safe: the loopback server asks from its
+        own threads.
         """
         # the http faults with what they match on: the groups below follow from these
         http = [(f, f.url, f.method) for f in self.faults if isinstance(f, HTTPFault)]
@@ -402,17 +407,21 @@ class FaultPlan:
             memo = self._http_groups
             if memo is None:
                 memo = self._http_groups = {}
-            known = memo.get((method, url, any_host))
+            known = memo.get((method, url, any_host, foreign))
             if known is not None and known[0] == http:
                 groups = known[1]
             else:
                 groups = {}
-                for fault, _, _ in http:
+                for fault, where, _ in http:
+                    if foreign and where is None:
+                        continue  # about the code under test: not a background thread's
                     if fault.matches_http(method, url, any_host=any_host):
                         groups.setdefault(fault.key, []).append(fault)
                 if len(memo) >= 64:  # a test's endpoints; bounded all the same
                     memo.clear()
-                memo[(method, url, any_host)] = (http, groups)
+                memo[(method, url, any_host, foreign)] = (http, groups)
+            if foreign:  # for the message of a fault without url= that never fired
+                self.foreign_requests += 1
             for key, candidates in groups.items():
                 hit = self.next_fault(key, candidates)
                 if hit is not None:

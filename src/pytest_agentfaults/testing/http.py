@@ -72,6 +72,7 @@ from pytest_agentfaults.testing._clients import (
     remove,
     slow_stream,
 )
+from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing._fast_mock import patch_below
 from pytest_agentfaults.testing._handoff import (
     NETWORK,
@@ -219,7 +220,8 @@ class HttpInjector:
             patch_below(library.mocker)
             return _SILENT, ""
         method = request.method
-        hit = self.plan.next_http_fault(method, shown)
+        plan = self.plan  # a fault without url= is only for the test's own context
+        hit = plan.next_http_fault(method, shown, foreign=current_plan() is not plan)
         if hit is not None:
             outcome = self._inject(library, request, shown, *hit)
             if outcome.delay is not None:  # recorded once answered (`_slow`)
