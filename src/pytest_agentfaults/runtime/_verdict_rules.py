@@ -63,7 +63,6 @@ class ClientRules:
     retries_timeouts: bool
     retry_after_cap: float | None  # a longer Retry-After is not waited out (None: any is)
     max_attempts: int | None  # its declared attempt cap; None: its own setting, not judged
-    retries_itself: bool  # it has a retry loop of its own
     run_decides: bool = False  # a cut stream is left to the run's on_llm_error
     #: the 2xx faults whose body it raises on (not hands back): `json.JSONDecodeError`
     raises_on: frozenset[str] = frozenset()
@@ -89,7 +88,6 @@ RULES: Final[dict[str, ClientRules]] = {
         retries_timeouts=True,
         retry_after_cap=120.0,
         max_attempts=None,
-        retries_itself=True,
         raises_on=_NOT_JSON,
     ),
     "anthropic": ClientRules(
@@ -100,7 +98,6 @@ RULES: Final[dict[str, ClientRules]] = {
         retries_timeouts=True,
         retry_after_cap=None,
         max_attempts=None,
-        retries_itself=True,
         raises_on=_NOT_JSON,
     ),
     # google-genai (``_api_client.retry_args``): no retry at all unless the client is given
@@ -114,7 +111,6 @@ RULES: Final[dict[str, ClientRules]] = {
         retries_timeouts=True,
         retry_after_cap=None,
         max_attempts=None,
-        retries_itself=False,
         raises_on=frozenset({"not_json", "malformed_body"}),
     ),
     "agentfaults": ClientRules(
@@ -125,7 +121,6 @@ RULES: Final[dict[str, ClientRules]] = {
         retries_timeouts=False,
         retry_after_cap=60.0,
         max_attempts=3,
-        retries_itself=True,
         run_decides=True,
     ),
     "httpx": ClientRules(
@@ -136,7 +131,6 @@ RULES: Final[dict[str, ClientRules]] = {
         retries_timeouts=True,
         retry_after_cap=60.0,
         max_attempts=5,
-        retries_itself=False,
     ),
     "other": ClientRules(
         kind="other",
@@ -146,7 +140,6 @@ RULES: Final[dict[str, ClientRules]] = {
         retries_timeouts=True,
         retry_after_cap=60.0,
         max_attempts=5,
-        retries_itself=False,
     ),
 }
 

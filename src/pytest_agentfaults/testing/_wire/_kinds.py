@@ -34,7 +34,6 @@ __all__ = [
     "status_served",
 ]
 
-RetryAfterFormat = Literal["seconds", "ms", "date", "both"]
 RETRY_AFTER_FORMATS: Final = ("seconds", "ms", "date", "both")
 #: the kinds that answer with an HTTP status (so take ``should_retry=``)
 STATUS_KINDS: Final = frozenset({"proxy_html", "context_length", "quota"})

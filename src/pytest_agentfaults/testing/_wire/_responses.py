@@ -22,7 +22,7 @@ from pytest_agentfaults.runtime.models.base import (
     ToolCall,
     ToolSpec,
 )
-from pytest_agentfaults.testing._wire._base import encode, sse
+from pytest_agentfaults.testing._wire._base import sse
 
 __all__ = ["echoed", "responses_body", "responses_request", "responses_stream"]
 
@@ -274,8 +274,3 @@ def responses_request(data: dict[str, Any], *, stream: bool) -> ModelRequest:
         if isinstance(spec, dict) and isinstance(spec.get("name"), str)
     ]
     return ModelRequest(messages=messages, tools=tools, stream=stream)
-
-
-def responses_json(response: ModelResponse, model: str, response_id: str) -> bytes:
-    """`responses_body` as compact bytes."""
-    return encode(responses_body(response, model, response_id)).encode()
