@@ -24,10 +24,11 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, TypeVar
 
+from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded
 from pytest_agentfaults.runtime._virtual_time import executor_busy as _executor_busy
 from pytest_agentfaults.runtime._virtual_time import is_bookkeeping, next_timer
 from pytest_agentfaults.runtime._virtual_time import wake as _wake
-from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded, VirtualClock
+from pytest_agentfaults.runtime.clock import VirtualClock
 
 __all__ = ["GRACE", "DeadlineExpired", "await_virtual_deadline", "call_in_worker"]
 

@@ -18,6 +18,12 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pytest_agentfaults.errors import ToolTimeoutError, UsageError
 from pytest_agentfaults.runtime import _parallel
+from pytest_agentfaults.runtime._attempt_deadline import (
+    AttemptDeadlineExceeded,
+    pop_attempt_deadline,
+    push_attempt_deadline,
+    reset_attempt_deadline,
+)
 from pytest_agentfaults.runtime._deadlines import (
     DeadlineExpired,
     acall_in_worker,
@@ -28,13 +34,9 @@ from pytest_agentfaults.runtime._parallel import Parallel
 from pytest_agentfaults.runtime.clock import (
     REAL_ASLEEP,
     REAL_SLEEP,
-    AttemptDeadlineExceeded,
     Clock,
     RealClock,
     VirtualClock,
-    pop_attempt_deadline,
-    push_attempt_deadline,
-    reset_attempt_deadline,
     set_attempt_deadline,
 )
 from pytest_agentfaults.runtime.hooks import (

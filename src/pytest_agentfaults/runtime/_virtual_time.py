@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults._patches import live, replaced, retire
 from pytest_agentfaults.errors import VirtualTimeSpinError
-from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded, attempt_deadline
+from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded, attempt_deadline
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import VirtualClock

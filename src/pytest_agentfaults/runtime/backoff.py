@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._pending import switch_on
-from pytest_agentfaults.runtime.models.resolve import check_model_string
+from pytest_agentfaults.runtime.models._model_string import check_model_string
 
 __all__ = [
     "ResilienceConfig",

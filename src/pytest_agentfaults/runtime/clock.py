@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import math
-import sys
 import threading
 import time
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any, Final, Protocol, Self, runtime_checkable
+from typing import Final, Protocol, Self, runtime_checkable
 
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._attempt_deadline import (
+    AttemptDeadlineExceeded,
+    deadline_var,
+)
 from pytest_agentfaults.runtime._pending import switch_on
-
-if TYPE_CHECKING:
-    from pytest_agentfaults.runtime._virtual_time import ThreadTime
+from pytest_agentfaults.runtime._virtual_time import ThreadTime
 
 __all__ = [
     "Clock",
@@ -80,20 +81,6 @@ class RealClock:
 
     def __repr__(self) -> str:
         return "RealClock()"
-
-
-class AttemptDeadlineExceeded(Exception):
-    """A virtual sleep crossed the deadline of the tool attempt it runs in."""
-
-    def __init__(self, deadline: float) -> None:
-        super().__init__(f"deadline {deadline:g} reached")
-        self.deadline = deadline
-
-
-# The deadline of the tool attempt running in this context, on the clock that set it.
-_deadline: ContextVar[tuple[VirtualClock, float] | None] = ContextVar(
-    "agentfaults_attempt_deadline", default=None
-)
 
 
 # A branch of concurrent work (the parallel tool calls of one turn) keeps its own virtual
@@ -165,14 +152,7 @@ class VirtualClock:
         """
         if self._patches:
             return self
-        # `_virtual_time` imports this module: imported here, once; after that, found in
-        # sys.modules (a ``from`` import looks for attributes the module lacks, at ~7k
-        # instructions, in every test that uses the kit)
-        virtual_time: Any = sys.modules.get("pytest_agentfaults.runtime._virtual_time")
-        if virtual_time is None:
-            from pytest_agentfaults.runtime import _virtual_time as virtual_time  # noqa: PLC0415
-
-        thread_time = virtual_time.ThreadTime(self)
+        thread_time = ThreadTime(self)
         self._patches.append(thread_time)
         thread_time.install()
         return self
@@ -228,7 +208,7 @@ class VirtualClock:
         branch = _branch.get()
         cell = branch[1] if branch is not None and branch[0] is self else None
         now = self._now if cell is None else cell[0]
-        active = _deadline.get()
+        active = deadline_var.get()
         if active is not None and active[0] is self and now + seconds > active[1]:
             self._store(max(now, active[1]))
             raise AttemptDeadlineExceeded(active[1])
@@ -242,7 +222,7 @@ class VirtualClock:
         branch = _branch.get()
         cell = branch[1] if branch is not None and branch[0] is self else None
         now = self._now if cell is None else cell[0]
-        active = _deadline.get()
+        active = deadline_var.get()
         if active is not None and active[0] is self and now + seconds > active[1]:
             self._store(max(now, active[1]))
             raise AttemptDeadlineExceeded(active[1])
@@ -327,25 +307,8 @@ def _is_number(value: object) -> bool:
 def set_attempt_deadline(clock: Clock, deadline: float | None) -> object:
     """Mark the deadline of the tool attempt about to run; returns a token to reset."""
     if deadline is None or not isinstance(clock, VirtualClock):
-        return _deadline.set(None)
-    return _deadline.set((clock, deadline))
-
-
-def attempt_deadline(clock: VirtualClock) -> float | None:
-    """The deadline of the tool attempt running in this context on ``clock``, if any."""
-    active = _deadline.get()
-    return active[1] if active is not None and active[0] is clock else None
-
-
-def reset_attempt_deadline(token: object) -> None:
-    """Undo `set_attempt_deadline`."""
-    _deadline.reset(token)  # type: ignore[arg-type]
-
-
-# `set_attempt_deadline` for a virtual clock, given ``(clock, deadline)``, and its undo: the
-# sync driver's hot path (every tool attempt) calls the variable's own methods.
-push_attempt_deadline: Final = _deadline.set
-pop_attempt_deadline: Final = _deadline.reset
+        return deadline_var.set(None)
+    return deadline_var.set((clock, deadline))
 
 
 _default: ContextVar[Clock | None] = ContextVar("agentfaults_default_clock", default=None)

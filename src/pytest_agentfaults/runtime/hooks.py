@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults._exc_text import exception_repr
 from pytest_agentfaults.errors import UsageError
+from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded
 from pytest_agentfaults.runtime._pending import switch_on
 from pytest_agentfaults.runtime._tool import BaseTool
-from pytest_agentfaults.runtime.clock import AttemptDeadlineExceeded
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime._recorder import Recorder
