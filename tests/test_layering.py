@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 FORBIDDEN = ("pytest", "_pytest", "respx", "hypothesis", "faker")
 
 
@@ -34,3 +36,81 @@ def test_importing_the_package_loads_none_of_them_either():
 def test_the_runtime_does_not_import_the_http_clients_eagerly():
     modules = loaded_after("import pytest_agentfaults")
     assert "httpx" not in modules
+
+
+# The one function-level import allowed to close a cycle, as pyproject.toml's import-linter
+# section names it: the message of a misspelt `fail.<step>` lists the `malformed` steps, and
+# `_malformed_steps` imports `fail` for the same message the other way round.
+NAMED_LAZY_CYCLE = (
+    "pytest_agentfaults.testing._fail_steps",
+    "pytest_agentfaults.testing._malformed_steps",
+)
+
+
+def _imports_by_kind(graph, src):
+    """(importer, imported, line, kind) of each import: "module", "function" or "typing"."""
+    found = []
+    for importer in sorted(graph.modules):
+        path = src.joinpath(*importer.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        lines = path.read_text().splitlines()
+        for imported in graph.find_modules_directly_imported_by(importer):
+            for detail in graph.get_import_details(importer=importer, imported=imported):
+                number = detail["line_number"]
+                kind = "module"
+                if lines[number - 1][:1].isspace():
+                    # the enclosing top-level statement: `if TYPE_CHECKING:` is for typing
+                    top = next(line for line in reversed(lines[:number]) if line[:1].strip())
+                    kind = "typing" if "TYPE_CHECKING" in top else "function"
+                found.append((importer, imported, number, kind))
+    return found
+
+
+def test_no_function_level_import_dodges_an_import_cycle():
+    """An import inside a function is for laziness (a heavy or optional dependency), never
+    to break a cycle that a module-level import would make: that cycle is a layering fault
+    to mend by moving the shared piece down. Only pyproject.toml's named exception stays."""
+    grimp = pytest.importorskip("grimp")
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    eager = grimp.build_graph("pytest_agentfaults", cache_dir=None)
+    imports = _imports_by_kind(eager, src)
+    # the graph of module-level imports only: what importing a module really runs
+    at_module_level = {(a, b) for a, b, _, kind in imports if kind == "module"}
+    for importer, imported, _, _ in imports:
+        if (importer, imported) not in at_module_level:
+            eager.remove_import(importer=importer, imported=imported)
+    lazy = [(a, b, line) for a, b, line, kind in imports if kind == "function"]
+    dodging = sorted(
+        f"{importer}:{line} imports {imported}"
+        for importer, imported, line in lazy
+        if (importer, imported) != NAMED_LAZY_CYCLE
+        and eager.chain_exists(importer=imported, imported=importer)
+    )
+    assert dodging == []
+    assert len(lazy) > 10  # the scan saw the package's lazy imports: it can fail
+    pyproject = (src.parent / "pyproject.toml").read_text()
+    assert all(name.rsplit(".", 1)[1] in pyproject for name in NAMED_LAZY_CYCLE)
+
+
+def test_contributing_draws_the_layers_of_the_contract_in_order():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    (layers,) = (
+        contract["layers"]
+        for contract in config["tool"]["importlinter"]["contracts"]
+        if contract["type"] == "layers"
+    )
+    drawing = (root / "CONTRIBUTING.md").read_text().split("```text", 1)[1].split("```", 1)[0]
+
+    def shown(module: str) -> str:  # how the drawing names a module or package
+        name = module.removeprefix("pytest_agentfaults.")
+        return f"{name}/" if (root / "src" / "pytest_agentfaults" / name).is_dir() else f"{name}.py"
+
+    places = [[drawing.find(shown(m.strip())) for m in layer.split(":")] for layer in layers]
+    assert all(place >= 0 for layer in places for place in layer), (layers, places)
+    assert [min(layer) for layer in places] == sorted(min(layer) for layer in places)
