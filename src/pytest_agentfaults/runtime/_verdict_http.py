@@ -326,12 +326,18 @@ def _recovered_after(event: Event, ends: list[Event]) -> bool:
 
 
 def _requested_again(event: Event, events: Sequence[Event], *, before: bool = False) -> bool:
-    """Whether the same method, URL and body was requested after ``event`` (or before it)."""
+    """Whether the same method, URL and body was requested after ``event`` (or before it).
+
+    A cut stream's request is also asked again by the same body without its ``stream``
+    members (``unstreamed_body_sha``): the same answer, asked for as one JSON body.
+    """
     key = _key(event)[1:]
+    unstreamed = event.__dict__.get("unstreamed_body_sha")
+    also = (*key[:2], unstreamed) if unstreamed is not None else key
     return any(
         e.type == "http.request"
         and (e.seq < event.seq if before else e.seq > event.seq)
-        and _key(e)[1:] == key
+        and _key(e)[1:] in (key, also)
         for e in events
     )
 
