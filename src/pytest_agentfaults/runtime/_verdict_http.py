@@ -407,7 +407,9 @@ def _malformed(requests: list[Request], events: Sequence[Event]) -> list[Found]:
         if own and not any(e.status == "ok" for e in own):
             continue  # the run failed on it: not accepted
         fault = last.field("fault")
-        if not own and fault in request.rules.raises_on:
+        rules, streamed = request.rules, last.__dict__.get("streamed") is True
+        raises_on = rules.raises_on_stream if streamed else None
+        if not own and fault in (rules.raises_on if raises_on is None else raises_on):
             # the SDK raises on an answer it cannot parse: nothing was used, it was given up
             what = (
                 "content-type JSON and a body that is not JSON"
@@ -423,6 +425,7 @@ def _malformed(requests: list[Request], events: Sequence[Event]) -> list[Found]:
         message = (
             f"answered {_status(last)} with a body that is not the provider's JSON "
             f"({last.field('fault')}), never requested again, and used"
+            + (" (the SDK handed it back as a stream, without an error)" if streamed else "")
         )
         found.append(request.found("malformed_body_accepted", message, last))
     return found

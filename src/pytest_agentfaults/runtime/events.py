@@ -88,6 +88,7 @@ _EXTRA_FIELDS: Final = (
     "retry_after",
     "retry_after_date",
     "should_retry",
+    "streamed",
     "unstreamed_body_sha",
     "url",
 )

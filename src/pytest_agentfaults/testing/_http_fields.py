@@ -49,6 +49,7 @@ __all__ = [
 #: (a request's JSON holds quotes inside strings escaped, so only a key matches)
 _MEMBER: Final = r'"stream(?:_options)?"\s*:\s*(?:true|false|\{[^{}]*\})'
 _STREAM_MEMBER: Final = re.compile(rf"\s*,\s*{_MEMBER}|(?<=\{{)\s*{_MEMBER}\s*,?")
+_ASKS_STREAM: Final = re.compile(rb'"stream"\s*:\s*true')
 _PRODUCT: Final = re.compile(r"^\s*([A-Za-z][\w.\-]*)/")
 _KNOWN: Final = {
     "python-httpx": "httpx",
@@ -296,10 +297,8 @@ def attempt_fields(
             if len(body) <= _REMEMBERED_BODY and len(digests) < 64:
                 digests[body] = digest
         fields["body_sha"] = digest
-        if fault is not None and fault.kind == "truncated_stream":
-            unstreamed = unstreamed_body_sha(body)
-            if unstreamed is not None:
-                fields["unstreamed_body_sha"] = unstreamed
+        if fault is not None:
+            fields.update(_faulted_body_fields(body, fault.label))
     fields["detail"] = detail
     return fields
 
@@ -386,8 +385,22 @@ def body_fields(body: bytes, fault: str | None) -> dict[str, str]:
     """
     if not body:
         return {}
-    fields = {"body_sha": hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]}
-    unstreamed = unstreamed_body_sha(body) if fault == "truncated_stream" else None
-    if unstreamed is not None:
-        fields["unstreamed_body_sha"] = unstreamed
-    return fields
+    fields: dict[str, Any] = {
+        "body_sha": hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
+    }
+    return fields | (_faulted_body_fields(body, fault) if fault is not None else {})
+
+
+def _faulted_body_fields(body: bytes, fault: str) -> dict[str, Any]:
+    """What the verdict needs to know of the request a ``fault`` (its label) answered.
+
+    A cut stream's ``unstreamed_body_sha``; ``streamed`` for a body a bad answer
+    (``malformed_body``, ``not_json``) answered: an SDK raises on one in a stream where it
+    hands the other back empty.
+    """
+    if fault == "truncated_stream":
+        unstreamed = unstreamed_body_sha(body)
+        return {"unstreamed_body_sha": unstreamed} if unstreamed is not None else {}
+    if fault in ("malformed_body", "not_json") and _ASKS_STREAM.search(body):
+        return {"streamed": True}
+    return {}
