@@ -16,6 +16,7 @@ from typing import Any, Final
 __all__ = [
     "CURRENT",
     "HOW_TO_ALLOW",
+    "SOCKET_WAY_OUT",
     "NetworkPolicy",
     "blocked_message",
     "is_loopback",
@@ -63,14 +64,31 @@ def is_loopback(host: str) -> bool:
     return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
-def blocked_message(what: str, host: str, test: str, why: str = "") -> str:
-    """The refusal: what was sent, where, by which test, ``why`` (a sentence), the ways out."""
+#: the way out for a client below httpx: the test's routes and http faults never see it
+SOCKET_WAY_OUT: Final = (
+    "http_faults routes and http faults reach httpx and httpx2 clients only: point this "
+    "client at a loopback server the test starts (or llm_server)"
+)
+
+
+def blocked_message(
+    what: str, host: str, test: str, why: str = "", *, socket_client: bool = False
+) -> str:
+    """The refusal: what was sent, where, by which test, ``why`` (a sentence), the ways out.
+
+    ``socket_client``: refused at ``socket.connect`` (urllib, requests, a raw socket), where
+    no route or http fault of the test can answer.
+    """
+    way_out = (
+        SOCKET_WAY_OUT
+        if socket_client
+        else "Answer it in the test with a route (http_faults.post(url).respond(200, "
+        "json=...)) or a fault, or point the client at a loopback server such as llm_server"
+    )
     return (
         f"agentfaults: {what} was refused: tests do not reach the network, and {host} is "
-        f"not a loopback address (127.0.0.0/8, ::1, localhost) (test {test}).{why} Answer "
-        "it in the test with a route (http_faults.post(url).respond(200, json=...)) or a "
-        "fault, or point the client at "
-        f"a loopback server such as llm_server; or {HOW_TO_ALLOW}."
+        f"not a loopback address (127.0.0.0/8, ::1, localhost) (test {test}).{why} "
+        f"{way_out}; or {HOW_TO_ALLOW}."
     )
 
 

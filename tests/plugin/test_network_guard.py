@@ -456,3 +456,28 @@ def test_a_test_that_does_not_use_the_kit_keeps_its_network_after_a_kit_test(pyt
     pytester.makepyfile(**UNRELATED_AFTER_KIT)
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=3)
+
+
+def test_ini_block_answers_an_sdk_without_the_kit_with_the_final_403(pytester):
+    pytest.importorskip("anthropic")
+    ini(pytester, "agentfaults_network = block")
+    pytester.makepyfile(
+        test_block="""
+import anthropic
+import httpx2
+import pytest
+
+def test_it(monkeypatch):
+    sent = []
+    real = httpx2.Client.send
+    monkeypatch.setattr(httpx2.Client, "send", lambda c, r, **kw: sent.append(r) or real(c, r, **kw))
+    with anthropic.Anthropic(api_key="sk-ant-test-0123456789") as client:
+        with pytest.raises(anthropic.PermissionDeniedError, match="allow_network"):
+            client.messages.create(
+                model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
+            )
+    assert len(sent) == 1  # not retried
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)  # not a kit test: no teardown check, as ci.md says

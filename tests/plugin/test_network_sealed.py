@@ -52,6 +52,7 @@ def test_raw_socket(trace):
     assert SENT == []  # refused before any connect
     assert caught.value.host == "192.0.2.1"
     assert "@pytest.mark.allow_network" in str(caught.value)
+    print(caught.value)  # the advice, for the test below
 
 def test_urllib(faults):
     with pytest.raises(Exception) as caught:
@@ -107,5 +108,24 @@ def test_every_client_in_a_kit_test_is_refused_a_real_host_before_it_connects(se
         [
             "*ERROR at teardown of test_raw_socket*",
             "*socket.connect(('192.0.2.1', 80))*",
+        ]
+    )
+
+
+def test_a_socket_refusal_gives_advice_that_reaches_a_socket_client(sealed):
+    # http faults and http_faults routes reach httpx and httpx2 only: for urllib, requests
+    # or a raw socket they are no way out, and 'https://the.host' named no host at all
+    result = sealed.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "test_sealed.py::test_raw_socket", "-s"
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    output = result.stdout.str()
+    assert "the.host" not in output
+    assert "http_faults.post(url)" not in output
+    assert "inject_fault(http=" not in output
+    result.stdout.fnmatch_lines(
+        [
+            "*socket.connect(('192.0.2.1', 80))*",
+            "*reach httpx and httpx2 clients only*loopback server*allow_network*",
         ]
     )

@@ -326,12 +326,18 @@ def _recovered_after(event: Event, ends: list[Event]) -> bool:
 
 
 def _requested_again(event: Event, events: Sequence[Event], *, before: bool = False) -> bool:
-    """Whether the same method, URL and body was requested after ``event`` (or before it)."""
+    """Whether the same method, URL and body was requested after ``event`` (or before it).
+
+    A cut stream's request is also asked again by the same body without its ``stream``
+    members (``unstreamed_body_sha``): the same answer, asked for as one JSON body.
+    """
     key = _key(event)[1:]
+    unstreamed = event.__dict__.get("unstreamed_body_sha")
+    also = (*key[:2], unstreamed) if unstreamed is not None else key
     return any(
         e.type == "http.request"
         and (e.seq < event.seq if before else e.seq > event.seq)
-        and _key(e)[1:] == key
+        and _key(e)[1:] in (key, also)
         for e in events
     )
 
@@ -401,7 +407,9 @@ def _malformed(requests: list[Request], events: Sequence[Event]) -> list[Found]:
         if own and not any(e.status == "ok" for e in own):
             continue  # the run failed on it: not accepted
         fault = last.field("fault")
-        if not own and fault in request.rules.raises_on:
+        rules, streamed = request.rules, last.__dict__.get("streamed") is True
+        raises_on = rules.raises_on_stream if streamed else None
+        if not own and fault in (rules.raises_on if raises_on is None else raises_on):
             # the SDK raises on an answer it cannot parse: nothing was used, it was given up
             what = (
                 "content-type JSON and a body that is not JSON"
@@ -417,6 +425,7 @@ def _malformed(requests: list[Request], events: Sequence[Event]) -> list[Found]:
         message = (
             f"answered {_status(last)} with a body that is not the provider's JSON "
             f"({last.field('fault')}), never requested again, and used"
+            + (" (the SDK handed it back as a stream, without an error)" if streamed else "")
         )
         found.append(request.found("malformed_body_accepted", message, last))
     return found

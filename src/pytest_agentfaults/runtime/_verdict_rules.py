@@ -66,6 +66,8 @@ class ClientRules:
     run_decides: bool = False  # a cut stream is left to the run's on_llm_error
     #: the 2xx faults whose body it raises on (not hands back): `json.JSONDecodeError`
     raises_on: frozenset[str] = frozenset()
+    #: the same, for a request that asked for a stream (None: as ``raises_on``)
+    raises_on_stream: frozenset[str] | None = None
 
     def retries_status(self, status: int) -> bool:
         """Whether this client retries ``status`` when the server says nothing more."""
@@ -89,6 +91,8 @@ RULES: Final[dict[str, ClientRules]] = {
         retry_after_cap=120.0,
         max_attempts=None,
         raises_on=_NOT_JSON,
+        # its SSE decoder: an event that is not JSON raises; a body with no event, nothing
+        raises_on_stream=frozenset({"malformed_body"}),
     ),
     "anthropic": ClientRules(
         kind="anthropic",
@@ -99,6 +103,7 @@ RULES: Final[dict[str, ClientRules]] = {
         retry_after_cap=None,
         max_attempts=None,
         raises_on=_NOT_JSON,
+        raises_on_stream=frozenset(),  # a stream of either is handed back empty
     ),
     # google-genai (``_api_client.retry_args``): no retry at all unless the client is given
     # ``HttpRetryOptions``; then these statuses, timeouts and failed connects, on tenacity's

@@ -88,6 +88,8 @@ _EXTRA_FIELDS: Final = (
     "retry_after",
     "retry_after_date",
     "should_retry",
+    "streamed",
+    "unstreamed_body_sha",
     "url",
 )
 _KNOWN_FIELDS: Final = frozenset(_DECLARED_FIELDS + _EXTRA_FIELDS)

@@ -35,14 +35,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "attempt_fields",
+    "body_fields",
     "client_fields",
     "learn_request",
     "request_headers",
     "response_fields",
     "response_header_fields",
+    "unstreamed_body_sha",
     "why_unmatched",
 ]
 
+#: a JSON body's ``"stream"`` / ``"stream_options"`` member, with the comma that joins it
+#: (a request's JSON holds quotes inside strings escaped, so only a key matches)
+_MEMBER: Final = r'"stream(?:_options)?"\s*:\s*(?:true|false|\{[^{}]*\})'
+_STREAM_MEMBER: Final = re.compile(rf"\s*,\s*{_MEMBER}|(?<=\{{)\s*{_MEMBER}\s*,?")
+_ASKS_STREAM: Final = re.compile(rb'"stream"\s*:\s*true')
 _PRODUCT: Final = re.compile(r"^\s*([A-Za-z][\w.\-]*)/")
 _KNOWN: Final = {
     "python-httpx": "httpx",
@@ -290,6 +297,8 @@ def attempt_fields(
             if len(body) <= _REMEMBERED_BODY and len(digests) < 64:
                 digests[body] = digest
         fields["body_sha"] = digest
+        if fault is not None:
+            fields.update(_faulted_body_fields(body, fault.label))
     fields["detail"] = detail
     return fields
 
@@ -355,3 +364,43 @@ def why_unmatched(method: str, url: str) -> str:
         return ""
     faults_of = "fault" if len(reasons) == 1 else "faults"
     return redact_text(f" This test's http {faults_of} did not match it: {'; '.join(reasons)}.")
+
+
+def unstreamed_body_sha(body: bytes) -> str | None:
+    """The ``body_sha`` of this JSON body without its ``stream`` members, if it has any.
+
+    A stream cut mid-way is often asked for again as one JSON answer: the same request less
+    ``"stream": true`` (and ``stream_options``), which the verdict counts as requested again.
+    """
+    if not body or b'"stream' not in body:
+        return None
+    unstreamed = _STREAM_MEMBER.sub("", body.decode("utf-8", "replace"))
+    return hashlib.sha1(unstreamed.encode(), usedforsecurity=False).hexdigest()[:12]
+
+
+def body_fields(body: bytes, fault: str | None) -> dict[str, str]:
+    """An ``llm_server`` ``http.request`` event's fields about its ``body``.
+
+    ``fault`` is the label of the fault served; the in-process layer digests in `attempt_fields`.
+    """
+    if not body:
+        return {}
+    fields: dict[str, Any] = {
+        "body_sha": hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
+    }
+    return fields | (_faulted_body_fields(body, fault) if fault is not None else {})
+
+
+def _faulted_body_fields(body: bytes, fault: str) -> dict[str, Any]:
+    """What the verdict needs to know of the request a ``fault`` (its label) answered.
+
+    A cut stream's ``unstreamed_body_sha``; ``streamed`` for a body a bad answer
+    (``malformed_body``, ``not_json``) answered: an SDK raises on one in a stream where it
+    hands the other back empty.
+    """
+    if fault == "truncated_stream":
+        unstreamed = unstreamed_body_sha(body)
+        return {"unstreamed_body_sha": unstreamed} if unstreamed is not None else {}
+    if fault in ("malformed_body", "not_json") and _ASKS_STREAM.search(body):
+        return {"streamed": True}
+    return {}

@@ -32,7 +32,12 @@ import httpx
 from respx.mocks import HTTPCoreMocker
 from respx.models import AllMockedAssertionError
 
-from pytest_agentfaults._network_policy import HOW_TO_ALLOW, blocked_message, is_loopback
+from pytest_agentfaults._network_policy import (
+    HOW_TO_ALLOW,
+    SOCKET_WAY_OUT,
+    blocked_message,
+    is_loopback,
+)
 from pytest_agentfaults._redact import LearnedSecrets, redact_text
 from pytest_agentfaults.errors import NetworkBlockedError
 from pytest_agentfaults.testing._clients import (
@@ -136,14 +141,18 @@ class NetworkGuard:
         __tracebackhide__ = True
         if self.answered:
             listed = "\n".join(f"  {line}" for line in self.answered)
+            way_out = (  # origin: an httpx or httpx2 request, which faults reach
+                "Answer them in the test with http_faults routes or faults, or point the "
+                f"client at llm_server; or {HOW_TO_ALLOW}. To test what the app does when a "
+                "host cannot be reached, inject that failure: "
+                f"@pytest.mark.inject_fault(http='connect_error', url='{self.origin}')."
+                if self.origin
+                else f"{SOCKET_WAY_OUT}; or {HOW_TO_ALLOW}."
+            )
             raise AssertionError(
                 f"agentfaults: {self.test} sent requests to real hosts; tests do not reach "
                 f"the network, so each was refused before it was sent:\n{listed}\n"
-                f"{self.hint.lstrip()}{' ' if self.hint else ''}Answer them in the test "
-                "with http_faults routes or faults, or point the client at llm_server; "
-                f"or {HOW_TO_ALLOW}. To test what the app does when a host cannot be "
-                "reached, inject that failure: @pytest.mark.inject_fault(http='connect_error', "
-                f"url='{self.origin or 'https://the.host'}')."
+                f"{self.hint.lstrip()}{' ' if self.hint else ''}{way_out}"
             )
 
     # ------------------------------------------------------------------ one request
@@ -294,7 +303,7 @@ def _check_address(guard: NetworkGuard, sock: socket.socket, address: Any) -> No
     what = f"socket.connect(({host!r}, {port}))"
     guard.answered.append(f"{what} (NetworkBlockedError)")
     raise NetworkBlockedError(
-        blocked_message(what, host, guard.test),
+        blocked_message(what, host, guard.test, socket_client=True),
         host=host,
         test=guard.test,
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import hashlib
 import itertools
 import json
 import threading
@@ -32,7 +31,7 @@ from pytest_agentfaults.runtime.clock import RealClock
 from pytest_agentfaults.runtime.events import ErrorRecord, Event
 from pytest_agentfaults.runtime.models.base import ModelRequest, ModelResponse
 from pytest_agentfaults.testing._handler import Handler, Reply, send
-from pytest_agentfaults.testing._http_fields import client_fields, response_fields
+from pytest_agentfaults.testing._http_fields import body_fields, client_fields, response_fields
 from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
 from pytest_agentfaults.testing._wire import (
     JSON_TYPE,
@@ -248,8 +247,7 @@ class Service:
             fields.setdefault("retry_after", reply.retry_after)
         if reply.fault is not None:
             fields["fault"] = reply.fault
-        if body:
-            fields["body_sha"] = _digest(body)
+        fields.update(body_fields(body, reply.fault))
         fields["detail"] = f"{method} {url}" + (
             f" (retry {received.retry_count})" if received.retry_count else ""
         )
@@ -494,7 +492,3 @@ def _held_record(reply: Reply, hold: float) -> ErrorRecord:
         kind="runtime",
         retryable=True,
     )
-
-
-def _digest(body: bytes) -> str:
-    return hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
