@@ -74,14 +74,7 @@ def test_no_function_level_import_dodges_an_import_cycle():
     from pathlib import Path
 
     src = Path(__file__).resolve().parents[1] / "src"
-    eager = grimp.build_graph("pytest_agentfaults", cache_dir=None)
-    imports = _imports_by_kind(eager, src)
-    # the graph of module-level imports only: what importing a module really runs
-    at_module_level = {(a, b) for a, b, _, kind in imports if kind == "module"}
-    for importer, imported, _, _ in imports:
-        if (importer, imported) not in at_module_level:
-            eager.remove_import(importer=importer, imported=imported)
-    lazy = [(a, b, line) for a, b, line, kind in imports if kind == "function"]
+    eager, lazy = _module_level_graph(grimp, src)
     dodging = sorted(
         f"{importer}:{line} imports {imported}"
         for importer, imported, line in lazy
@@ -114,3 +107,35 @@ def test_contributing_draws_the_layers_of_the_contract_in_order():
     places = [[drawing.find(shown(m.strip())) for m in layer.split(":")] for layer in layers]
     assert all(place >= 0 for layer in places for place in layer), (layers, places)
     assert [min(layer) for layer in places] == sorted(min(layer) for layer in places)
+
+
+def _module_level_graph(grimp, src):
+    """The graph of module-level imports only (what importing a module really runs), and
+    the (importer, imported, line) of every import inside a function."""
+    graph = grimp.build_graph("pytest_agentfaults", cache_dir=None)
+    imports = _imports_by_kind(graph, src)
+    at_module_level = {(a, b) for a, b, _, kind in imports if kind == "module"}
+    for importer, imported, _, _ in imports:
+        if (importer, imported) not in at_module_level:
+            graph.remove_import(importer=importer, imported=imported)
+    return graph, [(a, b, line) for a, b, line, kind in imports if kind == "function"]
+
+
+def test_no_function_level_import_is_of_a_module_already_loaded_with_its_importer():
+    """A function-level import is lazy only if its module is not loaded anyway: not by the
+    importer's own module-level imports, nor, in the plugin, by the pytest11 entry point
+    that loads the importer at start-up. Otherwise it only hides a dependency."""
+    grimp = pytest.importorskip("grimp")
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    graph, lazy = _module_level_graph(grimp, src)
+    entry = "pytest_agentfaults.plugin"
+    at_start = {entry} | graph.find_upstream_modules(entry)
+    pointless = sorted(
+        f"{importer}:{line} imports {imported}"
+        for importer, imported, line in lazy
+        if imported in graph.find_upstream_modules(importer)
+        or (importer in at_start and imported in at_start)
+    )
+    assert pointless == []

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_agentfaults import _plugin_coverage as _coverage
+from pytest_agentfaults._plugin_report import phase_of
 from pytest_agentfaults._plugin_state import SESSION, Session
 
 __all__ = [
@@ -67,8 +68,6 @@ class Totals:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.session.html is not None and not self.worker:
-            from pytest_agentfaults._plugin_report import phase_of  # noqa: PLC0415 - lazy
-
             self.session.phases.setdefault(report.nodeid, []).append(phase_of(report))
         if report.when == "teardown":  # only its teardown report carries a test's counts
             add_shipped(self.session, report)
