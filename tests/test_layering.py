@@ -139,3 +139,45 @@ def test_no_function_level_import_is_of_a_module_already_loaded_with_its_importe
         or (importer in at_start and imported in at_start)
     )
     assert pointless == []
+
+
+def _function_level_imports(src):
+    """(path, line number, the statement's first line, the line above) of each import
+    inside a function or method in ``src``."""
+    import ast
+
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Import | ast.ImportFrom):
+                        number = inner.lineno
+                        found.append((path, number, lines[number - 1], lines[number - 2]))
+    return sorted(set(found))
+
+
+def test_every_function_level_import_says_why_it_is_lazy():
+    """CONTRIBUTING: an import inside a function is for laziness and says why, on its line
+    (``# noqa: PLC0415 - <reason>``) or in a ``# lazy: <reason>`` comment just above;
+    a bare "lazy" names no reason. Imports on consecutive lines share the first one's."""
+    import re
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    imports = _function_level_imports(src)
+    reason = re.compile(r"PLC0415\s*(?:-|#\s*lazy:)\s*(?!lazy\s*$)(\S.*)")
+    explained: set[tuple[Path, int]] = set()
+    unexplained = []
+    for path, number, line, above in imports:
+        if (
+            reason.search(line)
+            or re.match(r"\s*# lazy: \S", above)
+            or (path, number - 1) in explained
+        ):
+            explained.add((path, number))
+        else:
+            unexplained.append(f"{path.relative_to(src)}:{number}: {line.strip()}")
+    assert unexplained == []
+    assert len(imports) > 40  # the scan saw the package's lazy imports: it can fail

@@ -85,7 +85,7 @@ def add_shipped(session: Session, report: pytest.TestReport) -> None:
     if shipped is None:
         return
     if session.totals is None:
-        from pytest_agentfaults.testing.session import Counts  # noqa: PLC0415 - lazy
+        from pytest_agentfaults.testing.session import Counts  # noqa: PLC0415 - the kit loads on first use
 
         session.totals = Counts()
     session.totals.add(shipped["counts"])
@@ -108,7 +108,7 @@ class SessionEnd:
         if getattr(session.config, "workerinput", None) is not None:
             return  # workers ship their tests; the controller writes the report
         if self.session.html is not None:
-            from pytest_agentfaults.testing.session import write_html_report  # noqa: PLC0415
+            from pytest_agentfaults.testing.session import write_html_report  # noqa: PLC0415 - the kit loads on first use
 
             write_html_report(self.session.html, self.session.html_tests, self.session.phases)
         _coverage.finish(self.session, session)
