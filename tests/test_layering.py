@@ -88,6 +88,8 @@ def test_no_function_level_import_dodges_an_import_cycle():
 
 
 def test_contributing_draws_the_layers_of_the_contract_in_order():
+    import fnmatch
+    import re
     import tomllib
     from pathlib import Path
 
@@ -100,11 +102,16 @@ def test_contributing_draws_the_layers_of_the_contract_in_order():
     )
     drawing = (root / "CONTRIBUTING.md").read_text().split("```text", 1)[1].split("```", 1)[0]
 
-    def shown(module: str) -> str:  # how the drawing names a module or package
-        name = module.removeprefix("pytest_agentfaults.")
-        return f"{name}/" if (root / "src" / "pytest_agentfaults" / name).is_dir() else f"{name}.py"
+    # the drawing names a module `name.py`, a package `name/`, a family `_plugin_*.py`
+    entries = [(m.start(), m.group()) for m in re.finditer(r"[\w*]+(?:\.py|/)", drawing)]
 
-    places = [[drawing.find(shown(m.strip())) for m in layer.split(":")] for layer in layers]
+    def place(module: str) -> int:
+        name = module.strip().removeprefix("pytest_agentfaults.")
+        package = (root / "src" / "pytest_agentfaults" / name).is_dir()
+        shown = f"{name}/" if package else f"{name}.py"
+        return next((at for at, entry in entries if fnmatch.fnmatchcase(shown, entry)), -1)
+
+    places = [[place(m) for m in layer.split(":")] for layer in layers]
     assert all(place >= 0 for layer in places for place in layer), (layers, places)
     assert [min(layer) for layer in places] == sorted(min(layer) for layer in places)
 
@@ -181,3 +188,24 @@ def test_every_function_level_import_says_why_it_is_lazy():
             unexplained.append(f"{path.relative_to(src)}:{number}: {line.strip()}")
     assert unexplained == []
     assert len(imports) > 40  # the scan saw the package's lazy imports: it can fail
+
+
+def test_every_module_of_the_package_is_in_a_layer_of_the_contract():
+    """import-linter checks only the modules a layer names: a helper left out of every
+    layer (a `_plugin_*` module imported from the runtime, say) would go unchecked."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    (layers,) = (
+        contract["layers"]
+        for contract in config["tool"]["importlinter"]["contracts"]
+        if contract["type"] == "layers"
+    )
+    named = {m.strip() for layer in layers for m in layer.replace("|", ":").split(":")}
+    package = root / "src" / "pytest_agentfaults"
+    top = {f"pytest_agentfaults.{p.stem}" for p in package.glob("*.py") if p.stem != "__init__"}
+    top |= {f"pytest_agentfaults.{p.parent.name}" for p in package.glob("*/__init__.py")}
+    assert sorted(top - named) == []
+    assert sorted(named - top) == []  # and every module a layer names exists
