@@ -1,4 +1,4 @@
-"""Dependency direction: the runtime never loads the test kit's heavy dependencies."""
+"""The layout: imports point down the layers, lazy imports say why, files stay small."""
 
 from __future__ import annotations
 
@@ -209,3 +209,13 @@ def test_every_module_of_the_package_is_in_a_layer_of_the_contract():
     top |= {f"pytest_agentfaults.{p.parent.name}" for p in package.glob("*/__init__.py")}
     assert sorted(top - named) == []
     assert sorted(named - top) == []  # and every module a layer names exists
+
+
+def test_no_source_file_is_over_500_lines():
+    """CONTRIBUTING: files stay around 400 lines, 500 at most (issue 15's rooms)."""
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    sizes = {p: len(p.read_text().splitlines()) for p in src.rglob("*.py")}
+    assert len(sizes) > 100
+    assert {str(p.relative_to(src)): n for p, n in sizes.items() if n > 500} == {}
