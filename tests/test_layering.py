@@ -219,3 +219,49 @@ def test_no_source_file_is_over_500_lines():
     sizes = {p: len(p.read_text().splitlines()) for p in src.rglob("*.py")}
     assert len(sizes) > 100
     assert {str(p.relative_to(src)): n for p, n in sizes.items() if n > 500} == {}
+
+
+def test_no_function_level_import_of_the_stdlib_or_a_library_is_loaded_anyway():
+    """The same for other packages: a module that importing the importer already loads
+    (with pytest first, for the plugin's modules, which only ever run under pytest)."""
+    import ast
+    import json
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    # per importer: (what the statement imports, the module it reads a name from or None)
+    statements: dict[str, set[tuple[str, str | None]]] = {}
+    for path in src.rglob("*.py"):
+        module = ".".join(path.relative_to(src).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import):
+                    found = {(alias.name, None) for alias in inner.names}
+                elif isinstance(inner, ast.ImportFrom) and inner.level == 0 and inner.module:
+                    found = {(f"{inner.module}.{a.name}", inner.module) for a in inner.names}
+                else:
+                    continue
+                found = {f for f in found if not f[0].startswith("pytest_agentfaults")}
+                statements.setdefault(module, set()).update(found)
+    statements = {module: found for module, found in statements.items() if found}
+    assert len(statements) > 5
+    # `from a import b` is lazy if `a` is not loaded yet, or `b` is a submodule not loaded yet
+    check = (
+        "import importlib.util, json, sys; loaded = set(sys.modules); print(json.dumps(["
+        "name for name, parent in {pairs} if (name in loaded if parent is None else "
+        "parent in loaded and (name in loaded or importlib.util.find_spec(parent) is None "
+        "or not hasattr(sys.modules[parent], '__path__') "
+        "or importlib.util.find_spec(name) is None))]))"
+    )
+    loaded_anyway = []
+    for module, found in sorted(statements.items()):
+        plugin = module.split(".")[-1].startswith(("plugin", "_plugin"))
+        code = ("import pytest; " if plugin else "") + f"import {module}; "
+        code += check.format(pairs=sorted(found, key=str))
+        out = subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        ).stdout
+        loaded_anyway += [f"{module} imports {name}" for name in json.loads(out)]
+    assert loaded_anyway == []

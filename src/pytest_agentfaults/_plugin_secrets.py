@@ -25,6 +25,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _pytest.terminal import WarningReport
 
 from pytest_agentfaults._plugin_state import Session
 
@@ -171,8 +172,7 @@ class Boundary:
 
 def redact_stored(config: pytest.Config, learned: LearnedSecrets) -> None:
     """Redact, with ``learned``, every report and record pytest's outputs still hold."""
-    from _pytest.junitxml import xml_key  # noqa: PLC0415 - pytest's private modules, read to redact their records
-    from _pytest.terminal import WarningReport  # noqa: PLC0415
+    from _pytest.junitxml import xml_key  # noqa: PLC0415 - not loaded under -p no:junitxml
 
     from pytest_agentfaults._redact import redact_value  # noqa: PLC0415 - the kit loads on first use
     from pytest_agentfaults.testing._scrub import redact_xml, scrub_report  # noqa: PLC0415
