@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import importlib.resources
 import inspect
@@ -19,6 +20,14 @@ import pytest_agentfaults.testing as testing
 @pytest.mark.parametrize("module", [af, testing])
 def test_all_is_sorted(module):
     assert module.__all__ == sorted(module.__all__)
+
+
+@pytest.mark.parametrize("name", ["strategies", "fakes"])
+def test_a_module_documented_whole_exports_only_names_with_docstrings(name):
+    # the reference renders these modules by their __all__ (`::: pytest_agentfaults.<name>`)
+    module = importlib.import_module(f"pytest_agentfaults.{name}")
+    assert module.__all__
+    test_every_name_in_all_exists_and_is_documented(module)
 
 
 @pytest.mark.parametrize("module", [af, testing])
@@ -121,10 +130,14 @@ def test_the_reference_documents_exactly_all():
     text = REFERENCE.read_text()
     targets = re.findall(r"^::: (\S+)$", text, flags=re.MULTILINE)
     documented = {t.removeprefix("pytest_agentfaults.") for t in targets}
-    twins = set(re.findall(r"^\| `(\w+)` \| `\w+` \|$", text, flags=re.MULTILINE))
+    rows = re.findall(r"^\| `(\w+)` \| `(\w+)` \|$", text, flags=re.MULTILINE)
+    twins = {twin for twin, _ in rows}
     optional = {"strategies", "fakes"}  # modules of their own, documented whole
     assert len(targets) == len(set(targets)), "a name is documented twice"
+    assert optional <= documented, "a public module has no `::: pytest_agentfaults.<module>`"
     assert (documented - optional) | twins | {"__version__"} == set(af.__all__)
+    # a clear name's row points at the documented name of the same object
+    assert all(name in documented and getattr(af, twin) is getattr(af, name) for twin, name in rows)
     # one public path: nothing is documented through a private module
     assert all(t.count(".") == 1 for t in targets), targets
 
@@ -153,3 +166,31 @@ def test_a_name_shows_a_monkeypatched_attribute_of_its_module(monkeypatch):
     assert af.say is sentinel
     monkeypatch.undo()
     assert af.say is not sentinel
+
+
+# Names the docs import through an implementation module because they have no public path
+# yet (a decision for the public surface, not a slip): each should get one or leave the docs.
+NO_PUBLIC_PATH_YET = {
+    "pytest_agentfaults.runtime.backoff": {"seeded_jitter"},
+    "pytest_agentfaults.testing.faults": {"parse_marker"},
+}
+
+
+def test_the_docs_import_public_names_through_their_public_path():
+    public_modules = {"pytest_agentfaults", "pytest_agentfaults.testing"} | {
+        f"pytest_agentfaults.{name}" for name in ("strategies", "fakes")
+    }
+    docs = Path(__file__).parent.parent / "docs"
+    pages = [*sorted(docs.rglob("*.md")), docs.parent / "README.md"]
+    statement = re.compile(
+        r"^\s*from (pytest_agentfaults[\w.]*) import (?:\(([^)]*)\)|([\w, ]+)$)", re.MULTILINE
+    )
+    leaks = []
+    for page in pages:
+        for module, grouped, names in statement.findall(page.read_text()):
+            if module in public_modules:
+                continue
+            imported = {n.strip() for n in (grouped or names).split(",") if n.strip()}
+            leaked = imported - NO_PUBLIC_PATH_YET.get(module, set())
+            leaks += [f"{page.name}: from {module} import {n}" for n in sorted(leaked)]
+    assert leaks == []

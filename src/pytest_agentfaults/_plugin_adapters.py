@@ -5,6 +5,8 @@ Light like ``plugin.py``: it looks up what is installed and imports no framework
 
 from __future__ import annotations
 
+from importlib import metadata, util
+
 __all__ = ["FRAMEWORKS", "adapters_header"]
 
 # The frameworks whose tools ``tool=`` faults reach: top-level module -> (the name the
@@ -25,8 +27,6 @@ def adapters_header() -> str | None:
     loads in a test only once the test process has imported its framework. Looks up what is
     installed without importing any framework.
     """
-    from importlib import metadata, util  # noqa: PLC0415 - lazy: once per session
-
     found = []
     for module, (shown, distributions) in FRAMEWORKS.items():
         if util.find_spec(module) is None:

@@ -92,7 +92,7 @@ def settings(config: pytest.Config) -> CoverageSettings | None:
         )
     exclude = [str(line) for line in config.getini("agentfaults_coverage_exclude")]
     if exclude:
-        from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - lazy
+        from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - the kit loads on first use
         from pytest_agentfaults.testing._coverage import parse_exclusions  # noqa: PLC0415
 
         try:
@@ -111,7 +111,7 @@ def finish(state: Session, session: pytest.Session) -> None:
     if settings.path is not None:
         matrix.write_json(settings.path)
     if state.html is not None:
-        from pytest_agentfaults.testing._coverage import insert_into_html  # noqa: PLC0415
+        from pytest_agentfaults.testing._coverage import insert_into_html  # noqa: PLC0415 - the kit loads on first use
 
         anchors = {str(t.get("nodeid")): f"t{i}" for i, t in enumerate(state.html_tests)}
         insert_into_html(state.html, matrix.html_section(anchors))
@@ -131,7 +131,7 @@ def scripted_bad_calls(item: pytest.Item, plan: FaultPlan | None) -> list[list[A
     scripts are ``llm_server``'s and those of ``http_faults.script`` (``plan.scripts``),
     read at the end of the test's call, while the server still serves the test.
     """
-    from pytest_agentfaults.testing._coverage_observe import LLM_SERVER  # noqa: PLC0415 - lazy
+    from pytest_agentfaults.testing._coverage_observe import LLM_SERVER  # noqa: PLC0415 - the kit loads on first use
 
     scripts: list[tuple[str, Any]] = list(plan.scripts) if plan is not None else []
     server = getattr(item, "funcargs", {}).get("llm_server")
@@ -141,7 +141,7 @@ def scripted_bad_calls(item: pytest.Item, plan: FaultPlan | None) -> list[list[A
 
 
 def _served(model: Any, host: str) -> list[list[Any]]:
-    from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - lazy
+    from pytest_agentfaults.errors import UsageError  # noqa: PLC0415 - the kit loads on first use
     from pytest_agentfaults.testing._malformed_steps import (  # noqa: PLC0415
         BadToolArgs,
         BlockedAnswer,
@@ -167,7 +167,7 @@ def _served(model: Any, host: str) -> list[list[Any]]:
 def session_matrix(session: Session) -> Matrix:
     """The matrix of the session, built on first use."""
     if session.matrix is None:
-        from pytest_agentfaults.testing._coverage import (  # noqa: PLC0415
+        from pytest_agentfaults.testing._coverage import (  # noqa: PLC0415 - the kit loads on first use
             Matrix,
             parse_exclusions,
         )

@@ -66,7 +66,7 @@ def trace_view(session: Session) -> Trace:
     """The session's ``trace``: one view whose every read goes to the running test's trace."""
     view: Trace | None = session.trace_view
     if view is None:
-        from pytest_agentfaults.testing._trace_view import RunningTrace  # noqa: PLC0415 - lazy
+        from pytest_agentfaults.testing._trace_view import RunningTrace  # noqa: PLC0415 - the kit loads on first use
 
         view = session.trace_view = RunningTrace(running_trace)
     return view

@@ -118,7 +118,7 @@ def _start_guard(item: pytest.Item) -> None:
     # (a ``from`` import looks for attributes the module lacks, ~7k instructions a test)
     network: Any = sys.modules.get("pytest_agentfaults.testing._network")
     if network is None:
-        from pytest_agentfaults.testing import _network as network  # noqa: PLC0415
+        from pytest_agentfaults.testing import _network as network  # noqa: PLC0415 - the kit loads on first use
 
     # the list itself, read only if a request is refused (`NetworkGuard.unseen_by_mocks`)
     fixturenames = getattr(item, "fixturenames", ())

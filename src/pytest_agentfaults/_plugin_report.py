@@ -118,7 +118,7 @@ def add_to_pytest_reports(
     if getattr(option, "xmlpath", None):
         add_junit_properties(report, counts, replay(item, session))
     if getattr(option, "htmlpath", None) and state.trace.events:
-        from pytest_agentfaults.testing._html_test import trace_extra  # noqa: PLC0415
+        from pytest_agentfaults.testing._html_test import trace_extra  # noqa: PLC0415 - the kit loads on first use
 
         add_html_extras(report, trace_extra(state.shown_events(), item.nodeid))
 
@@ -174,7 +174,7 @@ def ship(
     if used:
         add_to_pytest_reports(item, report, state, shipped["counts"], session)
     if session.coverage is not None:
-        from pytest_agentfaults.testing._coverage import observe  # noqa: PLC0415 - lazy
+        from pytest_agentfaults.testing._coverage import observe  # noqa: PLC0415 - the kit loads on first use
 
         scripted: list[list[Any]] = item.stash.get(SCRIPTED, [])
         shipped["coverage"] = observe(state.trace.events, scripted)

@@ -28,7 +28,7 @@ __all__ = [
 @pytest.fixture(scope="session")
 def _agentfaults_sdk_clients() -> Generator[SdkClients, None, None]:
     """The session's official SDK clients, each built on its first use."""
-    from pytest_agentfaults.testing._sdk_clients import SdkClients  # noqa: PLC0415 - lazy
+    from pytest_agentfaults.testing._sdk_clients import SdkClients  # noqa: PLC0415 - the kit loads on first use
 
     clients = SdkClients()
     try:

@@ -25,6 +25,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _pytest.terminal import WarningReport
 
 from pytest_agentfaults._plugin_state import Session
 
@@ -48,7 +49,7 @@ def scrub(report: Any, learned: LearnedSecrets | None, kit: bool = False) -> Non
     properties = getattr(report, "user_properties", None)  # a CollectReport has none
     if report.longrepr is None and not report.sections and not properties:
         return  # a passing test that printed nothing: no text to redact (most reports)
-    from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415 - lazy
+    from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415 - the kit loads on first use
 
     scrub_report(report, learned, kit=kit)
 
@@ -107,7 +108,7 @@ class Boundary:
         ids (``key0``, ``key1``).
         """
         if isinstance(val, str) and len(val) >= 6:
-            from pytest_agentfaults._redact import redact_shapes  # noqa: PLC0415 - lazy
+            from pytest_agentfaults._redact import redact_shapes  # noqa: PLC0415 - the kit loads on first use
 
             # no rule reading context: a plain suite's `"token=abc"` keeps its id; the
             # learned values are the environment's keys (nothing else before collection)
@@ -152,7 +153,7 @@ class Boundary:
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         stored = terminal.stats.get("warnings", []) if terminal is not None else []
         if len(stored) > self.warned:
-            from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415
+            from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415 - the kit loads on first use
 
             for report in stored[self.warned :]:
                 scrub_report(report, self.session.learned)
@@ -171,10 +172,9 @@ class Boundary:
 
 def redact_stored(config: pytest.Config, learned: LearnedSecrets) -> None:
     """Redact, with ``learned``, every report and record pytest's outputs still hold."""
-    from _pytest.junitxml import xml_key  # noqa: PLC0415 - lazy
-    from _pytest.terminal import WarningReport  # noqa: PLC0415
+    from _pytest.junitxml import xml_key  # noqa: PLC0415 - not loaded under -p no:junitxml
 
-    from pytest_agentfaults._redact import redact_value  # noqa: PLC0415 - lazy
+    from pytest_agentfaults._redact import redact_value  # noqa: PLC0415 - the kit loads on first use
     from pytest_agentfaults.testing._scrub import redact_xml, scrub_report  # noqa: PLC0415
 
     reports = (pytest.TestReport, pytest.CollectReport, WarningReport)
@@ -210,11 +210,11 @@ def redact_ours(session: Session, learned: LearnedSecrets | None) -> None:
 
     An explicit ``ids=`` is used as written, known key shapes included (see `Boundary`).
     """
-    from pytest_agentfaults._redact import redact_value  # noqa: PLC0415 - lazy
+    from pytest_agentfaults._redact import redact_value  # noqa: PLC0415 - the kit loads on first use
 
     session.always[:] = redact_value(session.always, learned)
     if session.trace_dir is not None and learned:  # xdist: files a worker wrote unknowing
-        from pytest_agentfaults.testing._scrub import redact_trace_files  # noqa: PLC0415
+        from pytest_agentfaults.testing._scrub import redact_trace_files  # noqa: PLC0415 - the kit loads on first use
 
         redact_trace_files(session.trace_dir, learned)
     session.html_tests[:] = redact_value(session.html_tests, learned)
@@ -229,7 +229,7 @@ def _locate(report: Any, learned: LearnedSecrets) -> None:
     """Redact the test name a report's header shows (its location, not its node id)."""
     location = getattr(report, "location", None)
     if location is not None and location[2]:
-        from pytest_agentfaults._redact import redact_shapes  # noqa: PLC0415 - lazy
+        from pytest_agentfaults._redact import redact_shapes  # noqa: PLC0415 - the kit loads on first use
 
         report.location = (location[0], location[1], redact_shapes(location[2], learned))
 
@@ -238,7 +238,7 @@ def _by_test(
     tests: dict[str, Any], learned: LearnedSecrets | None, *, shapes: bool = False
 ) -> dict[str, Any]:
     """``tests`` (by node id) redacted, its node ids too (``shapes``: see `redact_value`)."""
-    from pytest_agentfaults._redact import redact_value  # noqa: PLC0415 - lazy
+    from pytest_agentfaults._redact import redact_value  # noqa: PLC0415 - the kit loads on first use
 
     return {
         redact_value(nodeid, learned, shapes=shapes): redact_value(v, learned, shapes=shapes)

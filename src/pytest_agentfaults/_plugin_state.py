@@ -340,7 +340,7 @@ def pend(item: pytest.Item, marks: frozenset[str]) -> None:
     session = item.config.stash[SESSION]
     variable = session.pending
     if variable is None:
-        from pytest_agentfaults.runtime._pending import PENDING  # noqa: PLC0415 - lazy
+        from pytest_agentfaults.runtime._pending import PENDING  # noqa: PLC0415 - the kit loads on first use
 
         variable = session.pending = PENDING
     item.stash[PENDED] = variable.set(partial(_switch_on, item, marks))
@@ -394,7 +394,7 @@ class Kit:
     """The test-kit names the hooks use, imported once, on the first test."""
 
     def __init__(self) -> None:
-        from pytest_agentfaults.testing.faults import parse_marker  # noqa: PLC0415 - lazy
+        from pytest_agentfaults.testing.faults import parse_marker  # noqa: PLC0415 - the kit loads on first use
         from pytest_agentfaults.testing.session import (  # noqa: PLC0415
             Counts,
             TestState,
@@ -412,7 +412,7 @@ class Kit:
 
 
 def load_kit(config: pytest.Config, session: Session) -> Kit:
-    from pytest_agentfaults.runtime.snapshot import SnapshotSettings, in_ci  # noqa: PLC0415
+    from pytest_agentfaults.runtime.snapshot import SnapshotSettings, in_ci  # noqa: PLC0415 - the kit loads on first use
 
     session.kit = Kit()
     # This session's, switched on per test: a pytester session inside never changes it.

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_agentfaults import _plugin_coverage as _coverage
+from pytest_agentfaults._plugin_report import phase_of
 from pytest_agentfaults._plugin_state import SESSION, Session
 
 __all__ = [
@@ -67,8 +68,6 @@ class Totals:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.session.html is not None and not self.worker:
-            from pytest_agentfaults._plugin_report import phase_of  # noqa: PLC0415 - lazy
-
             self.session.phases.setdefault(report.nodeid, []).append(phase_of(report))
         if report.when == "teardown":  # only its teardown report carries a test's counts
             add_shipped(self.session, report)
@@ -86,7 +85,7 @@ def add_shipped(session: Session, report: pytest.TestReport) -> None:
     if shipped is None:
         return
     if session.totals is None:
-        from pytest_agentfaults.testing.session import Counts  # noqa: PLC0415 - lazy
+        from pytest_agentfaults.testing.session import Counts  # noqa: PLC0415 - the kit loads on first use
 
         session.totals = Counts()
     session.totals.add(shipped["counts"])
@@ -109,7 +108,7 @@ class SessionEnd:
         if getattr(session.config, "workerinput", None) is not None:
             return  # workers ship their tests; the controller writes the report
         if self.session.html is not None:
-            from pytest_agentfaults.testing.session import write_html_report  # noqa: PLC0415
+            from pytest_agentfaults.testing.session import write_html_report  # noqa: PLC0415 - the kit loads on first use
 
             write_html_report(self.session.html, self.session.html_tests, self.session.phases)
         _coverage.finish(self.session, session)

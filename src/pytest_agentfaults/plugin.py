@@ -320,7 +320,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     the session's network policy, which each test that does not use the kit names itself
     in (`_network.start_network`).
     """
-    from pytest_agentfaults._redact import LearnedSecrets  # noqa: PLC0415 - lazy
+    from pytest_agentfaults._redact import LearnedSecrets  # noqa: PLC0415 - the kit loads on first use
 
     _network.start_session(session.config)
     state = session.config.stash[_SESSION]
@@ -331,7 +331,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     state.direct_fixtures = not getattr(option, "setupshow", False)
     logging_plugin = session.config.pluginmanager.get_plugin("logging-plugin")
     if logging_plugin is not None:
-        from pytest_agentfaults.testing._scrub import redact_log_output  # noqa: PLC0415
+        from pytest_agentfaults.testing._scrub import redact_log_output  # noqa: PLC0415 - the kit loads on first use
 
         redact_log_output(logging_plugin, state.learned, _running_uses_kit)
 
@@ -384,7 +384,7 @@ def virtual_clock() -> VirtualClock:
 @pytest.fixture
 def scripted_model() -> Callable[..., ScriptedModel]:
     """A factory: ``scripted_model([say("hi")])`` is a `ScriptedModel`."""
-    from pytest_agentfaults.testing.scripted import ScriptedModel  # noqa: PLC0415
+    from pytest_agentfaults.testing.scripted import ScriptedModel  # noqa: PLC0415 - the kit loads on first use
 
     def make(steps: list[Step | str], **options: Any) -> ScriptedModel:
         return ScriptedModel(steps, **options)
@@ -410,7 +410,7 @@ def http_faults() -> HttpFaultRouter:
 @pytest.fixture(scope="session")
 def _agentfaults_llm_server() -> Generator[LLMServer, None, None]:
     """The session's loopback server, started on first use and stopped at the end."""
-    from pytest_agentfaults.testing.server import LLMServer  # noqa: PLC0415 - lazy
+    from pytest_agentfaults.testing.server import LLMServer  # noqa: PLC0415 - the kit loads on first use
 
     server = LLMServer().start()
     try:
@@ -432,7 +432,7 @@ def llm_server(
     teardown (a failed test shows its own outcome alone, as for every check of the kit).
     """
     __tracebackhide__ = True
-    from pytest_agentfaults.testing._compose import check_llm_server_mocks  # noqa: PLC0415
+    from pytest_agentfaults.testing._compose import check_llm_server_mocks  # noqa: PLC0415 - the kit loads on first use
 
     server = _agentfaults_llm_server
     markers = list(request.node.iter_markers("httpx_mock"))

@@ -21,6 +21,7 @@ Writing pydantic's private slots would be as fast; it is not allowed (issue 15).
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, Required, cast
@@ -290,8 +291,6 @@ class Event:
         """A copy (``update`` values are not validated, as in pydantic)."""
         data = dict(self.__dict__)
         if deep:
-            import copy  # noqa: PLC0415 - deep copies are rare: keep the module cold
-
             data = copy.deepcopy(data)
         if update:
             data.update(update)

@@ -365,7 +365,7 @@ def outcome(
         return Injected(response, later=failure)
     answer = None
     if stream and routes is not None and kind in ("stall", "truncated_stream"):
-        from pytest_agentfaults.testing._script_routes import scripted_stream  # noqa: PLC0415
+        from pytest_agentfaults.testing._script_routes import scripted_stream  # noqa: PLC0415 - only a scripted stream that stalls or is cut needs it
 
         answer = scripted_stream(routes, request.method, str(request.url), body)
     served = kind_served(kind, provider, stream=stream, model=model, **options, answer=answer)

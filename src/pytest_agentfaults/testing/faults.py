@@ -350,7 +350,7 @@ class FaultPlan:
             # once imported, found in sys.modules (a ``from`` import costs ~7k instructions)
             http: Any = sys.modules.get("pytest_agentfaults.testing.http")
             if http is None:
-                from pytest_agentfaults.testing import http  # noqa: PLC0415
+                from pytest_agentfaults.testing import http  # noqa: PLC0415 - respx loads with the first http fault
 
             layer = http.HttpInjector(self)
             layer.start()

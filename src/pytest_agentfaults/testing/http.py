@@ -396,7 +396,7 @@ class HttpFaultRouter(respx.Router):
         `ScriptedModel` behind it (``.requests``); leftovers fail unless ``strict=False``.
         """
         __tracebackhide__ = True
-        from pytest_agentfaults.testing._script_routes import script_route  # noqa: PLC0415
+        from pytest_agentfaults.testing._script_routes import script_route  # noqa: PLC0415 - only script() needs the scripted routes
 
         return script_route(self, provider, steps, url=url, strict=strict)
 

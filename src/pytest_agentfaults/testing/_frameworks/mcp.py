@@ -153,7 +153,7 @@ def _crash_result(name: str, exc: Exception) -> Any:
 
 def _as_result(value: Any) -> Any:
     """A ``returns=`` value as the result of a tool that returned it."""
-    from mcp import types  # noqa: PLC0415
+    from mcp import types  # noqa: PLC0415 - mcp is optional; the user's code loaded it
 
     if isinstance(value, types.CallToolResult):
         return value
@@ -165,7 +165,7 @@ def _as_result(value: Any) -> Any:
 
 
 def _result(text: str, *, is_error: bool, structured: dict[str, Any] | None = None) -> Any:
-    from mcp import types  # noqa: PLC0415
+    from mcp import types  # noqa: PLC0415 - mcp is optional; the user's code loaded it
 
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],

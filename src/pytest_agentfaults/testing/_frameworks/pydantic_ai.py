@@ -38,7 +38,7 @@ _HOOKED: Final = "__agentfaults_hook__"
 
 def install() -> Callable[[], None]:
     """Hook the function and MCP toolsets' ``call_tool``; returns the undo."""
-    from pydantic_ai.toolsets.function import FunctionToolset  # noqa: PLC0415 - lazy
+    from pydantic_ai.toolsets.function import FunctionToolset  # noqa: PLC0415 - pydantic-ai is optional, loaded on use
 
     owners: list[type[Any]] = [FunctionToolset]
     mcp = sys.modules.get("pydantic_ai.mcp")  # only when the test process imported it
