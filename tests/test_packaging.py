@@ -168,14 +168,6 @@ def test_a_name_shows_a_monkeypatched_attribute_of_its_module(monkeypatch):
     assert af.say is not sentinel
 
 
-# Names the docs import through an implementation module because they have no public path
-# yet (a decision for the public surface, not a slip): each should get one or leave the docs.
-NO_PUBLIC_PATH_YET = {
-    "pytest_agentfaults.runtime.backoff": {"seeded_jitter"},
-    "pytest_agentfaults.testing.faults": {"parse_marker"},
-}
-
-
 def test_the_docs_import_public_names_through_their_public_path():
     public_modules = {"pytest_agentfaults", "pytest_agentfaults.testing"} | {
         f"pytest_agentfaults.{name}" for name in ("strategies", "fakes")
@@ -191,6 +183,5 @@ def test_the_docs_import_public_names_through_their_public_path():
             if module in public_modules:
                 continue
             imported = {n.strip() for n in (grouped or names).split(",") if n.strip()}
-            leaked = imported - NO_PUBLIC_PATH_YET.get(module, set())
-            leaks += [f"{page.name}: from {module} import {n}" for n in sorted(leaked)]
+            leaks += [f"{page.name}: from {module} import {n}" for n in sorted(imported)]
     assert leaks == []

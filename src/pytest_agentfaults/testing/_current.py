@@ -54,3 +54,26 @@ def add_check(check: Callable[[], None]) -> bool:
         return False
     plan.add_check(check)
     return True
+
+
+#: the epoch (`FaultPlan._epoch`) below which plans sit out: see `suspend_earlier_plans`
+floor: ContextVar[int] = ContextVar("agentfaults_planfloor", default=0)
+
+
+class suspend_earlier_plans:
+    """While entered, only ``plan`` and plans activated after it inject faults.
+
+    `fault_scope` enters this right after activating its fresh plan, so the enclosing
+    test's plan sits out the block. A ContextVar: other threads (the loopback server's)
+    and other contexts are not affected.
+    """
+
+    def __init__(self, plan: FaultPlan) -> None:
+        self._plan = plan
+        self._token: object = None
+
+    def __enter__(self) -> None:
+        self._token = floor.set(self._plan._epoch)  # noqa: SLF001 - the plan it scopes
+
+    def __exit__(self, *exc_info: object) -> None:
+        floor.reset(self._token)  # type: ignore[arg-type]

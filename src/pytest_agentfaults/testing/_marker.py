@@ -53,14 +53,20 @@ _TARGETS: Final = tuple(_VALID_KEYS)
 
 
 def parse_marker(
-    args: tuple[Any, ...], kwargs: Mapping[str, Any], *, label: str = "inject_fault"
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    *,
+    label: str = "inject_fault",
+    call: str | None = None,
 ) -> Fault:
     """Turn ``@pytest.mark.inject_fault(...)`` arguments into a validated `Fault`.
 
     Bad arguments raise `UsageError` naming the marker, the bad key and the valid ones.
+    ``call`` names a function given the marker's arguments (``"faults.inject_fault"``),
+    which messages and the fault's ``source`` then show instead of the marker.
     """
     __tracebackhide__ = True
-    shown = _marker_repr(label, args, kwargs)
+    shown = _marker_repr(label, args, kwargs, call)
     if args:
         raise UsageError(
             f"{shown}: takes keyword arguments only, such as tool='fetch', http=503 or "
@@ -262,6 +268,8 @@ def _other_keyword(value: object, keyword: str) -> str:
     return f"; {value!r} is an {other}= kind: write {other}={value!r}"
 
 
-def _marker_repr(label: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+def _marker_repr(
+    label: str, args: tuple[Any, ...], kwargs: Mapping[str, Any], call: str | None = None
+) -> str:
     parts = [repr(a) for a in args] + [f"{k}={short(v)}" for k, v in kwargs.items()]
-    return f"@pytest.mark.{label}({', '.join(parts)})"
+    return f"{call or '@pytest.mark.' + label}({', '.join(parts)})"

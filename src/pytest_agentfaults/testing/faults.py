@@ -24,7 +24,7 @@ import random
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar, Token
+from contextvars import Token
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -40,7 +40,7 @@ from pytest_agentfaults.testing._builders import (
     LlmFaults,
     ToolFaultBuilder,
 )
-from pytest_agentfaults.testing._current import current_plan
+from pytest_agentfaults.testing._current import current_plan, floor, suspend_earlier_plans
 from pytest_agentfaults.testing._fault import (
     HTTP_KINDS,
     LLM_KINDS,
@@ -201,10 +201,24 @@ class FaultPlan:
             self.http_layer()  # declared in the test body, after activation
         return HttpFaultBuilder(fault)
 
+    def inject_fault(self, **kwargs: Any) -> Fault:
+        """Add the fault ``@pytest.mark.inject_fault(**kwargs)`` adds, checked as it is.
+
+        For a fault given as data (a hypothesis ``http_faults()`` spec, a table of cases).
+        """
+        __tracebackhide__ = True
+        return self.add(parse_marker((), kwargs, call="faults.inject_fault"))
+
     def add(self, fault: Fault) -> Fault:
-        """Add a ready-made `Fault` (the marker does this)."""
+        """Add a ready-made `Fault`; one added to an active plan fires as declared ones do."""
+        __tracebackhide__ = True
         fault.check()
         self.faults.append(fault)
+        if self._active:  # added after activation: switch on what it needs, as activate does
+            if fault.target == "http":
+                self.http_layer()
+            elif isinstance(fault, ToolFault) and fault.function:
+                self._patch_functions()
         return fault
 
     # ------------------------------------------------------------------ questions
@@ -365,7 +379,7 @@ class FaultPlan:
         ``candidates`` are the faults on that target, in declared order: the first that is
         not done is the current one and sees the occurrence.
         """
-        if self._epoch < _floor.get():
+        if self._epoch < floor.get():
             return None  # suspended by a fault_scope() entered after this plan's activation
         occurrence = self._occurrences.get(key, 0) + 1
         self._occurrences[key] = occurrence
@@ -474,23 +488,3 @@ class ActivePlan:
 
 
 _epochs = itertools.count(1)
-_floor: ContextVar[int] = ContextVar("agentfaults_plan_floor", default=0)
-
-
-class suspend_earlier_plans:
-    """While entered, only ``plan`` and plans activated after it inject faults.
-
-    `fault_scope` enters this right after activating its fresh plan, so the enclosing
-    test's plan sits out the block. A ContextVar: other threads (the loopback server's)
-    and other contexts are not affected.
-    """
-
-    def __init__(self, plan: FaultPlan) -> None:
-        self._plan = plan
-        self._token: object = None
-
-    def __enter__(self) -> None:
-        self._token = _floor.set(self._plan._epoch)  # noqa: SLF001 - the plan it scopes
-
-    def __exit__(self, *exc_info: object) -> None:
-        _floor.reset(self._token)  # type: ignore[arg-type]
