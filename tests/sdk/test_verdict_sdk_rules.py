@@ -457,3 +457,38 @@ def test_over_llm_server_our_runtime_is_named_and_judged_by_its_rules(llm_server
         af.Agent("bot", model=model).run("hi")
     assert trace.of("http.request")[0].field("client") == "agentfaults"
     trace.assert_resilient()  # a 409 is left to on_llm_error by our declared rules
+
+
+# ------------------------------------------------------------------- through LangChain
+
+
+@pytest.mark.inject_fault(http=503, url=OPENAI_URL)
+def test_gave_up_early_advice_names_langchains_setting(http_faults, trace):
+    langchain_openai = pytest.importorskip("langchain_openai")
+    chat = langchain_openai.ChatOpenAI(model="gpt-4o", api_key="sk-test", max_retries=0)
+    with pytest.raises(openai.InternalServerError):
+        chat.invoke("hi")
+    (found,) = trace.verdict().findings
+    assert found.code == "gave_up_early"
+    assert "openai.OpenAI(max_retries=2)" in found.advice  # what the SDK's own users set
+    assert found.advice.endswith("(through LangChain: ChatOpenAI(max_retries=2))")
+
+
+def test_the_langchain_setting_is_named_only_when_langchain_is_loaded(monkeypatch):
+    import sys
+    import types
+
+    from pytest_agentfaults.runtime._verdict_codes import advice_for
+
+    monkeypatch.delitem(sys.modules, "langchain_openai", raising=False)
+    monkeypatch.delitem(sys.modules, "langchain_anthropic", raising=False)
+    for kind, client in (("openai", "openai.OpenAI"), ("anthropic", "anthropic.Anthropic")):
+        assert "LangChain" not in advice_for("gave_up_early", kind, client)
+    monkeypatch.setitem(sys.modules, "langchain_anthropic", types.ModuleType("langchain_anthropic"))
+    storm = advice_for("retry_storm", "anthropic", "anthropic.Anthropic")
+    assert storm.endswith("(through LangChain: ChatAnthropic(max_retries=...))")
+    assert "LangChain" not in advice_for("gave_up_early", "openai", "openai.OpenAI")
+    # a stream is not re-issued whatever max_retries says: no setting to name
+    assert "LangChain" not in advice_for(
+        "gave_up_early", "anthropic", "anthropic.Anthropic", stream=True
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Final
 
 __all__ = ["ADVICE", "CODES", "advice_for"]
@@ -207,7 +208,9 @@ def advice_for(
     if kind in ("openai", "anthropic"):
         name = f"the official {kind} SDK"
         text = _SDK_ADVICE.get(key)
-        return text.format(name=name, pkg=kind, cls=cls) if text else ADVICE[code]
+        if not text:
+            return ADVICE[code]
+        return text.format(name=name, pkg=kind, cls=cls) + _through_langchain(key, kind)
     if kind == "agentfaults":
         return _RUNTIME_ADVICE.get(key) or ADVICE[code]
     if kind == "genai":
@@ -219,3 +222,28 @@ def advice_for(
     if stream:
         return ADVICE["truncated_stream_accepted"]
     return ADVICE[code]
+
+
+#: LangChain's chat model over each SDK, by the package that holds it: its users set
+#: max_retries there, and it passes it to the SDK client it builds
+_LANGCHAIN: Final = {
+    "openai": ("langchain_openai", "ChatOpenAI"),
+    "anthropic": ("langchain_anthropic", "ChatAnthropic"),
+}
+#: the advice that names a max_retries to set, and the value each suggests
+_MAX_RETRIES_ADVICE: Final = {"gave_up_early": "2", "retry_storm": "..."}
+
+
+def _through_langchain(key: str, kind: str) -> str:
+    """Where a LangChain user sets the SDK's max_retries, when the test imported LangChain.
+
+    The request is the SDK's alone (its user-agent, its headers): whether LangChain sent
+    it is not in it. The advice names LangChain's setting when its package is loaded, as
+    a user of it reads "openai.OpenAI(max_retries=2)" and looks for a client they never
+    built.
+    """
+    value = _MAX_RETRIES_ADVICE.get(key)
+    package, model = _LANGCHAIN[kind]
+    if value is None or package not in sys.modules:
+        return ""
+    return f" (through LangChain: {model}(max_retries={value}))"
