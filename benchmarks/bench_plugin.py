@@ -1,6 +1,9 @@
 """The plugin's own cost, side by side with the same suite under `-p no:agentfaults`, in one run.
 
-Run:  python benchmarks/bench_plugin.py
+Run:  python benchmarks/bench_plugin.py [--instructions]
+
+(``--instructions`` also counts the start-up's instructions under callgrind: valgrind
+must be installed, and it adds about two minutes.)
 
 Three figures (issue 15, item 7), each against pytest without the plugin:
 
@@ -26,7 +29,10 @@ ran (one run at load 4 read 1.28x for the unmarked test, the next 1.05x, same co
 
 from __future__ import annotations
 
+import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -226,11 +232,41 @@ def per_test(directory: Path) -> dict[str, float]:
     return figures
 
 
+def start_up_instructions(directory: Path) -> tuple[int, int]:
+    """The instructions of a one-test session with and without the plugin, under callgrind.
+
+    Deterministic where the timed pairs are not: on this 2-core host, two runs of the same
+    code read +44 and -23 ms for what the plugin adds. ~1 minute per run.
+    """
+    (directory / "test_one.py").write_text(PLAIN.format(count=1))
+    command = [sys.executable, "-m", "pytest", "-q", *COMMON, *QUIET, "test_one.py"]
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (apt install valgrind)")
+    counts = []
+    for extra in ([], ["-p", "no:agentfaults"]):
+        done = subprocess.run(
+            [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *command, *extra],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+        )
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if done.returncode != 0 or found is None:
+            raise SystemExit(f"valgrind failed:\n{done.stdout}\n{done.stderr}")
+        counts.append(int(found.group(1)))
+    return counts[0], counts[1]
+
+
 def main() -> None:
+    instructions = "--instructions" in sys.argv[1:]
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         (directory / "pytest.ini").write_text(INI)
         starts = start_up(directory)
+        counted = start_up_instructions(directory) if instructions else None
         us = per_test(directory)
     print(
         f"start-up: one-test session, {STARTS} pairs of runs, alternated (the other slow"
@@ -242,6 +278,15 @@ def main() -> None:
             f"  {clock:4} with the plugin {on * 1000:7.1f} ms, -p no:agentfaults {off * 1000:7.1f} ms"
             f" (medians); the plugin adds {added * 1000:+7.1f} ms (median of the pairs'"
             " differences; target <= +40 ms)"
+        )
+    if counted is not None:
+        on_count, off_count = counted
+        # at the pace of the timed runs without the plugin (instructions per ms)
+        pace = off_count / (starts["off-cpu"] * 1000)
+        print(
+            f"  instructions (callgrind) {on_count / 1e6:7.1f} M with the plugin, "
+            f"{off_count / 1e6:7.1f} M without: {(on_count - off_count) / 1e6:+.1f} M, "
+            f"about {(on_count - off_count) / pace:+.1f} ms at this host's pace"
         )
     for clock, suffix in (("wall", ""), ("CPU", "-cpu")):
         print(
