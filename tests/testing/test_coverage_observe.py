@@ -109,6 +109,14 @@ def test_http_requests_make_host_rows_by_status_and_fault():
     }
 
 
+def test_a_request_the_network_guard_refused_makes_no_host_row():
+    # never sent: the host's recovery paths were not exercised, and a row of dots for it
+    # would lower the suite's coverage for a test that fails anyway
+    url = "https://api.openai.com/v1/chat/completions"
+    refused = Event(type="http.request", url=url, status=403, refused=True)
+    assert observe([refused]) == {"rows": [], "hits": []}
+
+
 def test_a_cell_needs_a_passing_test_and_lists_every_one():
     observed = {
         "rows": [["tool", "search", "agentfaults"]],

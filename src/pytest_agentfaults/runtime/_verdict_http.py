@@ -17,7 +17,7 @@ from pytest_agentfaults.runtime._verdict_rules import ClientRules, client_rules,
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Event
 
-__all__ = ["Found", "Request", "count_attempts", "group", "judge_requests"]
+__all__ = ["Found", "Request", "count_attempts", "group", "judge_requests", "refused"]
 
 NON_RETRYABLE_STATUSES: Final = frozenset({400, 401, 403, 404, 422})
 _TRANSIENT_ERRORS: Final = frozenset(
@@ -127,7 +127,7 @@ def group(events: Sequence[Event]) -> list[Request]:
             for key in [k for k in open_requests if k[0] == event.run_id]:
                 del open_requests[key]
             continue
-        if event.type != "http.request":
+        if event.type != "http.request" or refused(event):
             continue
         key = _key(event)
         current = open_requests.get(key)
@@ -152,6 +152,16 @@ def _chains(attempts: list[Event]) -> list[list[Event]]:
         else:
             runs[-1].append(event)
     return runs
+
+
+def refused(event: Event) -> bool:
+    """Whether the test's network guard answered this attempt: never sent, not judged.
+
+    The refusal (a 403 an SDK does not retry, or an error) is the kit's answer to a
+    request nothing of the test answered, a setup mistake that fails the test on its own;
+    judged, it would read as a server's non-retryable failure.
+    """
+    return event.__dict__.get("refused") is True
 
 
 def _status(event: Event) -> int | None:
@@ -336,6 +346,7 @@ def _requested_again(event: Event, events: Sequence[Event], *, before: bool = Fa
     also = (*key[:2], unstreamed) if unstreamed is not None else key
     return any(
         e.type == "http.request"
+        and not refused(e)
         and (e.seq < event.seq if before else e.seq > event.seq)
         and _key(e)[1:] in (key, also)
         for e in events

@@ -97,7 +97,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.errors import AMBIGUOUS_ERROR_NAMES, UNSENT_ERROR_NAMES, UsageError
 from pytest_agentfaults.runtime._verdict_codes import ADVICE, CODES, advice_for
-from pytest_agentfaults.runtime._verdict_http import count_attempts, failed, group, judge_requests
+from pytest_agentfaults.runtime._verdict_http import (
+    count_attempts,
+    failed,
+    group,
+    judge_requests,
+    refused,
+)
 
 if TYPE_CHECKING:
     # Only for annotations: events.py imports this module (Trace.verdict), not the reverse.
@@ -316,7 +322,7 @@ def _survey(events: Sequence[Event]) -> tuple[list[Event], int, bool]:
         if kind in _FAILURE_TYPES:
             failures += 1
         elif kind == "http.request":
-            if failed(e) or e.__dict__.get("fault") is not None:
+            if (failed(e) or e.__dict__.get("fault") is not None) and not refused(e):
                 failures += 1  # ``fault`` is no declared field: the event holds it, or not
         elif kind in RETRY_TYPES:
             retries.append(e)

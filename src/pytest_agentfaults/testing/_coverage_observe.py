@@ -255,8 +255,8 @@ def _observe_model(
 
 def _observe_host(event: Event, rows: set[_Row], hits: set[_Hit]) -> None:
     url = event.field("url")
-    if not isinstance(url, str):
-        return
+    if not isinstance(url, str) or event.field("refused") is True:
+        return  # (refused by the network guard: never sent, the host not exercised)
     host = url_host(url) or url
     rows.add(("host", host, HTTP))
     if event.type != "http.request":

@@ -31,6 +31,15 @@ def current_plan() -> FaultPlan | None:
     return plan
 
 
+def active_plan() -> FaultPlan | None:
+    """The plan active in this context, without switching a pending test on (`current_plan`).
+
+    For the network guard, which also guards tests that never use the kit (ini ``block``):
+    refusing their request must not switch the kit on for them.
+    """
+    return _plan.get()
+
+
 def enter(plan: FaultPlan) -> Token[FaultPlan | None]:
     """Make ``plan`` the current plan; `leave` with the token undoes it."""
     switch_on()  # a pending test switches on first: this changes its context (`_pending`)

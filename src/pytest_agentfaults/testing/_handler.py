@@ -4,7 +4,8 @@ A `Reply` says what to do on the socket: answer (a body, or a chunked stream), c
 answer mid-way, drop the connection before the headers, reset it, or hold it until the
 client gives up. `Handler` reads each request of a keep-alive connection with `_httpd`
 and hands it to the `Endpoint`'s ``serve``, which decides the reply and does it with
-`send`.
+`send`. What the client got instead of an answer is recorded as the error it saw
+(`error_record`, `held_record`, `gave_up_record`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import struct
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
+from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.testing._httpd import (
     Limits,
     Reader,
@@ -30,7 +32,16 @@ from pytest_agentfaults.testing._httpd import (
 )
 from pytest_agentfaults.testing._wire import JSON_TYPE, error_body, status_phrase
 
-__all__ = ["Endpoint", "HTTPServer", "Handler", "Reply", "send"]
+__all__ = [
+    "Endpoint",
+    "HTTPServer",
+    "Handler",
+    "Reply",
+    "error_record",
+    "gave_up_record",
+    "held_record",
+    "send",
+]
 
 
 @dataclass(slots=True)
@@ -162,7 +173,11 @@ def _chunk(data: bytes) -> bytes:
 
 
 def send(handler: Handler, reply: Reply, hold: float) -> str | None:
-    """Do ``reply`` on the handler's socket; ``"held"`` when a hold ran out."""
+    """Do ``reply`` on the handler's socket; ``"held"`` when a hold ran out.
+
+    ``"gone"`` when the client closed the connection while a held first chunk
+    (``first_delay``) waited: it gave up on the answer and never read it.
+    """
     write = handler.wfile.write
     try:
         if reply.kind == "answer":
@@ -179,11 +194,15 @@ def send(handler: Handler, reply: Reply, hold: float) -> str | None:
             write(head)
             handler.wfile.flush()
             if _hold(handler.connection, min(reply.first_delay, hold)) is None:
-                handler.close_connection = True  # the client gave up first
-                return None
+                handler.close_connection = True
+                return "gone"  # the client gave up before the first chunk
             if reply.on_sent is not None:
                 reply.on_sent()
-            write(payload)
+            try:
+                write(payload)
+            except OSError:  # it gave up as the first chunk went out
+                handler.close_connection = True
+                return "gone"
             return None
         handler.close_connection = True
         if reply.kind == "cut":
@@ -224,3 +243,49 @@ def _hold(connection: socket.socket, hold: float) -> str | None:
     except OSError:
         return None
     return None if not data else "held"
+
+
+_REASONS: Final = {
+    "hold": ("ReadTimeout", "the server held the response until the client gave up"),
+    "drop": ("RemoteProtocolError", "the server dropped the connection before the headers"),
+    "reset": ("ConnectionResetError", "the server reset the connection"),
+    "cut": ("RemoteProtocolError", "the server cut the response off mid-way"),
+    "stall": ("ReadTimeout", "the stream stalled until the client gave up"),
+}
+
+
+def error_record(reply: Reply) -> ErrorRecord:
+    """What the client of a ``reply`` that is not an answer saw."""
+    name, message = _REASONS.get(reply.kind, ("Error", "the exchange failed"))
+    if reply.kind == "cut" and reply.fault == "read_error":
+        name = "ReadError"
+    return ErrorRecord(type=name, message=message, kind="runtime", retryable=True)
+
+
+def held_record(reply: Reply, hold: float) -> ErrorRecord:
+    """A hold (or a stall) no client gave up on: the server ended it by dropping the line."""
+    what = "stalled the stream" if reply.kind == "stall" else "held the response"
+    return ErrorRecord(
+        type="RemoteProtocolError",
+        message=f"the server {what} {hold:g}s, then dropped the connection: the client "
+        "never gave up",
+        kind="runtime",
+        retryable=True,
+    )
+
+
+def gave_up_record(reply: Reply) -> ErrorRecord:
+    """A held first chunk the client did not wait for: its read timeout, as in-process.
+
+    The server sees only the connection closed; a client closes it before reading an
+    answer it asked for when its read timeout fired (the in-process layer raises
+    ``ReadTimeout`` there too), so that is what is recorded.
+    """
+    return ErrorRecord(
+        type="ReadTimeout",
+        message=f"the client closed the connection before the first chunk, held "
+        f"{reply.first_delay:g}s ({reply.fault or 'slow_first_token'}), went out: it gave up "
+        "waiting",
+        kind="runtime",
+        retryable=True,
+    )

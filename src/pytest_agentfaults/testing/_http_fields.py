@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults._redact import is_secret_header, redact_text
+from pytest_agentfaults.errors import NetworkBlockedError
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
 from pytest_agentfaults.testing._current import current_plan
@@ -34,10 +35,12 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing._fault import HTTPFault
 
 __all__ = [
+    "REFUSED_HEADER",
     "attempt_fields",
     "body_fields",
     "client_fields",
     "learn_request",
+    "refused",
     "request_headers",
     "response_fields",
     "response_header_fields",
@@ -248,6 +251,22 @@ Digests = dict[bytes, str]
 _REMEMBERED_BODY: Final = 64 * 1024
 
 
+#: the header of the network guard's final answer to an SDK (`NetworkGuard.refuse`): the
+#: request was refused, never sent; the SDKs ignore it, the trace reads it (`refused`)
+REFUSED_HEADER: Final = "x-agentfaults-refused"
+
+
+def refused(response: Any, error: BaseException | None) -> bool:
+    """Whether the client's answer is a refusal: the guard's 403, or its error.
+
+    Read from the answer itself, however it came back (through the test's routes, or
+    from the fault layer), so each refusal is recorded as one, once.
+    """
+    if error is not None:
+        return isinstance(error, NetworkBlockedError)
+    return response is not None and REFUSED_HEADER in response.headers
+
+
 def attempt_fields(
     request: Any,
     url: str,
@@ -262,6 +281,8 @@ def attempt_fields(
     ``url`` as the event shows it; ``response`` or ``error`` is what the client got, and
     ``fault`` the fault behind it, if any. ``digests`` is the test's (its HTTP layer's).
     The request's credentials are learned into ``learned`` (the session's), if given.
+    A request refused before it was sent (`refused`) says so: ``refused: True``, which
+    the verdict leaves out (no server answered it), and its ``detail``.
     """
     method = request.method
     fields: dict[str, Any] = {"method": method, "url": url}
@@ -286,6 +307,9 @@ def attempt_fields(
             detail += f" (retry {retry_count})"
     if fault is not None:
         fields["fault"] = fault.label
+    if refused(response, error):
+        fields["refused"] = True
+        detail += ": refused, never sent (no fault, route or loopback server answered it)"
     try:
         body = request.content
     except Exception:  # a streamed upload that nobody has read: no digest

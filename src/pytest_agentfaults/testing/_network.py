@@ -18,7 +18,8 @@ With ``sockets=True`` (as the plugin starts it) ``socket.socket.connect`` refuse
 non-loopback addresses too, before any packet goes out, for every other client (urllib,
 requests, a raw socket). Loopback (127.0.0.0/8, ``::1``, ``localhost``) is always
 allowed. The code under test may swallow any refusal, so a test that passed also fails
-at teardown, naming each refused request (`check`).
+at teardown, naming each refused request (`check`). In a test with a fault plan, the
+plan's HTTP layer records the refused attempt as an ``http.request`` (``refused: True``).
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ from pytest_agentfaults.testing._clients import (
     push_guard,
     remove_guard,
 )
+from pytest_agentfaults.testing._current import active_plan
 from pytest_agentfaults.testing._handoff import NETWORK, Answer, Via, transport_kind
-from pytest_agentfaults.testing._http_fields import learn_request
+from pytest_agentfaults.testing._http_fields import REFUSED_HEADER, learn_request
 
 __all__ = ["NetworkGuard", "UnmatchedRequestError", "is_sdk_request"]
 
@@ -158,32 +160,40 @@ class NetworkGuard:
     # ------------------------------------------------------------------ one request
 
     def handle(self, library: Library, client: Any, request: Any, original: Any) -> Any:
-        """Send one sync request, or refuse it."""
+        """Send one sync request, or refuse it (recorded, in a test with a trace)."""
         __tracebackhide__ = True
-        refusal = self._refusal(library, client, request)
-        if refusal is None:
+        if not self._refuses(library, client, request):
             return original(client, request)
-        return original(Via(client, Answer(refusal)), request)
+        plan = active_plan()
+        if plan is not None:  # the test's HTTP layer refuses it with us, and records it
+            return plan.http_layer().handle(library, client, request, original)
+        return original(Via(client, Answer(self.refuse(library.module, request))), request)
 
     async def ahandle(self, library: Library, client: Any, request: Any, original: Any) -> Any:
-        """Send one async request, or refuse it."""
+        """Send one async request, or refuse it, like `handle`."""
         __tracebackhide__ = True
-        refusal = self._refusal(library, client, request)
-        if refusal is None:
+        if not self._refuses(library, client, request):
             return await original(client, request)
-        return await original(Via(client, Answer(refusal)), request)
+        plan = active_plan()
+        if plan is not None:
+            return await plan.http_layer().ahandle(library, client, request, original)
+        return await original(Via(client, Answer(self.refuse(library.module, request))), request)
 
-    def _refusal(self, library: Library, client: Any, request: Any) -> Injected | None:
+    def _refuses(self, library: Library, client: Any, request: Any) -> bool:
+        """Whether ``request`` is one to refuse: no loopback, no mock, no router answers it.
+
+        The HTTP layer of the test's plan, switched on for it, asks the same (`refuse`):
+        a refusal is an ``http.request`` of the test's trace, as with http faults.
+        """
         if self.learned is not None:
             learn_request(request, self.learned)
         if self.suspended or is_loopback(request.url.host):
-            return None
+            return False
         transport = client._transport_for_url(request.url)
         if transport_kind(library.module, library.name, transport) != NETWORK:
-            return None  # a MockTransport, pytest-httpx: it answers for itself
-        if library.mocker.routers:
-            return None  # a respx router of the test answers (http_faults guards its own)
-        return self.refuse(library.module, request)
+            return False  # a MockTransport, pytest-httpx: it answers for itself
+        # a respx router of the test answers (http_faults guards its own)
+        return not library.mocker.routers
 
     def refuse(self, module: Any, request: Any, why: str = "") -> Injected:
         """The refusal of ``request``, in the types of ``module`` (httpx or httpx2).
@@ -206,7 +216,11 @@ class NetworkGuard:
             "type": "error",
             "error": {"type": "network_blocked", "code": "network_blocked", "message": message},
         }
-        headers = [("content-type", "application/json"), ("x-should-retry", "false")]
+        headers = [
+            ("content-type", "application/json"),
+            ("x-should-retry", "false"),
+            (REFUSED_HEADER, "network"),  # the trace reads it: refused, never sent
+        ]
         return Injected(
             module.Response(REFUSED_STATUS, headers=headers, content=json.dumps(body).encode())
         )

@@ -13,6 +13,7 @@ import functools
 import itertools
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
@@ -28,9 +29,16 @@ from pytest_agentfaults.errors import (
 )
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import RealClock
-from pytest_agentfaults.runtime.events import ErrorRecord, Event
+from pytest_agentfaults.runtime.events import Event
 from pytest_agentfaults.runtime.models.base import ModelRequest, ModelResponse
-from pytest_agentfaults.testing._handler import Handler, Reply, send
+from pytest_agentfaults.testing._handler import (
+    Handler,
+    Reply,
+    error_record,
+    gave_up_record,
+    held_record,
+    send,
+)
 from pytest_agentfaults.testing._http_fields import body_fields, client_fields, response_fields
 from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
 from pytest_agentfaults.testing._wire import (
@@ -217,11 +225,17 @@ class Service:
             if len(body) > server.max_stored_body:  # the script's copy is bounded too
                 cut_texts(binding.model.requests[recorded:], server.max_stored_body)
         event = self._record(binding, received, reply, body)
+        if event is not None and reply.first_delay is not None:  # recorded as given up on
+            reply.on_sent = functools.partial(self._answered, event, reply.on_sent)
         # the event is recorded before the reply goes out: the client may look at once
-        if send(handler, reply, server.timeout_hold) == "held":
+        sent = send(handler, reply, server.timeout_hold)
+        if sent == "gone" and event is not None:  # it gave up as the first chunk went out
+            with self._lock:
+                event.error = gave_up_record(reply)
+        if sent == "held":
             if event is not None:  # what happened instead, before the connection closes
                 with self._lock:
-                    event.error = _held_record(reply, server.timeout_hold)
+                    event.error = held_record(reply, server.timeout_hold)
             binding.problems.append(
                 f"a {reply.fault or 'timeout'!r} on {method} {path} held the response "
                 f"{server.timeout_hold:g}s "
@@ -237,7 +251,11 @@ class Service:
         if reply.kind in ("answer", "cut", "stall"):
             fields["status"] = reply.status
         if reply.kind != "answer":
-            fields["error"] = _error_record(reply)
+            fields["error"] = error_record(reply)
+        elif reply.first_delay is not None:
+            # a held first chunk counts as given up on until it goes out (`_answered`): a
+            # client that gave up may look at once; one that waits reads it after the change
+            fields["error"] = gave_up_record(reply)
         if received.retry_count is not None:
             fields["retry_count"] = received.retry_count
         fields.update(client_fields(received.headers, received.path))
@@ -295,6 +313,13 @@ class Service:
             cap = held if len(body) > held else None
             reply.on_sent = functools.partial(self._take, binding, request, cap)
         return reply
+
+    def _answered(self, event: Event, then: Callable[[], None] | None) -> None:
+        """A held first chunk goes out: the client waited for it after all."""
+        with self._lock:
+            event.error = None
+        if then is not None:
+            then()
 
     def _take(self, binding: Binding, request: ModelRequest, cap: int | None) -> None:
         """Take the step a held answer peeked, now that it goes out (``cap``: cut texts)."""
@@ -464,31 +489,3 @@ def _failure_reply(
     reply = _error(provider, 500, redact_text(message), ids)
     reply.fault = "500"
     return reply
-
-
-_REASONS: Final = {
-    "hold": ("ReadTimeout", "the server held the response until the client gave up"),
-    "drop": ("RemoteProtocolError", "the server dropped the connection before the headers"),
-    "reset": ("ConnectionResetError", "the server reset the connection"),
-    "cut": ("RemoteProtocolError", "the server cut the response off mid-way"),
-    "stall": ("ReadTimeout", "the stream stalled until the client gave up"),
-}
-
-
-def _error_record(reply: Reply) -> ErrorRecord:
-    name, message = _REASONS.get(reply.kind, ("Error", "the exchange failed"))
-    if reply.kind == "cut" and reply.fault == "read_error":
-        name = "ReadError"
-    return ErrorRecord(type=name, message=message, kind="runtime", retryable=True)
-
-
-def _held_record(reply: Reply, hold: float) -> ErrorRecord:
-    """A hold (or a stall) no client gave up on: the server ended it by dropping the line."""
-    what = "stalled the stream" if reply.kind == "stall" else "held the response"
-    return ErrorRecord(
-        type="RemoteProtocolError",
-        message=f"the server {what} {hold:g}s, then dropped the connection: the client "
-        "never gave up",
-        kind="runtime",
-        retryable=True,
-    )

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_agentfaults.runtime._verdict_http import failed
+from pytest_agentfaults.runtime._verdict_http import failed, refused
 from pytest_agentfaults.testing._html_test import STYLE, test_section
 
 if TYPE_CHECKING:
@@ -53,7 +53,8 @@ def count_retries(events: Sequence[Event]) -> RetryCounts:
     ``retry_count``, above 0); an SDK's fresh call (``retry_count`` 0) that sends the
     request whose last attempt failed again (the retry loop of the code around it, as the
     verdict groups it); or, for a client that says nothing, one that repeats an earlier
-    request to the same route with the same body.
+    request to the same route with the same body. A request the network guard refused was
+    never sent: asked again, it is no retry (the verdict leaves it out too).
     """
     tool = llm = http = 0
     # per route outside runs: whether its last attempt failed
@@ -66,7 +67,7 @@ def count_retries(events: Sequence[Event]) -> RetryCounts:
             llm += 1
         elif kind == "transport.retry":
             http += 1
-        elif kind == "http.request":
+        elif kind == "http.request" and not refused(event):  # never sent: no retry
             retry_count = event.field("retry_count")
             if isinstance(retry_count, int) and retry_count > 0:
                 http += 1

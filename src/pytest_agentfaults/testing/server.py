@@ -36,7 +36,9 @@ bound to, are served over the socket:
 |                                          | then held until the client gives up (at most       |
 |                                          | ``timeout_hold``)                                  |
 | ``"slow_first_token"``                   | the scripted answer, its first chunk held          |
-|                                          | ``delay=`` s (at most ``timeout_hold``)            |
+|                                          | ``delay=`` s (at most ``timeout_hold``); a client  |
+|                                          | that closes the connection first is recorded with  |
+|                                          | the ``ReadTimeout`` it got                         |
 
 Why the standard library (`http.server.ThreadingHTTPServer`) and not uvicorn/starlette or
 aiohttp: the faults need direct control of the socket (close before or after the headers,
