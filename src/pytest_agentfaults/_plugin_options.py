@@ -9,7 +9,7 @@ import pytest
 
 from pytest_agentfaults._plugin_coverage import add_options as add_coverage_options
 
-__all__ = ["INJECT_FAULT", "REAL_TIME", "TRACE_MODES", "add_options", "keep_the_kit_unrewritten"]
+__all__ = ["INJECT_FAULT", "REAL_TIME", "TRACE_MODES", "add_options"]
 
 TRACE_MODES = ("on-failure", "always", "never")
 
@@ -74,28 +74,3 @@ def add_options(parser: pytest.Parser) -> None:
         "too), block (in every test) or allow",
         default="kit",
     )
-
-
-def keep_the_kit_unrewritten(pluginmanager: pytest.PytestPluginManager) -> None:
-    """Load the rest of this package with Python's own importer, not pytest's rewriter.
-
-    pytest marks every module of a plugin's distribution for assertion rewriting. The
-    rewriter keeps a cache of its own, which it cannot write under
-    ``PYTHONDONTWRITEBYTECODE`` (common in containers): it then reads and compiles the
-    source of each module of the kit a session loads, ~0.5 s a session, where Python's
-    importer reads the bytecode ``pip`` compiled at install. The kit's asserts are
-    internal checks that rewriting gives nothing; the user's tests and conftests are
-    rewritten as ever. The hook's set of marked names has no public API: where it is
-    missing (``--assert=plain``, another pytest) nothing changes.
-    """
-    hook = getattr(pluginmanager, "rewrite_hook", None)
-    marked = getattr(hook, "_must_rewrite", None)
-    cache = getattr(hook, "_marked_for_rewrite_cache", None)
-    if not isinstance(marked, set) or not isinstance(cache, dict):
-        return
-    ours = [name for name in marked if name.split(".")[0] == "pytest_agentfaults"]
-    if not ours:
-        return
-    marked.difference_update(ours)
-    for name in [name for name in cache if name.split(".")[0] == "pytest_agentfaults"]:
-        del cache[name]  # asked again, they now answer "not marked"

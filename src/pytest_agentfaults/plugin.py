@@ -12,6 +12,7 @@ hooks and fixtures. State lives in ``config.stash`` and ``item.stash``.
 
 from __future__ import annotations
 
+import importlib
 import os
 import random
 from collections.abc import Callable, Generator
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# first, for its effect: the modules imported below load unrewritten (see its docs)
+import pytest_agentfaults._plugin_unrewritten as _unrewritten
 from pytest_agentfaults import _plugin_coverage as _coverage
 from pytest_agentfaults import _plugin_end as _end
 from pytest_agentfaults import _plugin_fixtures as _fixtures
@@ -100,10 +103,10 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     """The command-line options and their ini twins (`_plugin_options`).
 
     Called as the plugin registers, before any conftest: the kit loaded from here on is
-    not assert-rewritten (`_options.keep_the_kit_unrewritten`).
+    not assert-rewritten (`_unrewritten.keep_the_kit_unrewritten`).
     """
     _options.add_options(parser)
-    _options.keep_the_kit_unrewritten(pluginmanager)
+    _unrewritten.keep_the_kit_unrewritten(pluginmanager)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -112,7 +115,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", _options.REAL_TIME)
     config.addinivalue_line("markers", _network.ALLOW_NETWORK)
     config.stash[_network.MODE] = _network.network_mode(config)
-    config.pluginmanager.import_plugin("pytest_agentfaults._plugin_sdk")
+    # not import_plugin(), which would mark it for assertion rewriting (`_unrewritten`);
+    # by name, as it imports this module
+    sdk = importlib.import_module("pytest_agentfaults._plugin_sdk")
+    config.pluginmanager.register(sdk, "pytest_agentfaults._plugin_sdk")
     mode = config.getoption("agentfaults_trace") or config.getini("agentfaults_trace")
     if mode not in _options.TRACE_MODES:
         raise pytest.UsageError(

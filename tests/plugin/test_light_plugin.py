@@ -40,6 +40,7 @@ def test_importing_the_entry_point_loads_only_the_stdlib_and_pytest():
         "pytest_agentfaults._plugin_secrets",
         "pytest_agentfaults._plugin_state",
         "pytest_agentfaults._plugin_totals",
+        "pytest_agentfaults._plugin_unrewritten",
         "pytest_agentfaults.plugin",
     ]
 
@@ -139,4 +140,30 @@ def test_the_kit_loaded_in_a_session_is_not_assert_rewritten(pytester: pytest.Py
     # PYTHONDONTWRITEBYTECODE, common in containers: ~0.5 s a session). The kit's asserts
     # are internal checks; only the user's modules need rewriting.
     pytester.makepyfile(test_loaders=LOADERS)
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
+
+
+START_LOADERS = """
+import sys
+
+
+def test_start_loaders():
+    ours = sorted(
+        name
+        for name in sys.modules
+        if name.startswith("pytest_agentfaults.")
+        and type(sys.modules[name].__loader__).__name__ == "AssertionRewritingHook"
+    )
+    # the entry point, and the module it imports first, which unmarks the rest: pytest
+    # loads them through its rewriter before the package can say no
+    assert ours == ["pytest_agentfaults._plugin_unrewritten", "pytest_agentfaults.plugin"]
+    assert "pytest_agentfaults._plugin_state" in sys.modules  # loaded at the start
+"""
+
+
+def test_the_modules_the_plugin_starts_with_are_not_assert_rewritten(pytester: pytest.Pytester):
+    # Without its cache (a fresh container, PYTHONDONTWRITEBYTECODE), the rewriter compiles
+    # the source of every module it loads, in every session and xdist worker: the ~20
+    # modules of the plugin's start cost +78 ms of a one-test session that way.
+    pytester.makepyfile(test_start_loaders=START_LOADERS)
     pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
