@@ -31,7 +31,7 @@ ENDED = pytest.StashKey[bool]()  # the test's kit is switched off for good
 # The fixtures the setup hook fills in; asking for one means using the kit, so each test
 # that names one has its state by then.
 _DIRECT = frozenset(("trace", "faults", "virtual_clock"))
-_OURS = "pytest_agentfaults.plugin"  # the module our fixtures are defined in
+_OURS = "pytest_agentfaults._plugin_hooks"  # the module our fixtures are defined in
 
 
 def state_of(item: pytest.Item) -> TestState:

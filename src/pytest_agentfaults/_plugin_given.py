@@ -11,6 +11,7 @@ Light, like ``plugin.py``: the standard library and pytest only at module level.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
 
 import pytest
@@ -46,7 +47,9 @@ def watch_given(config: pytest.Config) -> None:
     Registered during that test's setup, it wraps that test's call already.
     """
     if not config.pluginmanager.has_plugin(__name__):
-        config.pluginmanager.import_plugin(__name__)
+        # by hand: import_plugin() would mark this loaded module for assertion rewriting,
+        # and warn that it cannot (`_plugin_unrewritten`)
+        config.pluginmanager.register(sys.modules[__name__], __name__)
 
 
 @pytest.hookimpl(wrapper=True)

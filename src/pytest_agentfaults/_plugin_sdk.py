@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentfaults.plugin import _state
+from pytest_agentfaults._plugin_hooks import _state
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing._sdk_clients import SdkClients
