@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from pytest_agentfaults._network_policy import url_host
+from pytest_agentfaults.runtime._verdict_http import refused
 from pytest_agentfaults.runtime.events import Event
 from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
 
@@ -255,7 +256,7 @@ def _observe_model(
 
 def _observe_host(event: Event, rows: set[_Row], hits: set[_Hit]) -> None:
     url = event.field("url")
-    if not isinstance(url, str) or event.field("refused") is True:
+    if not isinstance(url, str) or refused(event):
         return  # (refused by the network guard: never sent, the host not exercised)
     host = url_host(url) or url
     rows.add(("host", host, HTTP))

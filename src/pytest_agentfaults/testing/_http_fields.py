@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REFUSED_HEADER",
+    "REFUSED_STATUS",
     "attempt_fields",
     "body_fields",
     "client_fields",
@@ -251,8 +252,12 @@ Digests = dict[bytes, str]
 _REMEMBERED_BODY: Final = 64 * 1024
 
 
-#: the header of the network guard's final answer to an SDK (`NetworkGuard.refuse`): the
-#: request was refused, never sent; the SDKs ignore it, the trace reads it (`refused`)
+#: The status of the network guard's answer to an SDK (`NetworkGuard.refuse`): final for
+#: both SDKs with ``x-should-retry: false`` (they read that header before the status), and
+#: 4xx for any other client that ignores it.
+REFUSED_STATUS: Final = 403
+#: its header: the request was refused, never sent; the SDKs ignore it, the trace reads it
+#: (`refused`)
 REFUSED_HEADER: Final = "x-agentfaults-refused"
 
 
@@ -264,7 +269,12 @@ def refused(response: Any, error: BaseException | None) -> bool:
     """
     if error is not None:
         return isinstance(error, NetworkBlockedError)
-    return response is not None and REFUSED_HEADER in response.headers
+    # the status first: every recorded attempt asks, and a header lookup scans them all
+    return (
+        response is not None
+        and response.status_code == REFUSED_STATUS
+        and REFUSED_HEADER in response.headers
+    )
 
 
 def attempt_fields(
@@ -317,7 +327,7 @@ def attempt_fields(
     if isinstance(body, bytes) and body:
         digest = digests.get(body) if len(body) <= _REMEMBERED_BODY else None
         if digest is None:
-            digest = hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
+            digest = _short_sha(body)
             if len(body) <= _REMEMBERED_BODY and len(digests) < 64:
                 digests[body] = digest
         fields["body_sha"] = digest
@@ -399,7 +409,7 @@ def unstreamed_body_sha(body: bytes) -> str | None:
     if not body or b'"stream' not in body:
         return None
     unstreamed = _STREAM_MEMBER.sub("", body.decode("utf-8", "replace"))
-    return hashlib.sha1(unstreamed.encode(), usedforsecurity=False).hexdigest()[:12]
+    return _short_sha(unstreamed.encode())
 
 
 def body_fields(body: bytes, fault: str | None) -> dict[str, str]:
@@ -409,9 +419,7 @@ def body_fields(body: bytes, fault: str | None) -> dict[str, str]:
     """
     if not body:
         return {}
-    fields: dict[str, Any] = {
-        "body_sha": hashlib.sha1(body, usedforsecurity=False).hexdigest()[:12]
-    }
+    fields: dict[str, Any] = {"body_sha": _short_sha(body)}
     return fields | (_faulted_body_fields(body, fault) if fault is not None else {})
 
 
@@ -428,3 +436,8 @@ def _faulted_body_fields(body: bytes, fault: str) -> dict[str, Any]:
     if fault in ("malformed_body", "not_json") and _ASKS_STREAM.search(body):
         return {"streamed": True}
     return {}
+
+
+def _short_sha(data: bytes) -> str:
+    """A body's ``body_sha``: the first 12 hex digits of its SHA-1 (an identity, not a seal)."""
+    return hashlib.sha1(data, usedforsecurity=False).hexdigest()[:12]

@@ -49,13 +49,9 @@ from pytest_agentfaults.testing._clients import (
 )
 from pytest_agentfaults.testing._current import active_plan
 from pytest_agentfaults.testing._handoff import NETWORK, Answer, Via, transport_kind
-from pytest_agentfaults.testing._http_fields import REFUSED_HEADER, learn_request
+from pytest_agentfaults.testing._http_fields import REFUSED_HEADER, REFUSED_STATUS, learn_request
 
 __all__ = ["NetworkGuard", "UnmatchedRequestError", "is_sdk_request"]
-
-#: The status of the answer an SDK gets: final for both SDKs with ``x-should-retry: false``
-#: (they read that header before the status), and 4xx for any other client that ignores it.
-REFUSED_STATUS: Final = 403
 
 
 class UnmatchedRequestError(NetworkBlockedError, AllMockedAssertionError):
