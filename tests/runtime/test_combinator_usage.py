@@ -106,3 +106,39 @@ def test_async_first_of_counts_each_model_it_asks():
     result = asyncio.run(agent_with(af.first_of(a, b)).arun("x"))
     assert result.usage.llm_calls == 2
     assert [e.model for e in result.trace.of("llm.error")] == ["a"]
+
+
+def failed_trace(model, *, sync=True):
+    trace = af.Trace()
+    agent = af.Agent("bot", model=model, clock=af.VirtualClock(), observer=trace.add)
+    try:
+        agent.run("x") if sync else asyncio.run(agent.arun("x"))
+    except af.RateLimitError as exc:
+        return trace, exc
+    raise AssertionError("the run did not fail")
+
+
+def test_a_combinator_whose_models_all_fail_records_each_failure_once():
+    # One llm.error per failed model request: the run's call failing is not a further
+    # failure (it was recorded once as `first_of(a, b)`'s first error, then again).
+    for sync in (True, False):
+        a = ScriptedModel([fail.rate_limit()], name="a")
+        b = ScriptedModel([fail.rate_limit()], name="b")
+        trace, raised = failed_trace(af.first_of(a, b), sync=sync)
+        assert [e.field("model") for e in trace.of("llm.error")] == ["a", "b"]
+        assert trace.of("run.end")[0].error.type == type(raised).__name__
+
+
+def test_a_combinator_of_one_failing_model_records_one_llm_error():
+    for model in (
+        af.first_of(ScriptedModel([fail.rate_limit()], name="a")),
+        af.speculative(ScriptedModel([fail.rate_limit()], name="a"), 1),
+    ):
+        trace, _ = failed_trace(model)
+        assert [e.field("model") for e in trace.of("llm.error")] == ["a"]
+
+
+def test_speculative_samples_that_all_fail_each_record_one_llm_error():
+    model = ScriptedModel([fail.rate_limit(), fail.rate_limit()], name="a")
+    trace, _ = failed_trace(af.speculative(model, 2))
+    assert [e.field("model") for e in trace.of("llm.error")] == ["a", "a"]

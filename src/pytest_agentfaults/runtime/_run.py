@@ -434,7 +434,9 @@ class Run:
         except Exception as exc:
             if response is not None:  # an empty or blocked answer: its tokens were spent
                 self.meter.unused(response)
-            rec.emit("llm.error", attempt=attempt, error=ErrorRecord.from_exception(exc))
+            # A combinator's model that failed has its own `llm.error` already (`recorded`)
+            if not any(exc is done for done in request.recorded):
+                rec.emit("llm.error", attempt=attempt, error=ErrorRecord.from_exception(exc))
             raise
         usage = self.usage
         usage.input_tokens += input_tokens

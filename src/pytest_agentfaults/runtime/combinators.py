@@ -193,8 +193,12 @@ class Speculative:
 
 
 def _failed(request: ModelRequest, model: Model, exc: Exception) -> None:
-    """The ``llm.error`` of one model a combinator asked, naming it."""
+    """The ``llm.error`` of one model a combinator asked, naming it.
+
+    The run learns it was recorded: raised on to the run, it is no second failure.
+    """
     request.emit("llm.error", model=_name(model), error=ErrorRecord.from_exception(exc))
+    request.recorded = (*request.recorded, exc)
 
 
 def _count_losers(

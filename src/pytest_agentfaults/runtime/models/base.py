@@ -167,6 +167,9 @@ class ModelRequest:
     ``meter`` is the run's usage, for a combinator that makes more than one call
     (`count_call`, `count_unused`); without it those count nothing. ``cancel`` is the
     run's token: a client's transport-retry wait ends when it is cancelled.
+    ``recorded``: the errors a model that asks others (`af.first_of`, `af.speculative`)
+    has recorded as ``llm.error`` events already, each naming the model that failed; the
+    run records one of them raised again as no second failure.
     """
 
     messages: list[Message]
@@ -179,6 +182,7 @@ class ModelRequest:
     jitter: Callable[[], float] | None = None
     meter: Meter | None = None
     cancel: CancelToken | None = None
+    recorded: tuple[BaseException, ...] = ()
 
     def count_call(self) -> None:
         """Count one more model call made for this request (refused past a budget cap)."""
