@@ -142,3 +142,10 @@ def test_speculative_samples_that_all_fail_each_record_one_llm_error():
     model = ScriptedModel([fail.rate_limit(), fail.rate_limit()], name="a")
     trace, _ = failed_trace(af.speculative(model, 2))
     assert [e.field("model") for e in trace.of("llm.error")] == ["a", "a"]
+
+
+def test_nested_combinators_record_each_failed_model_once():
+    a = ScriptedModel([fail.rate_limit()], name="a")
+    b = ScriptedModel([fail.rate_limit()], name="b")
+    trace, _ = failed_trace(af.first_of(af.first_of(a), af.speculative(b, 1)))
+    assert [e.field("model") for e in trace.of("llm.error")] == ["a", "b"]

@@ -195,8 +195,11 @@ class Speculative:
 def _failed(request: ModelRequest, model: Model, exc: Exception) -> None:
     """The ``llm.error`` of one model a combinator asked, naming it.
 
-    The run learns it was recorded: raised on to the run, it is no second failure.
+    Once per failure: a combinator asked by another recorded its models' failures, and the
+    run learns what was recorded, so the error raised on to it is no second failure.
     """
+    if any(exc is done for done in request.recorded):
+        return
     request.emit("llm.error", model=_name(model), error=ErrorRecord.from_exception(exc))
     request.recorded = (*request.recorded, exc)
 
