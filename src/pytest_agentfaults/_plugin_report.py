@@ -161,7 +161,7 @@ def ship(
     xdist workers too. ``used``: the test recorded something or declares the kit.
     """
     outcome = "failed" if state.failed else "passed"
-    shipped: dict[str, Any] = {"counts": state.counts().as_dict(), "used": used}
+    shipped: dict[str, Any] = {"counts": state.counted(), "used": used}
     if session.trace_dir is not None and session.kit is not None:
         text = state.to_json(outcome)
         session.kit.write_trace_file(session.trace_dir, item.nodeid, text, session.learned)

@@ -468,3 +468,20 @@ def test_a_test_gets_state_when_its_module_holds_the_kit_asked_once_per_module(p
         "STATE [('test_a1', False, False), ('test_a2', False, False), "
         "('test_b1', False, True), ('test_b2', False, True)]" in result.stdout.lines
     )
+
+
+def test_a_tests_network_guard_is_freed_without_the_garbage_collector():
+    # Every test that uses the kit starts one, socket.connect sealed: left to the collector,
+    # each would wait for its passes, with the wrappers it patched in.
+    from pytest_agentfaults.testing._network import NetworkGuard
+
+    gc.disable()
+    try:
+        guard = NetworkGuard("t", sockets=True)
+        guard.start()
+        guard.stop()
+        freed = weakref.ref(guard)
+        del guard
+        assert freed() is None
+    finally:
+        gc.enable()

@@ -91,6 +91,7 @@ class NetworkGuard:
     """Refuses one test's requests to real hosts (see the module docs)."""
 
     _socket_connect: ClassVar[Any] = None  # socket.socket's own, while one guard patches it
+    _socket_key: ClassVar[object | None] = None  # the patch that is on (`_patch_sockets`)
 
     def __init__(
         self,
@@ -259,31 +260,37 @@ def _patch_sockets(guard: NetworkGuard) -> None:
     # them back after this guard stopped, where they outlive its test: only while this
     # patch is the one on do they decide anything; after, they call straight through, and
     # the guard of the running test (if any) decides from its own wrapper above them.
+    # Which patch is on is told by ``key``, not by the tuple that holds the wrappers: the
+    # wrappers holding that tuple would make a cycle, and every test that uses the kit would
+    # leave its guard and them to the garbage collector.
+    key = object()
+
     def connect(sock: socket.socket, address: Any) -> None:
         __tracebackhide__ = True
-        if NetworkGuard._socket_connect is patched:
+        if NetworkGuard._socket_key is key:
             _check_address(guard, sock, address)
         original_connect(sock, address)
 
     def connect_ex(sock: socket.socket, address: Any) -> int:
         __tracebackhide__ = True
-        if NetworkGuard._socket_connect is patched:
+        if NetworkGuard._socket_key is key:
             _check_address(guard, sock, address)
         return original_connect_ex(sock, address)
 
     own = vars(socket.socket)
     # (name, ours, what was there: the class's own attribute, or None when inherited)
-    patched = (
+    NetworkGuard._socket_connect = (
         ("connect", connect, own.get("connect")),
         ("connect_ex", connect_ex, own.get("connect_ex")),
     )
-    NetworkGuard._socket_connect = patched
+    NetworkGuard._socket_key = key
     socket.socket.connect = connect  # type: ignore[method-assign,assignment]
     socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
 
 
 def _unpatch_sockets() -> None:
     patched, NetworkGuard._socket_connect = NetworkGuard._socket_connect, None
+    NetworkGuard._socket_key = None
     for name, ours, before in patched or ():
         if vars(socket.socket).get(name) is not ours:
             continue  # replaced since (the test's own patch, undone already): leave theirs
