@@ -8,7 +8,7 @@ axis, one row per tool and model) and the event list. No scripts, no external as
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -43,8 +43,11 @@ class RetryCounts:
 OUTSIDE_RUNS = "http"
 
 
-def count_retries(events: Sequence[Event]) -> RetryCounts:
+def count_retries(events: Sequence[Event], kinds: Mapping[str, int] | None = None) -> RetryCounts:
     """Count ``events``' retries: tool, LLM and HTTP apart (the one place that counts them).
+
+    ``kinds``: how many events of each type ``events`` holds, when the caller counted them
+    already; without an ``http.request`` among them, they are all it takes.
 
     Tool and LLM retries are the runtime's ``tool.retry`` and ``llm.retry`` events. HTTP
     retries are its ``transport.retry`` events, plus the retries made below it, outside
@@ -56,6 +59,9 @@ def count_retries(events: Sequence[Event]) -> RetryCounts:
     request to the same route with the same body. A request the network guard refused was
     never sent: asked again, it is no retry (the verdict leaves it out too).
     """
+    if kinds is not None and "http.request" not in kinds:
+        get = kinds.get
+        return RetryCounts(get("tool.retry", 0), get("llm.retry", 0), get("transport.retry", 0))
     tool = llm = http = 0
     # per route outside runs: whether its last attempt failed
     last_failed: dict[tuple[object, ...], bool] = {}

@@ -258,18 +258,13 @@ class TestState:
         # Every passing test of a session counts: the kinds are counted by C code, and
         # only a test with HTTP requests needs `count_retries`' look at their fields.
         kinds = Counter(map(_KIND, events))
-        get = kinds.get
-        if "http.request" in kinds:
-            retries = count_retries(events)
-            tool, llm, http = retries.tool, retries.llm, retries.http
-        else:  # what `count_retries` counts of the other kinds
-            tool, llm, http = get("tool.retry", 0), get("llm.retry", 0), get("transport.retry", 0)
+        retries = count_retries(events, kinds)
         return {
             "faults": fired,
-            "retries": tool + llm,
-            "fixer_calls": get("fixer.call", 0),
-            "escalations": get("escalation", 0),
-            "http_retries": http,
+            "retries": retries.tool + retries.llm,
+            "fixer_calls": kinds.get("fixer.call", 0),
+            "escalations": kinds.get("escalation", 0),
+            "http_retries": retries.http,
         }
 
     def recorded(self) -> bool:
