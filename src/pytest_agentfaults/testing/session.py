@@ -246,21 +246,12 @@ class TestState:
     def counted(self) -> dict[str, int]:
         """`counts` in its dict form (`Counts.as_dict`), which a test's report ships."""
         events = self.trace.events
-        fired = len(self.plan.fired)
-        if not events:
-            return {
-                "faults": fired,
-                "retries": 0,
-                "fixer_calls": 0,
-                "escalations": 0,
-                "http_retries": 0,
-            }
         # Every passing test of a session counts: the kinds are counted by C code, and
         # only a test with HTTP requests needs `count_retries`' look at their fields.
         kinds = Counter(map(_KIND, events))
         retries = count_retries(events, kinds)
         return {
-            "faults": fired,
+            "faults": len(self.plan.fired),
             "retries": retries.tool + retries.llm,
             "fixer_calls": kinds.get("fixer.call", 0),
             "escalations": kinds.get("escalation", 0),
