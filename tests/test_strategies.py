@@ -321,6 +321,16 @@ def test_fault_plans_are_fresh_plans_on_the_given_targets(plan: FaultPlan) -> No
 
 
 @SETTINGS
+@given(afst.fault_plans(tools=[], llm=False, http=True, min_faults=1, max_faults=2))
+def test_fault_plans_http_faults_name_a_call_that_exists(plan: FaultPlan) -> None:
+    # Reports and messages show a fault's source: it was "@pytest.mark.http_faults(...)",
+    # a marker that does not exist. The call that adds the same fault is shown instead.
+    assert plan.of("http")
+    for fault in plan.of("http"):
+        assert fault.source.startswith("faults.inject_fault(http="), fault.source
+
+
+@SETTINGS
 @given(afst.fault_plans(tools=["fetch"], llm=["rate_limit", "timeout"], min_faults=2))
 def test_fault_plans_take_the_llm_kinds_named(plan: FaultPlan) -> None:
     assert len(plan.faults) >= 2

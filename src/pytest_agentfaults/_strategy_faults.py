@@ -16,7 +16,6 @@ from pytest_agentfaults.testing.faults import (
     LLM_KINDS,
     Fault,
     FaultPlan,
-    parse_marker,
 )
 
 __all__ = ["fault_plans", "http_faults", "tool_exceptions"]
@@ -95,8 +94,8 @@ def http_faults(
     ``{"http": "timeout"}`` (a status, or one of ``timeout``, ``connect_error``,
     ``read_error``, ``reset``, ``malformed_body``, ``truncated_stream``), plus ``times``
     and ``at`` when not 1, and the ``url`` / ``method`` you pass. Add one to a plan with
-    ``plan.add(parse_marker((), spec))`` (`pytest_agentfaults.testing.faults.parse_marker`),
-    or let `fault_plans` do it (``http=True``).
+    ``faults.inject_fault(**spec)`` (checked as the marker is), or let `fault_plans` do it
+    (``http=True``).
 
     ``statuses`` defaults to retryable (503, 429, 500, 502, 504, 529, 408) and final (400,
     401, 403, 404) codes; ``kinds`` to the six above; pass an empty list to leave either
@@ -280,7 +279,7 @@ def _tool_adder(drawn: tuple[str, tuple[str, Any]]) -> Callable[[FaultPlan], Any
 
 def _http_adder(spec: dict[str, Any]) -> Callable[[FaultPlan], Any]:
     def add(plan: FaultPlan) -> Fault:
-        return plan.add(parse_marker((), spec, label="http_faults"))
+        return plan.inject_fault(**spec)  # its source names the call that adds it
 
     return add
 
