@@ -32,7 +32,7 @@ _DIRECT_HANDLERS = ("log_cli_handler", "log_file_handler")
 
 
 def scrub_report(report: Any, learned: LearnedSecrets | None = None, *, kit: bool = True) -> None:
-    """Redact ``report``'s ``longrepr``, ``sections`` and ``user_properties`` in place.
+    """Redact ``report``'s ``longrepr``, ``sections``, ``user_properties`` and xfail reason.
 
     With ``learned`` (the session's), every value it holds too. ``kit``: the report is of
     a test that uses the kit (`redact_text`); else only `redact_shapes` (no rule reading
@@ -54,6 +54,9 @@ def scrub_report(report: Any, learned: LearnedSecrets | None = None, *, kit: boo
     message = getattr(report, "message", None)
     if isinstance(message, str) and not hasattr(report, "longrepr"):
         report.message = redact(message, learned)
+    reason = getattr(report, "wasxfail", None)
+    if isinstance(reason, str) and reason:  # the XFAIL / XPASS line's and junit's reason
+        report.wasxfail = redact(reason, learned)
 
 
 def _property(
@@ -106,11 +109,16 @@ def _scrub(
         if id(value) in seen:  # a chain shares its last traceback with the top level
             return value
         seen.add(id(value))
-        for field in dataclasses.fields(value):
-            current = getattr(value, field.name, None)
+        # its fields, and what a subclass sets in __init__: pytest's `TerminalRepr` is a
+        # dataclass with no field, and a collection error's repr (the module's traceback
+        # as text) and a missing fixture's (the test's decorators) keep theirs so
+        names = {field.name for field in dataclasses.fields(value)}
+        names.update(getattr(value, "__dict__", ()))
+        for name in names:
+            current = getattr(value, name, None)
             cleaned = _scrub(current, seen, learned, redact)
             if cleaned is not current:
-                object.__setattr__(value, field.name, cleaned)
+                object.__setattr__(value, name, cleaned)
     return value
 
 

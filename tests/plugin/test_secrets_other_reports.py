@@ -1,0 +1,67 @@
+"""Reports that are not a traceback carry no key either.
+
+An audit's findings: a collection error (an ``ImportError`` a test module raised, quoting
+its key), a fixture-lookup error (which shows the test's decorators, a key in a
+``parametrize`` list among them) and an xfail's reason reached ``-rA`` and junit XML as
+written: pytest keeps the first two in repr objects that are not dataclasses, and the
+reason apart from the report's failure text.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+PROVIDER_KEY = "sk-proj-" + "CollectKey0123456789abcdEFGH"
+GATEWAY_KEY = "gw_live_" + "8f2a9c1d4e7b3a6c"
+
+IMPORTS = f"""
+KEY = "{PROVIDER_KEY}"
+raise ImportError(f"cannot configure the client with {{KEY}}")
+"""
+
+LOOKS_UP = f"""
+import pytest
+
+
+@pytest.mark.parametrize("key", ["{PROVIDER_KEY}"])
+def test_missing_fixture(key, no_such_fixture):
+    pass
+"""
+
+XFAILS = f"""
+import pytest
+
+
+@pytest.mark.xfail(reason="the provider refuses {PROVIDER_KEY}")
+def test_plain_xfail():
+    raise ValueError("refused")
+
+
+def test_kit_xfail(faults):
+    pytest.xfail("the gateway refuses Bearer {GATEWAY_KEY}")
+
+
+@pytest.mark.xfail(reason="the provider refuses {PROVIDER_KEY}")
+def test_plain_xpass():
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "outcome"),
+    [
+        pytest.param(IMPORTS, {"errors": 1}, id="collection-error"),
+        pytest.param(LOOKS_UP, {"errors": 1}, id="fixture-lookup-error"),
+        pytest.param(XFAILS, {"xfailed": 2, "xpassed": 1}, id="xfail-reason"),
+    ],
+)
+def test_a_key_in_a_report_that_is_no_traceback_is_redacted(pytester, source, outcome):
+    pytester.makepyfile(test_keys=source)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest("-p", "no:randomly", "-rA", f"--junitxml={junit}")
+    result.assert_outcomes(**outcome)
+    texts = {"stdout": result.stdout.str(), "junit": junit.read_text(encoding="utf-8")}
+    leaks = [where for where, text in texts.items() for key in (PROVIDER_KEY, GATEWAY_KEY)
+             if key in text]  # fmt: skip
+    assert leaks == []
+    assert "[REDACTED]" in texts["stdout"]
