@@ -77,24 +77,9 @@ _SECRET_HEADER_PARTS: Final = ("api-key", "apikey", "token", "secret", "password
 _POINTERS: Final = ("-file", "-path", "-dir", "-url", "-uri", "-sock", "-cmd", "-command")
 
 #: URL query parameters that carry a credential, by (lower-case) name
-_QUERY_NAMES: Final = frozenset(
-    {
-        "key",
-        "api_key",
-        "apikey",
-        "api-key",
-        "token",
-        "access_token",
-        "refresh_token",
-        "id_token",
-        "auth",
-        "subscription-key",
-        "client_secret",
-        "sig",
-        "signature",
-        "password",
-    }
-)
+_QUERY_NAMES: Final = frozenset({"key", "api_key", "apikey", "api-key", "token", "access_token",
+                                 "refresh_token", "id_token", "auth", "subscription-key",
+                                 "client_secret", "sig", "signature", "password"})  # fmt: skip
 # A Python name where the key=value rule expects a value: ``api_key=ANTHROPIC_KEY)`` in a
 # traceback's source line is code, and the name is not the key it holds. A word is letters
 # only, all lower-case, all upper-case, Capitalized or camelCase: a digit, or case mixed
@@ -151,6 +136,12 @@ _HEADER_MARKERS: Final = ("authorization", "api-key", "apikey", "cookie", "x-aut
                           "subscription-key", "functions-key")  # fmt: skip
 _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADERS, key=len)[::-1])
 
+# Where a key or a credential's name starts: not inside a word (as ``\b``), but after "_"
+# (``OPENAI_API_KEY=``), an escape in a repr (``\\nsk-...``) or a ``%22``. A quote may be
+# escaped: JSON inside JSON (a tool call's arguments in a request body).
+_START: Final = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt])|(?<=%[0-9A-Fa-f]{2}))"
+_QUOTE: Final = r"(?:\\?[\"'])"
+
 # (markers, pattern, replacement): a pattern runs only when one of its lower-cased
 # markers occurs in the text. Most text has none, and substring tests are far cheaper than
 # regular expressions: redaction runs on every recorded event. A match becomes
@@ -158,20 +149,21 @@ _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADER
 _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
     (
         ("bearer", "basic"),
-        _Lazy(r"(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
+        _Lazy(rf"({_START}(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{{8,}}", re.IGNORECASE),
         _keep_prefix,
     ),
-    (("sk-",), _Lazy(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{12,}"), REDACTED),
-    (("akia", "asia"), _Lazy(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),
-    (("aiza",), _Lazy(r"\bAIza[0-9A-Za-z_-]{30,}"), REDACTED),
-    (("gh",), _Lazy(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), REDACTED),
-    (("xox",), _Lazy(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (("sk-",), _Lazy(rf"{_START}sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{{12,}}"), REDACTED),
+    (("akia", "asia"), _Lazy(rf"{_START}(?:AKIA|ASIA)[A-Z0-9]{{16}}\b"), REDACTED),
+    (("aiza",), _Lazy(rf"{_START}AIza[0-9A-Za-z_-]{{30,}}"), REDACTED),
+    (("gh",), _Lazy(rf"{_START}gh[pousr]_[A-Za-z0-9]{{30,}}"), REDACTED),
+    (("xox",), _Lazy(rf"{_START}xox[abpr]-[A-Za-z0-9-]{{10,}}"), REDACTED),
     (
         # "api_key=...", "token: ...": a quoted value, or one that is not a Python name
         ("apikey", "api_key", "api-key", "token", "secret", "password"),
         _Lazy(
-            r"(\b(?:api[_-]?key|access[_-]?token|secret|password|token)[\"']?\s*[:=]\s*"
-            r"([\"']?))([^\s\"'&,;})]{6,})",
+            rf"({_START}(?:api[_-]?key|secret[_-]?(?:access[_-]?)?key|access[_-]?token|secret"
+            rf"|password|token){_QUOTE}?\s*[:=]\s*"
+            rf"({_QUOTE}?))((?:[^\s\"'&,;}})\\]|\\(?![\"'])){{6,}})",
             re.IGNORECASE,
         ),
         _keep_code,
@@ -208,9 +200,9 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
         # for key=value, a Python name there is code ({"x-api-key": SERVER_KEY})
         _HEADER_MARKERS,
         _Lazy(
-            r"(\b(?:" + _HEADER_NAMES + r")[\"']?\s*[:=]\s*([\"']?))"
+            rf"({_START}(?:{_HEADER_NAMES}){_QUOTE}?\s*[:=]\s*({_QUOTE}?))"
             r"(?!(?:(?:Bearer|Basic)\s+)?\[REDACTED\])"
-            r"([^\s\"'\r\n,}][^\"'\r\n,}]{3,})",
+            r"([^\s\"'\r\n,}\\](?:[^\"'\r\n,}\\]|\\(?![\"'])){3,})",
             re.IGNORECASE,
         ),
         _keep_code,
