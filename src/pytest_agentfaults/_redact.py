@@ -412,19 +412,20 @@ class LearnedSecrets:
 
         ``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``AZURE_OPENAI_KEY``, ``DB_PASSWORD``: a name
         that `is_secret_header` would call a credential, or that ends in ``_KEY``. Read at
-        the session's start, the same in every xdist worker, so a key the suite reads from
-        the environment is redacted before any request carries it (a parametrize id, a
-        plain test's failure). A file, path or URL the name points to (``*_FILE``,
-        ``PASSWORD_STORE_DIR``, a value starting with ``/``) is no credential.
+        the session's start in every xdist worker, so a key the suite reads from the
+        environment is redacted before a request carries it (a parametrize id, a plain
+        test's failure). A file, path or URL (``*_FILE``, ``PASSWORD_STORE_DIR``, a value
+        starting with ``/``) is no credential.
         """
-        found = []
-        for name, value in environ.items():
-            lowered = name.lower().replace("_", "-")
-            if lowered.endswith(_POINTERS) or value.startswith(("/", "~", ".")):
-                continue
-            if lowered.endswith("-key") or is_secret_header(lowered):
-                found.append(value.strip())
-        self.learn(found)
+        self.learn(
+            value.strip()
+            for name, value in environ.items()
+            if not value.startswith(("/", "~", ".")) and _names_credential(name)
+        )
+
+    def learn_arguments(self, arguments: Mapping[str, object]) -> None:
+        """Learn a tool call's text arguments named as credentials: its error may quote one."""
+        self.learn(v for k, v in arguments.items() if isinstance(v, str) and _names_credential(k))
 
     def learn(self, values: Iterable[str]) -> None:
         """Learn ``values`` as they are: credentials another process learned (an xdist worker).
@@ -469,6 +470,14 @@ def looks_like_key(value: str) -> bool:
         elif char.isupper():
             upper = True
     return lower + upper + digit >= 2
+
+
+@functools.lru_cache(maxsize=1024)  # asked for every argument of a kit test's tool calls
+def _names_credential(name: str) -> bool:
+    """Whether a variable or argument of this name holds a credential, not where one is."""
+    lowered = name.lower().replace("_", "-")
+    credential = lowered.endswith("-key") or is_secret_header(lowered)
+    return credential and not lowered.endswith(_POINTERS)
 
 
 def _credentials(header: str, value: str) -> list[str]:

@@ -65,3 +65,45 @@ def test_a_key_in_a_report_that_is_no_traceback_is_redacted(pytester, source, ou
              if key in text]  # fmt: skip
     assert leaks == []
     assert "[REDACTED]" in texts["stdout"]
+
+
+TOOL_QUOTES = f"""
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool, say
+
+
+@af.tool
+def login(user: str, password: str) -> str:
+    \"\"\"Log in.\"\"\"
+    raise PermissionError(f"login refused for {{user}} with {{password}}")
+
+
+def test_login(trace):
+    model = ScriptedModel([call_tool("login", user="bob", password="{GATEWAY_KEY}"), say("no")])
+    af.Agent("bot", model=model, tools=[login]).run("go")
+    assert trace.count("tool.error") == 0
+
+
+def test_a_later_plain_test():
+    assert "{GATEWAY_KEY}" == "other"
+"""
+
+
+def test_a_credential_argument_a_tool_quotes_is_redacted(pytester):
+    # The tool's arguments are shown redacted by name ({"password": "[REDACTED]"}); its
+    # error quoting the same value must not show it either.
+    pytester.makepyfile(test_tool=TOOL_QUOTES)
+    out = pytester.path / "out"
+    result = pytester.runpytest(
+        "-p",
+        "no:randomly",
+        "-rA",
+        f"--junitxml={out / 'junit.xml'}",
+        f"--agentfaults-html={out / 'af.html'}",
+        f"--agentfaults-trace-dir={out / 'traces'}",
+    )
+    result.assert_outcomes(failed=2)
+    texts = {"stdout": result.stdout.str()}
+    texts.update({path.name: path.read_text() for path in out.rglob("*") if path.is_file()})
+    assert [where for where, text in texts.items() if GATEWAY_KEY in text] == []
+    assert "login refused for bob with [REDACTED]" in texts["stdout"]

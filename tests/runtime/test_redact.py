@@ -498,3 +498,17 @@ def test_a_key_shape_after_an_escape_is_redacted(text, shown):
 )
 def test_a_longer_name_or_word_that_is_no_credential_is_kept(text):
     assert redact_text(text) == text
+
+
+def test_a_tool_calls_text_arguments_named_as_credentials_are_learned():
+    learned = LearnedSecrets()
+    learned.learn_arguments(
+        {
+            "password": "Hunter2Hunter2x",
+            "api_key": GATEWAY,
+            "password_file": "keys/Hunter2Hunter2y",  # where a credential is
+            "query": "Hunter2Hunter2z",  # no credential's name
+            "token": 12345678901234567890,  # not text
+        }
+    )
+    assert learned.values == (GATEWAY, "Hunter2Hunter2x")
