@@ -9,6 +9,8 @@ reason apart from the report's failure text.
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 
 PROVIDER_KEY = "sk-proj-" + "CollectKey0123456789abcdEFGH"
@@ -20,6 +22,8 @@ raise ImportError(f"cannot configure the client with {{KEY}}")
 """
 
 LOOKS_UP = f"""
+import secrets
+
 import pytest
 
 
@@ -29,6 +33,8 @@ def test_missing_fixture(key, no_such_fixture):
 """
 
 XFAILS = f"""
+import secrets
+
 import pytest
 
 
@@ -107,3 +113,40 @@ def test_a_credential_argument_a_tool_quotes_is_redacted(pytester):
     texts.update({path.name: path.read_text() for path in out.rglob("*") if path.is_file()})
     assert [where for where, text in texts.items() if GATEWAY_KEY in text] == []
     assert "login refused for bob with [REDACTED]" in texts["stdout"]
+
+
+CUT = """
+import os
+
+import httpx
+import secrets
+
+import pytest
+
+GW = os.environ["AF_GW"]
+
+
+def test_a_sends(http_faults):
+    http_faults.get("https://gw.example.test/v1/models").respond(200, json={})
+    httpx.get("https://gw.example.test/v1/models", headers={"x-api-key": GW})
+
+
+@pytest.mark.parametrize(("at", "tail"), [(100, 140), (110, 140), (150, 100), (150, 110)])
+def test_b_holds_a_long_text(at, tail):
+    # pytest shows a long local (-l) and an assertion's operands cut to their start and
+    # end around "...": the key is across the cut, in neither part whole
+    text = "z" * at + GW + "w" * tail
+    assert text.startswith("w")
+"""
+
+
+def test_a_learned_key_that_pytest_cut_short_leaves_no_part(pytester, monkeypatch):
+    secret = secrets.token_hex(12)
+    monkeypatch.setenv("AF_GW", f"gw_live_{secret}")
+    pytester.makepyfile(test_cut=CUT)
+    result = pytester.runpytest("-p", "no:randomly", "-rA", "-l")
+    result.assert_outcomes(passed=1, failed=4)
+    stdout = result.stdout.str()
+    slices = {secret[i : i + 6] for i in range(len(secret) - 5)}
+    assert [piece for piece in slices if piece in stdout] == []
+    assert "...[REDACTED]" in stdout

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_agentfaults._redact import LearnedSecrets, redact_shapes, redact_text
+from pytest_agentfaults._redact import REDACTED, LearnedSecrets, redact_shapes, redact_text
 
 __all__ = ["redact_log_output", "redact_trace_files", "redact_xml", "scrub_report"]
 
@@ -40,6 +40,8 @@ def scrub_report(report: Any, learned: LearnedSecrets | None = None, *, kit: boo
     (pytest's ``WarningReport``) has its ``message`` redacted.
     """
     redact: Callable[[str, LearnedSecrets | None], str] = redact_text if kit else redact_shapes
+    if learned:
+        redact = _and_cut_keys(redact)
     longrepr = getattr(report, "longrepr", None)
     if longrepr is not None:
         report.longrepr = _scrub(longrepr, set(), learned, redact)
@@ -69,6 +71,43 @@ def _property(
     text = str(value)  # what junit XML writes of it
     redacted = redact(text, learned)
     return value if redacted == text else redacted
+
+
+#: the shortest part of a learned key redacted where pytest cut the key short (`_cut_keys`)
+_CUT_SHORTEST = 4
+
+
+def _and_cut_keys(
+    redact: Callable[[str, LearnedSecrets | None], str],
+) -> Callable[[str, LearnedSecrets | None], str]:
+    def redact_and_cut(text: str, learned: LearnedSecrets | None) -> str:
+        text = redact(text, learned)
+        return _cut_keys(text, learned) if learned and "..." in text else text
+
+    return redact_and_cut
+
+
+def _cut_keys(text: str, learned: LearnedSecrets) -> str:
+    """Redact the parts of a learned key that pytest cut short, on each side of ``...``.
+
+    pytest shows a long value (a local with ``-l``, an assertion's operand) as its start
+    and its end around ``...``: a key across the cut is whole on neither side, so no value
+    matches. The longest start of a key that ends the text before ``...`` goes, and the
+    longest end of a key that starts the text after it.
+    """
+    parts = text.split("...")
+    for i in range(len(parts) - 1):
+        for value in learned.values:
+            before, after = parts[i], parts[i + 1]
+            for size in range(min(len(value) - 1, len(before)), _CUT_SHORTEST - 1, -1):
+                if before.endswith(value[:size]):
+                    parts[i] = before[:-size] + REDACTED
+                    break
+            for size in range(min(len(value) - 1, len(after)), _CUT_SHORTEST - 1, -1):
+                if after.startswith(value[-size:]):
+                    parts[i + 1] = REDACTED + after[size:]
+                    break
+    return "...".join(parts)
 
 
 def redact_xml(element: Any, learned: LearnedSecrets | None = None) -> None:
