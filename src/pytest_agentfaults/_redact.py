@@ -117,14 +117,14 @@ def _keep_placeholder(match: re.Match[str]) -> str:
 def _keep_code(match: re.Match[str]) -> str:
     """A key=value (or credential header) match as it is when its value is a Python name.
 
-    Else the value is redacted.
-
-    Group 1 is the prefix (``api_key=`` and any opening quote), 2 the quote, 3 the value:
-    a quoted value is a literal, a secret whatever it looks like.
+    Else the value is redacted. Group 1 is the prefix (``api_key=`` and any opening
+    quote), 2 the quote, 3 the value: a quoted value is a literal, a secret whatever it is.
     """
     value = match.group(3)
     if value[0] == "{" and _PLACEHOLDER.get().match(match.string, match.start(3)):
         return match.group(0)  # the value stops before the placeholder's "}"
+    if value.isdigit() and not match.group(2) and match.string[: match.start()].endswith("_"):
+        return match.group(0)  # a count (``max_token=100000``), not a key
     if match.group(2) or not _code().match(value) or (value.isalpha() and value.islower()):
         return f"{match.group(1)}{REDACTED}"
     return match.group(0)
@@ -136,9 +136,8 @@ _HEADER_MARKERS: Final = ("authorization", "api-key", "apikey", "cookie", "x-aut
                           "subscription-key", "functions-key")  # fmt: skip
 _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADERS, key=len)[::-1])
 
-# Where a key or a credential's name starts: not inside a word (as ``\b``), but after "_"
-# (``OPENAI_API_KEY=``), an escape in a repr (``\\nsk-...``) or a ``%22``. A quote may be
-# escaped: JSON inside JSON (a tool call's arguments in a request body).
+# Where a key or a credential's name starts: not inside a word, but after "_" (``DB_PASSWORD=``;
+# not ``eos_token``), a repr's ``\\n`` or ``%22``. A quote may be escaped (JSON in JSON).
 _START: Final = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt])|(?<=%[0-9A-Fa-f]{2}))"
 _QUOTE: Final = r"(?:\\?[\"'])"
 
@@ -161,8 +160,9 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
         # "api_key=...", "token: ...": a quoted value, or one that is not a Python name
         ("apikey", "api_key", "api-key", "token", "secret", "password"),
         _Lazy(
-            rf"({_START}(?:api[_-]?key|secret[_-]?(?:access[_-]?)?key|access[_-]?token|secret"
-            rf"|password|token){_QUOTE}?\s*[:=]\s*"
+            rf"((?:{_START}(?:api[_-]?key|secret[_-]?(?:access[_-]?)?key|secret|password"
+            rf"|(?:access|auth|bearer|refresh|id)[_-]?token)|(?<![A-Za-z0-9_])token"
+            rf"|(?<=_)(?-i:TOKEN)){_QUOTE}?\s*[:=]\s*"
             rf"({_QUOTE}?))((?:[^\s\"'&,;}})\\]|\\(?![\"'])){{6,}})",
             re.IGNORECASE,
         ),
@@ -200,7 +200,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
         # for key=value, a Python name there is code ({"x-api-key": SERVER_KEY})
         _HEADER_MARKERS,
         _Lazy(
-            rf"({_START}(?:{_HEADER_NAMES}){_QUOTE}?\s*[:=]\s*({_QUOTE}?))"
+            rf"(\b(?:{_HEADER_NAMES}){_QUOTE}?\s*[:=]\s*({_QUOTE}?))"
             r"(?!(?:(?:Bearer|Basic)\s+)?\[REDACTED\])"
             r"([^\s\"'\r\n,}\\](?:[^\"'\r\n,}\\]|\\(?![\"'])){3,})",
             re.IGNORECASE,

@@ -447,6 +447,7 @@ GATEWAY = "gw_live_3f9a0c7e5b1d4a2e8c6f"  # no shape the rules know
         (f"client_secret={GATEWAY}&grant_type=x", "client_secret=[REDACTED]&grant_type=x"),
         (f"{{'auth_token': '{GATEWAY}'}}", "{'auth_token': '[REDACTED]'}"),
         (f"{{'secret_key': '{GATEWAY}'}}", "{'secret_key': '[REDACTED]'}"),
+        ("{'auth_token': '12345678'}", "{'auth_token': '[REDACTED]'}"),
         (f"aws_secret_access_key = {GATEWAY}", "aws_secret_access_key = [REDACTED]"),
         # JSON inside JSON: a tool call's arguments in a request body, escaped
         (
@@ -494,6 +495,13 @@ def test_a_key_shape_after_an_escape_is_redacted(text, shown):
         "OPENAI_API_KEY = os.environ['OPENAI_API_KEY']",
         "client_secret=settings.client_secret,",
         'GITHUB_TOKEN: str = ""',
+        "max_token: 100000",  # a count
+        '"eos_token": "<|endoftext|>", "slow_first_token": "timeout"',  # no credentials
+        "self._token: object = None",
+        # a credential header's name inside a longer Python name is code
+        'session_cookie: str = "abc"',
+        "client = Client(proxy_authorization=auth_header)",
+        'x_session_cookie: Cookie = jar.get("session")',
     ],
 )
 def test_a_longer_name_or_word_that_is_no_credential_is_kept(text):
