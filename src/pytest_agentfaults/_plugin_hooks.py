@@ -280,7 +280,12 @@ def pytest_runtest_makereport(
     if call.excinfo is not None:
         _note_async_misuse(call.excinfo.value)
     report = yield
-    if report.longrepr is not None or report.sections or report.user_properties:
+    if (
+        report.longrepr is not None
+        or report.sections
+        or report.user_properties
+        or getattr(report, "wasxfail", None)  # an XPASS's reason
+    ):
         # what the terminal, -rA and junit XML show of the test; under xdist, in the
         # worker that learned the keys, before the report is shipped (`_plugin_secrets`);
         # the rules that read context only for a test that uses the kit

@@ -47,7 +47,12 @@ def scrub(report: Any, learned: LearnedSecrets | None, kit: bool = False) -> Non
     the plugin.
     """
     properties = getattr(report, "user_properties", None)  # a CollectReport has none
-    if report.longrepr is None and not report.sections and not properties:
+    if (
+        report.longrepr is None
+        and not report.sections
+        and not properties
+        and not getattr(report, "wasxfail", None)  # an XPASS's reason
+    ):
         return  # a passing test that printed nothing: no text to redact (most reports)
     from pytest_agentfaults.testing._scrub import scrub_report  # noqa: PLC0415 - the kit loads on first use
 

@@ -77,24 +77,9 @@ _SECRET_HEADER_PARTS: Final = ("api-key", "apikey", "token", "secret", "password
 _POINTERS: Final = ("-file", "-path", "-dir", "-url", "-uri", "-sock", "-cmd", "-command")
 
 #: URL query parameters that carry a credential, by (lower-case) name
-_QUERY_NAMES: Final = frozenset(
-    {
-        "key",
-        "api_key",
-        "apikey",
-        "api-key",
-        "token",
-        "access_token",
-        "refresh_token",
-        "id_token",
-        "auth",
-        "subscription-key",
-        "client_secret",
-        "sig",
-        "signature",
-        "password",
-    }
-)
+_QUERY_NAMES: Final = frozenset({"key", "api_key", "apikey", "api-key", "token", "access_token",
+                                 "refresh_token", "id_token", "auth", "subscription-key",
+                                 "client_secret", "sig", "signature", "password"})  # fmt: skip
 # A Python name where the key=value rule expects a value: ``api_key=ANTHROPIC_KEY)`` in a
 # traceback's source line is code, and the name is not the key it holds. A word is letters
 # only, all lower-case, all upper-case, Capitalized or camelCase: a digit, or case mixed
@@ -132,14 +117,14 @@ def _keep_placeholder(match: re.Match[str]) -> str:
 def _keep_code(match: re.Match[str]) -> str:
     """A key=value (or credential header) match as it is when its value is a Python name.
 
-    Else the value is redacted.
-
-    Group 1 is the prefix (``api_key=`` and any opening quote), 2 the quote, 3 the value:
-    a quoted value is a literal, a secret whatever it looks like.
+    Else the value is redacted. Group 1 is the prefix (``api_key=`` and any opening
+    quote), 2 the quote, 3 the value: a quoted value is a literal, a secret whatever it is.
     """
     value = match.group(3)
     if value[0] == "{" and _PLACEHOLDER.get().match(match.string, match.start(3)):
         return match.group(0)  # the value stops before the placeholder's "}"
+    if value.isdigit() and not match.group(2) and match.string[: match.start()].endswith("_"):
+        return match.group(0)  # a count (``max_token=100000``), not a key
     if match.group(2) or not _code().match(value) or (value.isalpha() and value.islower()):
         return f"{match.group(1)}{REDACTED}"
     return match.group(0)
@@ -151,6 +136,11 @@ _HEADER_MARKERS: Final = ("authorization", "api-key", "apikey", "cookie", "x-aut
                           "subscription-key", "functions-key")  # fmt: skip
 _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADERS, key=len)[::-1])
 
+# Where a key or a credential's name starts: not inside a word, but after "_" (``DB_PASSWORD=``;
+# not ``eos_token``), a repr's ``\\n`` or ``%22``. A quote may be escaped (JSON in JSON).
+_START: Final = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt])|(?<=%[0-9A-Fa-f]{2}))"
+_QUOTE: Final = r"(?:\\?[\"'])"
+
 # (markers, pattern, replacement): a pattern runs only when one of its lower-cased
 # markers occurs in the text. Most text has none, and substring tests are far cheaper than
 # regular expressions: redaction runs on every recorded event. A match becomes
@@ -158,20 +148,22 @@ _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADER
 _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
     (
         ("bearer", "basic"),
-        _Lazy(r"(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE),
+        _Lazy(rf"({_START}(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{{8,}}", re.IGNORECASE),
         _keep_prefix,
     ),
-    (("sk-",), _Lazy(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{12,}"), REDACTED),
-    (("akia", "asia"), _Lazy(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),
-    (("aiza",), _Lazy(r"\bAIza[0-9A-Za-z_-]{30,}"), REDACTED),
-    (("gh",), _Lazy(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), REDACTED),
-    (("xox",), _Lazy(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (("sk-",), _Lazy(rf"{_START}sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{{12,}}"), REDACTED),
+    (("akia", "asia"), _Lazy(rf"{_START}(?:AKIA|ASIA)[A-Z0-9]{{16}}\b"), REDACTED),
+    (("aiza",), _Lazy(rf"{_START}AIza[0-9A-Za-z_-]{{30,}}"), REDACTED),
+    (("gh",), _Lazy(rf"{_START}gh[pousr]_[A-Za-z0-9]{{30,}}"), REDACTED),
+    (("xox",), _Lazy(rf"{_START}xox[abpr]-[A-Za-z0-9-]{{10,}}"), REDACTED),
     (
         # "api_key=...", "token: ...": a quoted value, or one that is not a Python name
         ("apikey", "api_key", "api-key", "token", "secret", "password"),
         _Lazy(
-            r"(\b(?:api[_-]?key|access[_-]?token|secret|password|token)[\"']?\s*[:=]\s*"
-            r"([\"']?))([^\s\"'&,;})]{6,})",
+            rf"((?:{_START}(?:api[_-]?key|secret[_-]?(?:access[_-]?)?key|secret|password"
+            rf"|(?:access|auth|bearer|refresh|id)[_-]?token)|(?<![A-Za-z0-9_])token"
+            rf"|(?<=_)(?-i:TOKEN)){_QUOTE}?\s*[:=]\s*"
+            rf"({_QUOTE}?))((?:[^\s\"'&,;}})\\]|\\(?![\"'])){{6,}})",
             re.IGNORECASE,
         ),
         _keep_code,
@@ -208,9 +200,9 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
         # for key=value, a Python name there is code ({"x-api-key": SERVER_KEY})
         _HEADER_MARKERS,
         _Lazy(
-            r"(\b(?:" + _HEADER_NAMES + r")[\"']?\s*[:=]\s*([\"']?))"
+            rf"(\b(?:{_HEADER_NAMES}){_QUOTE}?\s*[:=]\s*({_QUOTE}?))"
             r"(?!(?:(?:Bearer|Basic)\s+)?\[REDACTED\])"
-            r"([^\s\"'\r\n,}][^\"'\r\n,}]{3,})",
+            r"([^\s\"'\r\n,}\\](?:[^\"'\r\n,}\\]|\\(?![\"'])){3,})",
             re.IGNORECASE,
         ),
         _keep_code,
@@ -420,19 +412,20 @@ class LearnedSecrets:
 
         ``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``AZURE_OPENAI_KEY``, ``DB_PASSWORD``: a name
         that `is_secret_header` would call a credential, or that ends in ``_KEY``. Read at
-        the session's start, the same in every xdist worker, so a key the suite reads from
-        the environment is redacted before any request carries it (a parametrize id, a
-        plain test's failure). A file, path or URL the name points to (``*_FILE``,
-        ``PASSWORD_STORE_DIR``, a value starting with ``/``) is no credential.
+        the session's start in every xdist worker, so a key the suite reads from the
+        environment is redacted before a request carries it (a parametrize id, a plain
+        test's failure). A file, path or URL (``*_FILE``, ``PASSWORD_STORE_DIR``, a value
+        starting with ``/``) is no credential.
         """
-        found = []
-        for name, value in environ.items():
-            lowered = name.lower().replace("_", "-")
-            if lowered.endswith(_POINTERS) or value.startswith(("/", "~", ".")):
-                continue
-            if lowered.endswith("-key") or is_secret_header(lowered):
-                found.append(value.strip())
-        self.learn(found)
+        self.learn(
+            value.strip()
+            for name, value in environ.items()
+            if not value.startswith(("/", "~", ".")) and _names_credential(name)
+        )
+
+    def learn_arguments(self, arguments: Mapping[str, object]) -> None:
+        """Learn a tool call's text arguments named as credentials: its error may quote one."""
+        self.learn(v for k, v in arguments.items() if isinstance(v, str) and _names_credential(k))
 
     def learn(self, values: Iterable[str]) -> None:
         """Learn ``values`` as they are: credentials another process learned (an xdist worker).
@@ -477,6 +470,14 @@ def looks_like_key(value: str) -> bool:
         elif char.isupper():
             upper = True
     return lower + upper + digit >= 2
+
+
+@functools.lru_cache(maxsize=1024)  # asked for every argument of a kit test's tool calls
+def _names_credential(name: str) -> bool:
+    """Whether a variable or argument of this name holds a credential, not where one is."""
+    lowered = name.lower().replace("_", "-")
+    credential = lowered.endswith("-key") or is_secret_header(lowered)
+    return credential and not lowered.endswith(_POINTERS)
 
 
 def _credentials(header: str, value: str) -> list[str]:

@@ -432,3 +432,91 @@ def test_a_rule_compiles_its_pattern_only_when_its_markers_occur():
     assert everything_lazy == "True"
     assert " ".join(said) == "Authorization: Bearer [REDACTED]"
     assert compiled == "2"  # the Bearer rule and the credential-header rule, no other
+
+
+GATEWAY = "gw_live_3f9a0c7e5b1d4a2e8c6f"  # no shape the rules know
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # a credential name ending a longer one: an environment line, an OAuth form
+        (f"OPENAI_API_KEY={GATEWAY}", "OPENAI_API_KEY=[REDACTED]"),
+        ("export DB_PASSWORD=Hunter2Hunter2", "export DB_PASSWORD=[REDACTED]"),
+        (f"GITHUB_TOKEN: {GATEWAY}", "GITHUB_TOKEN: [REDACTED]"),
+        (f"client_secret={GATEWAY}&grant_type=x", "client_secret=[REDACTED]&grant_type=x"),
+        (f"{{'auth_token': '{GATEWAY}'}}", "{'auth_token': '[REDACTED]'}"),
+        (f"{{'secret_key': '{GATEWAY}'}}", "{'secret_key': '[REDACTED]'}"),
+        ("{'auth_token': '12345678'}", "{'auth_token': '[REDACTED]'}"),
+        (f"aws_secret_access_key = {GATEWAY}", "aws_secret_access_key = [REDACTED]"),
+        # JSON inside JSON: a tool call's arguments in a request body, escaped
+        (
+            f'"arguments": "{{\\"api_key\\": \\"{GATEWAY}\\"}}"',
+            '"arguments": "{\\"api_key\\": \\"[REDACTED]\\"}"',
+        ),
+        (
+            '"arguments": "{\\"password\\": \\"hunter2hunter\\"}"',
+            '"arguments": "{\\"password\\": \\"[REDACTED]\\"}"',
+        ),
+        (f'{{\\"x-api-key\\": \\"{GATEWAY}\\"}}', '{\\"x-api-key\\": \\"[REDACTED]\\"}'),
+    ],
+)
+def test_a_credential_name_inside_a_longer_name_or_escaped_json_keeps_its_value_secret(text, shown):
+    assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # the repr of a multi-line string: a line that starts with a key
+        (
+            "'keys:\\nsk-proj-AbCdEf0123456789ghijKLMN\\n'",
+            "'keys:\\n[REDACTED]\\n'",
+        ),
+        (
+            f"'Content-Type: json\\r\\nBearer {GATEWAY}'",
+            "'Content-Type: json\\r\\nBearer [REDACTED]'",
+        ),
+        # percent-encoded JSON in a query or a form body
+        ("q=%22sk-proj-AbCdEf0123456789ghijKLMN%22", "q=%22[REDACTED]%22"),
+        ("\\tAIzaSyA-1234567890abcdefghijklmnopqrs", "\\t[REDACTED]"),
+    ],
+)
+def test_a_key_shape_after_an_escape_is_redacted(text, shown):
+    assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "task-proj-AbCdEf0123456789ghijKLMN",
+        "max_tokens=4096",
+        "total_tokens: 123456",
+        "OPENAI_API_KEY = os.environ['OPENAI_API_KEY']",
+        "client_secret=settings.client_secret,",
+        'GITHUB_TOKEN: str = ""',
+        "max_token: 100000",  # a count
+        '"eos_token": "<|endoftext|>", "slow_first_token": "timeout"',  # no credentials
+        "self._token: object = None",
+        # a credential header's name inside a longer Python name is code
+        'session_cookie: str = "abc"',
+        "client = Client(proxy_authorization=auth_header)",
+        'x_session_cookie: Cookie = jar.get("session")',
+    ],
+)
+def test_a_longer_name_or_word_that_is_no_credential_is_kept(text):
+    assert redact_text(text) == text
+
+
+def test_a_tool_calls_text_arguments_named_as_credentials_are_learned():
+    learned = LearnedSecrets()
+    learned.learn_arguments(
+        {
+            "password": "Hunter2Hunter2x",
+            "api_key": GATEWAY,
+            "password_file": "keys/Hunter2Hunter2y",  # where a credential is
+            "query": "Hunter2Hunter2z",  # no credential's name
+            "token": 12345678901234567890,  # not text
+        }
+    )
+    assert learned.values == (GATEWAY, "Hunter2Hunter2x")

@@ -77,6 +77,8 @@ class PlanInterceptor(Interceptor):
         name = attempt.tool.name
         plan = self.plan
         plan.tools_called.add(name)  # for the message of a tool fault that never fired
+        if plan.learned is not None and attempt.kwargs:  # a password it quotes in an error
+            plan.learned.learn_arguments(attempt.kwargs)
         self._sort()
         filed = self._tools.get(name)
         if filed is None:

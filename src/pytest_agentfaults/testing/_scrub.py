@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_agentfaults._redact import LearnedSecrets, redact_shapes, redact_text
+from pytest_agentfaults._redact import REDACTED, LearnedSecrets, redact_shapes, redact_text
 
 __all__ = ["redact_log_output", "redact_trace_files", "redact_xml", "scrub_report"]
 
@@ -32,7 +32,7 @@ _DIRECT_HANDLERS = ("log_cli_handler", "log_file_handler")
 
 
 def scrub_report(report: Any, learned: LearnedSecrets | None = None, *, kit: bool = True) -> None:
-    """Redact ``report``'s ``longrepr``, ``sections`` and ``user_properties`` in place.
+    """Redact ``report``'s ``longrepr``, ``sections``, ``user_properties`` and xfail reason.
 
     With ``learned`` (the session's), every value it holds too. ``kit``: the report is of
     a test that uses the kit (`redact_text`); else only `redact_shapes` (no rule reading
@@ -40,6 +40,8 @@ def scrub_report(report: Any, learned: LearnedSecrets | None = None, *, kit: boo
     (pytest's ``WarningReport``) has its ``message`` redacted.
     """
     redact: Callable[[str, LearnedSecrets | None], str] = redact_text if kit else redact_shapes
+    if learned:
+        redact = _and_cut_keys(redact)
     longrepr = getattr(report, "longrepr", None)
     if longrepr is not None:
         report.longrepr = _scrub(longrepr, set(), learned, redact)
@@ -54,6 +56,9 @@ def scrub_report(report: Any, learned: LearnedSecrets | None = None, *, kit: boo
     message = getattr(report, "message", None)
     if isinstance(message, str) and not hasattr(report, "longrepr"):
         report.message = redact(message, learned)
+    reason = getattr(report, "wasxfail", None)
+    if isinstance(reason, str) and reason:  # the XFAIL / XPASS line's and junit's reason
+        report.wasxfail = redact(reason, learned)
 
 
 def _property(
@@ -66,6 +71,43 @@ def _property(
     text = str(value)  # what junit XML writes of it
     redacted = redact(text, learned)
     return value if redacted == text else redacted
+
+
+#: the shortest part of a learned key redacted where pytest cut the key short (`_cut_keys`)
+_CUT_SHORTEST = 4
+
+
+def _and_cut_keys(
+    redact: Callable[[str, LearnedSecrets | None], str],
+) -> Callable[[str, LearnedSecrets | None], str]:
+    def redact_and_cut(text: str, learned: LearnedSecrets | None) -> str:
+        text = redact(text, learned)
+        return _cut_keys(text, learned) if learned and "..." in text else text
+
+    return redact_and_cut
+
+
+def _cut_keys(text: str, learned: LearnedSecrets) -> str:
+    """Redact the parts of a learned key that pytest cut short, on each side of ``...``.
+
+    pytest shows a long value (a local with ``-l``, an assertion's operand) as its start
+    and its end around ``...``: a key across the cut is whole on neither side, so no value
+    matches. The longest start of a key that ends the text before ``...`` goes, and the
+    longest end of a key that starts the text after it.
+    """
+    parts = text.split("...")
+    for i in range(len(parts) - 1):
+        for value in learned.values:
+            before, after = parts[i], parts[i + 1]
+            for size in range(min(len(value) - 1, len(before)), _CUT_SHORTEST - 1, -1):
+                if before.endswith(value[:size]):
+                    parts[i] = before[:-size] + REDACTED
+                    break
+            for size in range(min(len(value) - 1, len(after)), _CUT_SHORTEST - 1, -1):
+                if after.startswith(value[-size:]):
+                    parts[i + 1] = REDACTED + after[size:]
+                    break
+    return "...".join(parts)
 
 
 def redact_xml(element: Any, learned: LearnedSecrets | None = None) -> None:
@@ -106,11 +148,16 @@ def _scrub(
         if id(value) in seen:  # a chain shares its last traceback with the top level
             return value
         seen.add(id(value))
-        for field in dataclasses.fields(value):
-            current = getattr(value, field.name, None)
+        # its fields, and what a subclass sets in __init__: pytest's `TerminalRepr` is a
+        # dataclass with no field, and a collection error's repr (the module's traceback
+        # as text) and a missing fixture's (the test's decorators) keep theirs so
+        names = {field.name for field in dataclasses.fields(value)}
+        names.update(getattr(value, "__dict__", ()))
+        for name in names:
+            current = getattr(value, name, None)
             cleaned = _scrub(current, seen, learned, redact)
             if cleaned is not current:
-                object.__setattr__(value, field.name, cleaned)
+                object.__setattr__(value, name, cleaned)
     return value
 
 
