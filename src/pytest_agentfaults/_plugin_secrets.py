@@ -123,24 +123,28 @@ class Boundary:
 
     @pytest.hookimpl(trylast=True)  # after plugin.py's made the session's learned values
     def pytest_sessionstart(self) -> None:
-        """Redact the learned keys from every line pytest writes to the terminal.
+        """Redact the learned keys and the key shapes from every line written to the terminal.
 
         pytest writes a test's id itself (the ``-v`` line, ``FAILED test[...]`` in the
-        short summary), and no report carries it there to be redacted. A key learned
-        before the line is written is replaced in it; the id itself is not changed.
+        short summary, an explicit ``ids=[...]``), and ``--setup-show`` a fixture's
+        parameter, and no report carries them there to be redacted. A key learned before
+        the line is written, or of a known shape (`redact_shapes`: no rule that reads
+        context), is replaced in it; the id itself is not changed.
         """
         learned = self.session.learned
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if learned is None or terminal is None:
             return
+        from pytest_agentfaults._redact import redact_shapes  # noqa: PLC0415 - the kit loads on first use
+
         writer = self.writer = terminal._tw  # noqa: SLF001 - what config.get_terminal_writer() gives
         write, write_raw = writer.write, writer.write_raw
 
         def redacting_write(msg: str, **markup: bool) -> None:
-            write(learned.out_of(msg) if learned.values else msg, **markup)
+            write(redact_shapes(msg, learned), **markup)
 
         def redacting_write_raw(msg: str, *, flush: bool = False) -> None:
-            write_raw(learned.out_of(msg) if learned.values else msg, flush=flush)
+            write_raw(redact_shapes(msg, learned), flush=flush)
 
         writer.write = redacting_write
         writer.write_raw = redacting_write_raw

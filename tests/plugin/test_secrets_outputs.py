@@ -271,9 +271,11 @@ def test_a_key_in_a_parametrize_id_reaches_no_report(pytester, monkeypatch):
     assert [where for where, text in texts.items() if key in text] == []
     assert "test_b_param[[REDACTED]] PASSED" in stdout
     ours = {w: t for w, t in texts.items() if w != "stdout"}
-    # an explicit ids= is pytest's as written (the -v line, junit XML); ours redact it
+    # an explicit ids= is pytest's as written in the files it writes (junit XML,
+    # pytest-html); the terminal and ours redact its key shape
     explicit = "sk-proj-IdKey1234567890abcdefXYZ"
-    assert explicit in stdout
+    assert explicit not in stdout
+    assert "test_d_explicit_id[[REDACTED]] PASSED" in stdout
     ours = {w: t for w, t in ours.items() if w not in ("junit.xml", "ph.html")}
     assert [where for where, text in ours.items() if explicit in text] == []
     # the replay command of the failed test runs it
@@ -341,3 +343,32 @@ def test_the_terminal_writer_gets_its_own_methods_back(pytester):
     pytester.runpytest("-p", "no:randomly", plugins=[seen]).assert_outcomes(passed=1)
     assert {"write", "write_raw"} <= seen.during  # redacting while the session ran
     assert {"write", "write_raw"}.isdisjoint(vars(seen.writer))
+
+
+# A key shape written in a plain suite's source, shown by pytest's own terminal lines:
+# --setup-show prints a fixture's parameter value, -v an explicit id.
+SETUP_SHOW = """
+import pytest
+
+@pytest.fixture(params=["sk-proj-" + "SetupShow1234567890abcdefXYZ"])
+def key(request):
+    return request.param
+
+def test_uses(key):
+    assert key
+
+@pytest.mark.parametrize("n", [1], ids=["sk-proj-" + "ExplicitId1234567890abcdefXYZ"])
+def test_explicit(n):
+    assert n
+"""
+
+
+def test_no_key_shape_reaches_the_terminal_from_setup_show_or_an_explicit_id(pytester):
+    pytester.makepyfile(test_shown=SETUP_SHOW)
+    result = pytester.runpytest("-p", "no:randomly", "-v", "--setup-show", "-rA")
+    result.assert_outcomes(passed=2)
+    stdout = result.stdout.str()
+    assert "SetupShow1234567890" not in stdout
+    assert "ExplicitId1234567890" not in stdout
+    assert "SETUP    F key[[REDACTED]]" in stdout or "key['[REDACTED]']" in stdout
+    assert "test_shown.py::test_explicit[[REDACTED]]" in stdout
