@@ -501,3 +501,38 @@ def test_teardown_leaves_langchain_unpatched(pytester: pytest.Pytester) -> None:
         "test_1_faulted_sync_and_async []",
         "test_2_the_next_test_finds_one_fresh_layer []",
     ]
+
+
+def test_what_one_test_added_to_a_markers_error_is_not_in_the_next(
+    pytester: pytest.Pytester,
+) -> None:
+    # The marker's ConnectionError is one object, shared by both parametrized tests. The
+    # app notes on the error it caught which query failed; the second test must read its
+    # own note only, not the first test's too.
+    pytester.makepyfile(
+        """
+        import pytest
+        from langchain_core.tools import tool
+
+        @tool
+        def search(query: str) -> str:
+            "Search."
+            return "found"
+
+        def app(query):
+            try:
+                return search.invoke({"query": query})
+            except ConnectionError as error:
+                error.add_note(f"while searching for {query}")
+                raise
+
+        @pytest.mark.parametrize("query", ["first", "second"])
+        @pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"))
+        def test_app(query, trace):
+            with pytest.raises(ConnectionError) as caught:
+                app(query)
+            assert caught.value.__notes__ == [f"while searching for {query}"]
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=2)
