@@ -114,6 +114,15 @@ def _what_and_fix(
                 "suspended this plan)",
                 "declare faults before running the code under test",
             )
+        if fault.function:  # the attribute was patched; a reference taken before is not
+            module, _, attribute = fault.tool.partition(":")
+            name = attribute.split(".")[0]
+            return (
+                f"{fault.tool} was not called through that path",
+                f"code that took {name} before the test (from {module} import {name}, or an "
+                "object built with it at import) still calls the original: put the fault on "
+                "the module where that code looks it up, or build that object in the test",
+            )
         called = sorted(tools_called)
         if not called:
             return f"{happened}: the agent never called a tool", "make the agent call it"

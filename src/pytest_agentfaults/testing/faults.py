@@ -276,8 +276,8 @@ class FaultPlan:
         """For a tool fault's message: whose tools were watched for that name."""
         if not isinstance(fault, ToolFault):
             return ""
-        if fault.function:
-            return "\n  the function was patched, and never called through that path"
+        if fault.function:  # what happened says it: the path was patched, never called
+            return ""
         watched = self.framework_state.get("watched")
         # "agentfaults" is af.Agent's tools (@af.tool); the others are frameworks' names
         reached = [w.replace("agentfaults", "af.Agent") for w in watched or ["agentfaults"]]
