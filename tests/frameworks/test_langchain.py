@@ -536,3 +536,22 @@ def test_what_one_test_added_to_a_markers_error_is_not_in_the_next(
     )
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=2)
+
+
+def test_kit_fixtures_asked_for_late_reach_langchain_tools(request: pytest.FixtureRequest) -> None:
+    # A test that takes the kit through request.getfixturevalue (a helper, a fixture that
+    # picks its fixtures at run time) uses it as one that names the fixtures: its tool
+    # faults reach LangChain's tools, and its trace sees them run. Before, the fault
+    # never fired and the trace said the tool was never called.
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    faults = request.getfixturevalue("faults")
+    trace = request.getfixturevalue("trace")
+    faults.tool("lookup").raises(ConnectionError("reset")).times(1)
+    with pytest.raises(ConnectionError):
+        lookup.invoke({"key": "k"})
+    assert lookup.invoke({"key": "k"}) == "value of k"
+    assert trace.tool_attempts("lookup") == 2
