@@ -41,6 +41,7 @@ def state_of(item: pytest.Item) -> TestState:
     if state is None:  # asked for late (request.getfixturevalue): switch the kit on now
         state = switch_on_late(item)
         _network.start_network_late(item)
+    state.declare()  # a kit fixture: the test uses the kit, if it did not say so before
     state.use_virtual_time()  # a kit fixture: the test's waits are virtual (not real_time)
     return state
 

@@ -196,6 +196,34 @@ def test_an_exception_instance_raised_again_carries_only_its_own_attempts_traceb
     assert lengths[0] == lengths[1] == lengths[2]
 
 
+def test_an_exception_instance_raised_again_carries_only_what_its_own_attempt_added() -> None:
+    # One raises= instance serves every attempt (and every test under its marker). What
+    # the code around a tool adds to the error it caught (a note, LangGraph's "During
+    # task ..."; the error it was handling) must not show in the next attempt's error.
+    declared = ConnectionError("reset")
+    declared.add_note("declared with the fault")
+    seen = []
+    with af.fault_scope() as scope:
+        scope.faults.tool("search").raises(declared).times(3)
+        for query in ("a", "b", "c"):
+            handling: dict[str, str] = {}
+            try:
+                try:
+                    handling[query]  # a KeyError, which the attempt is raised while handling
+                except KeyError:
+                    run_attempt("demo", "search", {"q": query}, lambda: "x", native)
+            except ConnectionError as caught:
+                caught.add_note(f"while searching for {query}")
+                caught.__cause__ = RuntimeError(query)
+                seen.append((list(caught.__notes__), caught.__context__, caught.__cause__))
+    assert [notes for notes, _, _ in seen] == [
+        ["declared with the fault", f"while searching for {query}"] for query in "abc"
+    ]
+    assert [context.args for _, context, _ in seen] == [("a",), ("b",), ("c",)]
+    assert [cause.args for _, _, cause in seen] == [("a",), ("b",), ("c",)]
+    assert declared.__notes__[0] == "declared with the fault"
+
+
 def test_with_nothing_known_of_the_call_its_arguments_tell_a_retry() -> None:
     # A framework that passes no Site: an attempt after a failure is its retry only when
     # it is the same call, told by the arguments; another call is attempt 1 of its own.

@@ -86,6 +86,11 @@ def test_a_framework_imported_during_the_test_is_named_as_not_watched(
             "watched: import it at the top of the test module (or in conftest.py)*",
         ]
     )
+    # its tool did run: the lines above the last must not say otherwise, nor give
+    # another fix
+    result.stdout.no_fnmatch_line("*the agent never called a tool*")
+    result.stdout.no_fnmatch_line("*make the agent call it*")
+    result.stdout.fnmatch_lines(["*what happened: search was called 0 times by the tools watched*"])
 
 
 def test_a_framework_version_the_adapter_cannot_hook_is_not_called_watched(

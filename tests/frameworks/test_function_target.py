@@ -129,6 +129,41 @@ def test_a_strict_function_fault_that_never_fired(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(["*fault on function 'helpers:fetch' never fired*"])
 
 
+def test_a_function_fault_missed_by_a_kept_reference_says_why(pytester: pytest.Pytester) -> None:
+    # The app imported fetch by name, before the test: it keeps the original, and the
+    # patched helpers.fetch is never called. "The agent never called a tool; make the
+    # agent call it" was wrong on both counts: it did call it, and no agent is involved.
+    pytester.makepyfile(
+        helpers=HELPERS,
+        app_by_name="""
+        from helpers import fetch
+
+        def load(url):
+            return fetch(url)
+        """,
+        test_kept="""
+        import pytest
+        import app_by_name
+
+        @pytest.mark.inject_fault(function="helpers:fetch", raises=ConnectionError())
+        def test_the_app_keeps_the_original():
+            assert app_by_name.load("u") == "page of u"
+        """,
+    )
+    pytester.syspathinsert()
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-q")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*fault on function 'helpers:fetch' never fired*",
+            "*what happened: helpers:fetch was not called through that path*",
+            "*fix: code that took fetch before the test (from helpers import fetch, or an "
+            "object built with it at import) still calls the original*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*the agent never called a tool*")
+
+
 @pytest.mark.parametrize(
     ("path", "message"),
     [

@@ -501,3 +501,57 @@ def test_teardown_leaves_langchain_unpatched(pytester: pytest.Pytester) -> None:
         "test_1_faulted_sync_and_async []",
         "test_2_the_next_test_finds_one_fresh_layer []",
     ]
+
+
+def test_what_one_test_added_to_a_markers_error_is_not_in_the_next(
+    pytester: pytest.Pytester,
+) -> None:
+    # The marker's ConnectionError is one object, shared by both parametrized tests. The
+    # app notes on the error it caught which query failed; the second test must read its
+    # own note only, not the first test's too.
+    pytester.makepyfile(
+        """
+        import pytest
+        from langchain_core.tools import tool
+
+        @tool
+        def search(query: str) -> str:
+            "Search."
+            return "found"
+
+        def app(query):
+            try:
+                return search.invoke({"query": query})
+            except ConnectionError as error:
+                error.add_note(f"while searching for {query}")
+                raise
+
+        @pytest.mark.parametrize("query", ["first", "second"])
+        @pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"))
+        def test_app(query, trace):
+            with pytest.raises(ConnectionError) as caught:
+                app(query)
+            assert caught.value.__notes__ == [f"while searching for {query}"]
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+
+
+def test_kit_fixtures_asked_for_late_reach_langchain_tools(request: pytest.FixtureRequest) -> None:
+    # A test that takes the kit through request.getfixturevalue (a helper, a fixture that
+    # picks its fixtures at run time) uses it as one that names the fixtures: its tool
+    # faults reach LangChain's tools, and its trace sees them run. Before, the fault
+    # never fired and the trace said the tool was never called.
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    faults = request.getfixturevalue("faults")
+    trace = request.getfixturevalue("trace")
+    faults.tool("lookup").raises(ConnectionError("reset")).times(1)
+    with pytest.raises(ConnectionError):
+        lookup.invoke({"key": "k"})
+    assert lookup.invoke({"key": "k"}) == "value of k"
+    assert trace.tool_attempts("lookup") == 2

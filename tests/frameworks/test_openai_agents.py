@@ -239,6 +239,29 @@ def test_a_malformed_tool_call_is_an_attempt_the_sdk_reports_back(llm_server, tr
     assert trace.of("tool.error")[0].error.type == "ModelBehaviorError"
 
 
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"), times=1)
+def test_arguments_the_tools_schema_refuses_do_not_take_the_fault(llm_server, trace, faults):
+    # JSON, but not the tool's arguments: the SDK refuses the call before the tool runs,
+    # so the fault is left for the call that reaches the tool, as with unparsable JSON.
+    llm_server.script(
+        [
+            malformed.tool_args('{"q": "retries"}', tool="search"),
+            call_tool("search", query="retries"),
+            call_tool("search", query="retries"),
+            say("ok"),
+        ]
+    )
+    run(llm_server, search)
+
+    assert tool_messages(llm_server) == [DEFAULT_MESSAGE, DEFAULT_MESSAGE, "3 pages about retries"]
+    assert CALLS == ["retries"]
+    assert [e.error.type for e in trace.of("tool.error")] == [
+        "ModelBehaviorError",
+        "ConnectionError",
+    ]
+    assert faults.fired[0].occurrence == 1  # the refused call was no occurrence
+
+
 @agents.function_tool(timeout=1.0)
 async def search_with_timeout(query: str) -> str:
     """Search the docs within a second."""

@@ -19,6 +19,7 @@ from pytest_agentfaults.runtime.hooks import (
     Interceptor,
     ModelCall,
 )
+from pytest_agentfaults.testing._declared import as_declared
 from pytest_agentfaults.testing._fault import LLMFault, ToolAction, ToolFault
 from pytest_agentfaults.testing.scripted import ScriptedModel
 
@@ -118,7 +119,7 @@ class PlanInterceptor(Interceptor):
             attempt.emit("tool.fault", **fields)
         raises = fault.raises
         if raises is not None:
-            return Inject(raises() if isinstance(raises, type) else raises)
+            return Inject(raises() if isinstance(raises, type) else as_declared(raises))
         if fault.delay is None:
             return fault.returns
         # delay: latency, then the tool runs, unless the latency trips the attempt deadline

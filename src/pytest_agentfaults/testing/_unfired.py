@@ -26,6 +26,7 @@ def explain_unfired(
     requests_made: Sequence[str] = (),
     requests_capped: bool = False,
     foreign_requests: int = 0,
+    unwatched: bool = False,
 ) -> str:
     """Three lines: the fault as the test wrote it, what happened instead, and the fix.
 
@@ -34,12 +35,23 @@ def explain_unfired(
     ``agents_called`` (when the plan records them) the agents whose model was called, and
     ``requests_made`` the distinct HTTP requests (``"POST <url>"``) the plan saw
     (``requests_capped``: and maybe more, which it did not keep), of which
-    ``foreign_requests`` came from contexts the plan was not active in.
+    ``foreign_requests`` came from contexts the plan was not active in. ``unwatched``: a
+    framework imported during the test ran its tools unwatched (the caller says which).
     """
     written = fault.source or fault.describe()
     lenient = "strict=False" if written.startswith("@pytest.mark") else ".strict(False)"
     seen = occurrences.get(fault.key, 0)
     happened, fix = _what_and_fix(fault, seen, tools_called, agents_called)
+    if (
+        not seen
+        and unwatched
+        and isinstance(fault, ToolFault)
+        and not fault.function
+        and fault.tool not in tools_called
+    ):
+        # its tool may well have run, unwatched: "never called a tool" would be untrue
+        happened = f"{fault.tool} was called 0 times by the tools watched"
+        fix = "watch the framework that runs it, as the last line says"
     if not seen and isinstance(fault, HTTPFault) and not fault.url and foreign_requests:
         happened, fix = _only_foreign(foreign_requests)
     if not seen and isinstance(fault, HTTPFault) and fault.url and requests_made:
@@ -113,6 +125,15 @@ def _what_and_fix(
                 "only the calls after it; or the calls ran in a fault_scope() that "
                 "suspended this plan)",
                 "declare faults before running the code under test",
+            )
+        if fault.function:  # the attribute was patched; a reference taken before is not
+            module, _, attribute = fault.tool.partition(":")
+            name = attribute.split(".")[0]
+            return (
+                f"{fault.tool} was not called through that path",
+                f"code that took {name} before the test (from {module} import {name}, or an "
+                "object built with it at import) still calls the original: put the fault on "
+                "the module where that code looks it up, or build that object in the test",
             )
         called = sorted(tools_called)
         if not called:

@@ -55,7 +55,7 @@ from pytest_agentfaults.testing._fault import (
     check_url,
     fired_fault,
 )
-from pytest_agentfaults.testing._frameworks import not_watched
+from pytest_agentfaults.testing._frameworks import imported_late, not_watched
 from pytest_agentfaults.testing._frameworks.function import check_path, patch_function
 from pytest_agentfaults.testing._marker import parse_marker
 from pytest_agentfaults.testing._plan_interceptor import PlanInterceptor
@@ -270,14 +270,15 @@ class FaultPlan:
             requests_made=list(self.requests_made),
             requests_capped=len(self.requests_made) >= _REQUESTS_KEPT,
             foreign_requests=self.foreign_requests,
+            unwatched=bool(imported_late(self.framework_state.get("watched"))),
         ) + self._watched(fault)
 
     def _watched(self, fault: Fault) -> str:
         """For a tool fault's message: whose tools were watched for that name."""
         if not isinstance(fault, ToolFault):
             return ""
-        if fault.function:
-            return "\n  the function was patched, and never called through that path"
+        if fault.function:  # what happened says it: the path was patched, never called
+            return ""
         watched = self.framework_state.get("watched")
         # "agentfaults" is af.Agent's tools (@af.tool); the others are frameworks' names
         reached = [w.replace("agentfaults", "af.Agent") for w in watched or ["agentfaults"]]

@@ -188,6 +188,21 @@ class TestState:
         if self.declared:  # for the strict message: whose tools this test watches
             self.plan.framework_state["watched"] = ["agentfaults", *watched]
 
+    def declare(self) -> None:
+        """The test asked for a kit fixture late (``request.getfixturevalue``): it uses the kit.
+
+        As a test that names the fixture: other frameworks' tools are watched from here (in
+        the calling context, as `start` would have), so its tool faults reach them and its
+        trace sees them run. Twice is once.
+        """
+        __tracebackhide__ = True
+        if self.declared:
+            return
+        self.declared = True
+        if self._adapters is None and self._plan_handles:
+            watched, self._adapters = install_adapters()
+            self.plan.framework_state["watched"] = ["agentfaults", *watched]
+
     def use_virtual_time(self) -> None:
         """Make the waits of this thread and its event loops virtual on the test's clock.
 

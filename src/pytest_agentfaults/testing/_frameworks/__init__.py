@@ -22,6 +22,7 @@ __all__ = [
     "FRAMEWORK_OF",
     "Unhookable",
     "adapters_installed",
+    "imported_late",
     "install_adapters",
     "not_watched",
     "watched_frameworks",
@@ -87,17 +88,12 @@ def not_watched(watched: list[str] | None) -> str:
     """
     if watched is None:
         return ""
-    unwatched = [
-        module
-        for module in ADAPTERS
-        if module in sys.modules and FRAMEWORK_OF.get(module, module) not in watched
-    ]
     lines = [
         f"\n  {module} is imported, but its tools could not be hooked: {_unhookable[module]}"
-        for module in unwatched
+        for module in _unwatched(watched)
         if module in _unhookable
     ]
-    late = [module for module in unwatched if module not in _unhookable]
+    late = imported_late(watched)
     if late:
         lines.append(
             f"\n  {', '.join(late)} {'was' if len(late) == 1 else 'were'} imported after the "
@@ -105,6 +101,21 @@ def not_watched(watched: list[str] | None) -> str:
             "module (or in conftest.py)"
         )
     return "".join(lines)
+
+
+def imported_late(watched: list[str] | None) -> list[str]:
+    """The frameworks imported since the test (or scope) started with ``watched``: unwatched."""
+    if watched is None:
+        return []
+    return [module for module in _unwatched(watched) if module not in _unhookable]
+
+
+def _unwatched(watched: list[str]) -> list[str]:
+    return [
+        module
+        for module in ADAPTERS
+        if module in sys.modules and FRAMEWORK_OF.get(module, module) not in watched
+    ]
 
 
 def install_adapters() -> tuple[list[str], Callable[[], None] | None]:

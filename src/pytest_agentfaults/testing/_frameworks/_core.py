@@ -36,6 +36,7 @@ from pytest_agentfaults.runtime.clock import advance_virtually, default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.output import preview
 from pytest_agentfaults.testing._current import current_plan
+from pytest_agentfaults.testing._declared import as_declared
 from pytest_agentfaults.testing._fault import NOTHING, ToolFault
 from pytest_agentfaults.testing._frameworks._claims import (
     Claim,
@@ -304,9 +305,7 @@ class _Attempt:
         __tracebackhide__ = True
         if fault.raises is not None:
             exc = fault.raises
-            # One instance serves every attempt it hits: its traceback is this attempt's
-            # only, not the frames of each earlier raise that Python would add to it.
-            error = exc() if isinstance(exc, type) else exc.with_traceback(None)
+            error = exc() if isinstance(exc, type) else as_declared(exc)
             self.ended(error)
             raise error
         value = fault.returns

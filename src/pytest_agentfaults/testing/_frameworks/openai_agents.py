@@ -40,6 +40,7 @@ from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._current import current_plan
+from pytest_agentfaults.testing._fault import ToolFault
 from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
 
@@ -114,12 +115,39 @@ def _attempt(
             _raise_failure,
             _site(ctx),
             nested,
-            # arguments that are not a JSON object: the SDK refuses the call before the
-            # tool runs, as pydantic-ai and LangChain do before their hooked call
-            faultable=arguments is not None,
+            # arguments that are not a JSON object, or that the tool's schema refuses: the
+            # SDK refuses the call before the tool runs, as pydantic-ai and LangChain do
+            # before their hooked call
+            faultable=arguments is not None and not _refused(implementation, input, name),
         )
 
     return attempt
+
+
+def _refused(implementation: object, input: str, name: str) -> bool:
+    """Whether the SDK refuses these arguments before the tool runs (its schema's check).
+
+    Asked only of a tool some fault names: the check is the SDK's own argument
+    preparation (the ``owner`` of what its approval step prepares), run once more here.
+    An implementation without one (an MCP tool: its server checks) refuses nothing here.
+    """
+    plan = current_plan()
+    if plan is None or not any(
+        isinstance(fault, ToolFault) and fault.tool == name for fault in plan.faults
+    ):
+        return False
+    prepare = getattr(implementation, "__agents_prepare_arguments__", None)
+    try:  # the approval step's preparation never raises: it falls back to a placeholder
+        check = getattr(prepare(input, name), "owner", None) if callable(prepare) else None
+    except Exception:  # another SDK's shape: it has no say, and the fault may hit
+        return False
+    if not callable(check):
+        return False
+    try:
+        check(input, name)
+    except Exception:  # whatever it raises, the SDK raises before the tool runs
+        return True
+    return False
 
 
 def _mcp_name(implementation: object) -> tuple[str, ...]:
