@@ -47,7 +47,9 @@ from pytest_agentfaults.runtime.hooks import (
     active_interceptors,
     intercept_model,
     intercept_tool,
+    reset_attempting,
     reset_current_emit,
+    set_attempting,
     set_current_emit,
 )
 
@@ -199,15 +201,20 @@ def _open_attempt(effect: Attempt) -> tuple[float, object, object]:
     start = clock.now()
     virtual = type(clock) is VirtualClock and timeout is not None
     deadline = set_attempt_deadline(clock, start + timeout) if virtual else None  # type: ignore[operator]
-    emitting = set_current_emit(effect.emit) if active_interceptors() else None
+    emitting = (
+        (set_current_emit(effect.emit), set_attempting(effect.tool.name))
+        if active_interceptors()
+        else None
+    )
     return start, deadline, emitting
 
 
-def _close_attempt(deadline: object, emitting: object) -> None:
+def _close_attempt(deadline: object, emitting: Any) -> None:
     if deadline is not None:
         reset_attempt_deadline(deadline)
     if emitting is not None:
-        reset_current_emit(emitting)  # type: ignore[arg-type]
+        reset_current_emit(emitting[0])
+        reset_attempting(emitting[1])
 
 
 def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
@@ -222,7 +229,11 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
         if timeout is not None and type(clock) is VirtualClock
         else None
     )
-    emitting = set_current_emit(effect.emit) if interceptors else None
+    emitting: Any = None
+    naming: Any = None
+    if interceptors:  # layers below record into this run; a framework tool inside is this
+        emitting = set_current_emit(effect.emit)
+        naming = set_attempting(tool.name)
     try:
         if timeout is not None and type(clock) is RealClock and effect.cut and not tool.is_async:
             # Real time: wait at most the timeout, then abandon the call in its thread.
@@ -243,6 +254,7 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
             pop_attempt_deadline(deadline)
         if emitting is not None:
             reset_current_emit(emitting)
+            reset_attempting(naming)
     # An attempt that returned past its timeout timed out all the same.
     if timeout is not None and clock.now() - start > timeout:
         raise _timed_out(effect)

@@ -32,6 +32,7 @@ __all__ = [
     "InterceptorError",
     "ModelCall",
     "active_interceptors",
+    "attempting",
     "current_emit",
     "declared_non_idempotent",
     "install_interceptor",
@@ -153,6 +154,11 @@ _current_emit: ContextVar[Callable[..., object] | None] = ContextVar(
     "agentfaults_current_emit", default=None
 )
 
+# The name of this runtime's tool whose attempt is in progress in this context, set by the
+# drivers while an interceptor is in force: a framework tool of that name called inside it
+# (an `af.tool` wrapping a LangChain tool) is the same attempt, counted and faulted once.
+_attempting: ContextVar[str | None] = ContextVar("agentfaults_attempting", default=None)
+
 
 # `current_emit`, `set_current_emit`, `reset_current_emit` and `active_interceptors` are
 # the variables' own methods, not functions around them: the drivers call them at every
@@ -167,6 +173,12 @@ set_current_emit: Final = _current_emit.set
 reset_current_emit: Final = _current_emit.reset
 #: ``active_interceptors()``: the interceptors in force in this context, oldest first.
 active_interceptors: Final = _interceptors.get
+#: ``attempting()``: the name of the runtime's tool whose attempt is in progress, if any.
+attempting: Final = _attempting.get
+#: ``set_attempting(name)``: the drivers' mark of an attempt; ``reset_attempting(token)``.
+set_attempting: Final = _attempting.set
+#: ``reset_attempting(token)``: undo `set_attempting`.
+reset_attempting: Final = _attempting.reset
 
 
 def install_interceptor(interceptor: Interceptor) -> None:

@@ -34,6 +34,7 @@ from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import advance_virtually, default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
+from pytest_agentfaults.runtime.hooks import attempting
 from pytest_agentfaults.runtime.output import preview
 from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing._declared import as_declared
@@ -91,8 +92,8 @@ def run_attempt(
     """
     __tracebackhide__ = True
     plan = current_plan()
-    if plan is None or claim_of(tool) is not None:
-        return call()
+    if plan is None or claim_of(tool) is not None or attempting() == tool:
+        return call()  # no test, or inside an attempt at this tool: that attempt's
     _, token = claim((tool,))
     try:
         return _run(plan, framework, tool, args, call, failure, site)
@@ -151,7 +152,7 @@ async def arun_attempt(
     """
     __tracebackhide__ = True
     plan = current_plan()
-    if plan is None:
+    if plan is None or attempting() == tool:  # inside the runtime's attempt at this tool
         return await call()
     outer = claim_of(tool)
     if outer is not None:
