@@ -290,6 +290,8 @@ def pytest_runtest_makereport(
         # worker that learned the keys, before the report is shipped (`_plugin_secrets`);
         # the rules that read context only for a test that uses the kit
         _secrets.scrub(report, item.config.stash[_SESSION].learned, _reports_as_kit(item, state))
+    if ending and state is not None and _reports_as_kit(item, state):  # before junit's record
+        _secrets.scrub_xml_attributes(item.config, report, item.config.stash[_SESSION].learned)
     stash = item.stash
     if not ending:
         if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)

@@ -59,6 +59,28 @@ def scrub(report: Any, learned: LearnedSecrets | None, kit: bool = False) -> Non
     scrub_report(report, learned, kit=kit)
 
 
+def scrub_xml_attributes(
+    config: pytest.Config, report: pytest.TestReport, learned: LearnedSecrets | None
+) -> None:
+    """Redact a kit test's junit XML attributes (``record_xml_attribute``) with every rule.
+
+    Called as its teardown ``report`` is made: junit XML builds the test's record from
+    them when that report is logged, and keeps no report to redact them from later. The
+    test's reporter is junit's own, found by the report as junit finds it (it exists: the
+    setup report was logged).
+    """
+    from _pytest.junitxml import xml_key  # noqa: PLC0415 - not loaded under -p no:junitxml
+
+    xml = config.stash.get(xml_key, None)  # None under xdist's workers: the controller writes
+    if xml is None:
+        return
+    reporter = xml.node_reporter(report)
+    if getattr(reporter, "attrs", None):
+        from pytest_agentfaults._redact import redact_value  # noqa: PLC0415 - the kit loads on first use
+
+        reporter.attrs = redact_value(reporter.attrs, learned)
+
+
 class ShareLearned:
     """Under xdist: workers ship what they learned; the controller redacts by the union.
 

@@ -150,3 +150,27 @@ def test_a_learned_key_that_pytest_cut_short_leaves_no_part(pytester, monkeypatc
     slices = {secret[i : i + 6] for i in range(len(secret) - 5)}
     assert [piece for piece in slices if piece in stdout] == []
     assert "...[REDACTED]" in stdout
+
+
+# A kit test's junit XML attribute, set with pytest's record_xml_attribute: a value with a
+# bearer token is a credential by its context, as it is in the test's other reports.
+XML_ATTRIBUTE = """
+import pytest
+
+
+def test_records(record_xml_attribute, trace):
+    record_xml_attribute("auth", "Bearer " + "gw7Q2mX9vK4pL8nR3tY6")
+"""
+
+
+def test_a_kit_tests_junit_attribute_is_redacted(pytester):
+    pytester.makepyfile(test_xml=XML_ATTRIBUTE)
+    out = pytester.path / "junit.xml"
+    # record_xml_attribute writes only in the xunit1 family (pytest warns in xunit2)
+    result = pytester.runpytest(
+        "-p", "no:randomly", f"--junitxml={out}", "-o", "junit_family=xunit1", "-W", "ignore"
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    text = out.read_text(encoding="utf-8")
+    assert 'auth="Bearer [REDACTED]"' in text
+    assert "gw7Q2mX9vK4pL8nR3tY6" not in text
