@@ -201,8 +201,9 @@ def scripts(
     parameter `fake_args` does not fake (``FilePath``, ``DirectoryPath``, ``NewPath``: they
     must exist on disk) is refused here with a `UsageError`; script its calls yourself.
 
-    A fault plan's ``llm`` faults use up the scripted step they replace, so build the model
-    with ``on_exhausted="repeat_last"`` when you combine the two.
+    A fault plan's ``llm`` faults use up no step, but an agent may still ask more often
+    than a generated script foresaw: build the model with ``on_exhausted="repeat_last"``
+    when you combine the two.
     """
     items = one_or_many(tools)
     names = tool_names(items, "scripts")

@@ -80,10 +80,10 @@ def test_it(llm_server, trace, faults):
     result.assert_outcomes(passed=1)
 
 
-def test_a_malformed_marker_uses_up_the_llm_server_step_it_replaces(suite):
-    # The same rule as in-process: the call is made, the server's step is used, and the
-    # answer the client gets is the malformed one. So fetch's step never runs, as with a
-    # ScriptedModel, and no step is left over.
+def test_a_malformed_marker_keeps_the_llm_server_step_it_answers_before(suite):
+    # The same rule as in-process and as the transient kinds: the fault answers the model
+    # call in the client's place, before any request, and the server's step stays for the
+    # next call. So fetch's step is served and the tool runs: the fault ate no step.
     result = suite("""
 @pytest.mark.inject_fault(llm="malformed_tool_args")
 def test_over_the_wire(llm_server, trace):
@@ -93,9 +93,10 @@ def test_over_the_wire(llm_server, trace):
                         api_key="sk-key-0123456789") as model:
         result = af.Agent("bot", model=model, tools=[fetch]).run("go")
     assert result.output == "done"
-    assert len(llm_server.requests) == 2
+    assert len(llm_server.requests) == 2  # the faulted call sent none
     assert script.remaining == 0
-    assert trace.count("tool.result") == 0 and CALLS == []
+    assert trace.count("llm.fault") == 1
+    assert trace.count("tool.result") == 1 and CALLS == ["u"]
 
 @pytest.mark.asyncio
 @pytest.mark.inject_fault(llm="malformed_tool_args")
@@ -106,15 +107,15 @@ async def test_over_the_wire_async(llm_server, trace):
                               api_key="sk-key-0123456789") as model:
         result = await af.Agent("bot", model=model, tools=[fetch]).arun("go")
     assert result.output == "done"
-    assert (len(llm_server.requests), script.remaining, CALLS) == (2, 0, [])
+    assert (len(llm_server.requests), script.remaining, CALLS) == (2, 0, ["u"])
 
 @pytest.mark.inject_fault(llm="malformed_tool_args")
 def test_in_process(trace):
     CALLS.clear()
     model = ScriptedModel([call_tool("fetch", url="u"), say("done")])
     assert af.Agent("bot", model=model, tools=[fetch]).run("go").output == "done"
-    assert len(model.requests) == 2
-    assert trace.count("tool.result") == 0 and CALLS == []
+    assert len(model.requests) == 3
+    assert trace.count("tool.result") == 1 and CALLS == ["u"]
 """).runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=3)
 

@@ -1,9 +1,9 @@
 """A model with only ``request`` (sync) or only ``arequest`` (async), and faults around them.
 
 `agent.run()` needs ``request``, `agent.arun()` needs ``arequest``: the wrong one fails
-with a `UsageError` naming the model and the driver to use. A fault that replaces the
-answer (a malformed kind) still makes the call, so a model that counts its calls (a
-server's script) sees it.
+with a `UsageError` naming the model and the driver to use. A fault that answers in the
+model's place (a malformed kind, as a transient one) does not call it, so a model that
+counts its calls (a server's script) gives its next answer to the call that follows.
 """
 
 from __future__ import annotations
@@ -86,23 +86,30 @@ def _blocked_once() -> FaultPlan:
     return plan
 
 
-def test_a_fault_replacing_the_answer_still_makes_the_call_in_run():
+def _retrying(model: Counting) -> af.Agent:
+    return af.Agent(
+        "bot",
+        model=model,
+        clock=af.VirtualClock(),
+        on_llm_error=lambda exc, attempt: af.LlmErrorDecision.retry(max_attempts=2),
+    )
+
+
+def test_a_fault_answering_in_the_models_place_does_not_call_it_in_run():
     model = Counting()
-    agent = af.Agent("bot", model=model, clock=af.VirtualClock())
-    with _blocked_once().active(), pytest.raises(af.MalformedResponseError) as caught:
-        agent.run("go")
-    assert model.calls == 1  # the call happened; the run saw the fault's answer
-    assert "model 'counting' blocked its answer" in str(caught.value)
+    with _blocked_once().active():
+        result = _retrying(model).run("go")
+    # the blocked answer came from the fault; the model's first answer went to the retry
+    assert (result.output, model.calls) == ("answer 1", 1)
+    assert "model 'counting' blocked its answer" in str(result.trace.of("llm.error")[0].error)
 
 
 @pytest.mark.asyncio
-async def test_a_fault_replacing_the_answer_still_makes_the_call_in_arun():
+async def test_a_fault_answering_in_the_models_place_does_not_call_it_in_arun():
     model = Counting()
-    agent = af.Agent("bot", model=model, clock=af.VirtualClock())
-    with _blocked_once().active(), pytest.raises(af.MalformedResponseError) as caught:
-        await agent.arun("go")
-    assert model.calls == 1
-    assert "model 'counting' blocked its answer" in str(caught.value)
+    with _blocked_once().active():
+        result = await _retrying(model).arun("go")
+    assert (result.output, model.calls) == ("answer 1", 1)
 
 
 @pytest.mark.asyncio

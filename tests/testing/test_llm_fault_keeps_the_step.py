@@ -1,7 +1,9 @@
-"""A transient llm fault fails the model call and leaves the scripted step for the retry.
+"""An llm fault never uses up a scripted step: the step stays for the next call.
 
-The malformed kinds still replace the answer of the call they hit, using that step up.
-Each test builds its own `FaultPlan` and activates it, as a user outside pytest would.
+A transient kind fails the model call; a malformed kind answers it in the model's place.
+Either way the script's step is what the model says next, so a fault cannot eat a
+``call_tool`` step and let a test pass while its tool never ran. Each test builds its own
+`FaultPlan` and activates it, as a user outside pytest would.
 """
 
 from __future__ import annotations
@@ -86,16 +88,55 @@ def test_a_fluent_transient_fault_on_a_later_call_keeps_that_calls_step() -> Non
 
 
 @pytest.mark.parametrize("kind", MALFORMED)
-def test_a_malformed_fault_replaces_the_answer_and_uses_the_step_up(kind: str) -> None:
-    # strict=False: what the agent does after the fault differs per kind, so a step may stay
-    model = ScriptedModel(
-        [call_tool("fetch", url="https://x.test"), say("done"), say("spare")], strict=False
-    )
+def test_a_malformed_fault_answers_before_the_step_which_stays(kind: str) -> None:
+    # strict: every step must be used, so the fault took none of them
+    model = ScriptedModel([call_tool("fetch", url="https://x.test"), say("done")])
     calls: list[str] = []
     plan = _plan(kind)
     with plan.active():
-        _agent(model, calls).run("go")
-    assert calls == []  # the call_tool step was replaced: fetch never asked for
-    assert model.requests[0].messages[-1].content == "go"
-    assert model.remaining < 2  # the replaced step is gone, whatever the agent did next
+        result = _agent(model, calls).run("go")
+    assert calls == ["https://x.test"]  # the call_tool step was not eaten: the tool ran
+    assert result.output == "done"
+    assert result.trace.count("llm.fault") == 1
+    assert result.trace.count("tool.result", tool="fetch") == 1
+    # the faulted call is recorded; the next call gets the call_tool step, then "done"
+    assert len(model.requests) == 3
+    assert model.remaining == 0
     assert [(f.target, f.kind) for f in plan.fired] == [("llm", kind)]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", MALFORMED)
+async def test_a_malformed_fault_answers_before_the_step_which_stays_async(kind: str) -> None:
+    model = ScriptedModel([call_tool("fetch", url="https://x.test"), say("done")])
+    calls: list[str] = []
+    with _plan(kind).active():
+        result = await _agent(model, calls).arun("go")
+    assert calls == ["https://x.test"]
+    assert result.output == "done"
+    assert len(model.requests) == 3
+    assert model.remaining == 0
+
+
+def test_the_round_trip_the_marker_promises_a_malformed_tool_call_then_the_real_one() -> None:
+    # The case that used to pass while the tool never ran: no retry policy is needed, the
+    # agent feeds the broken call back and the model's next answer is the scripted call.
+    model = ScriptedModel([call_tool("fetch", url="https://x.test"), say("done")])
+    calls: list[str] = []
+    plan = _plan("malformed_tool_args")
+
+    @af.tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        calls.append(url)
+        return "page"
+
+    with plan.active():
+        result = af.Agent("bot", model=model, tools=[fetch]).run("go")
+    assert calls == ["https://x.test"]
+    kinds = [event.type for event in result.trace if event.type.startswith(("llm.", "tool."))]
+    assert kinds == [
+        "llm.request", "llm.fault", "llm.response", "tool.error",
+        "llm.request", "llm.response", "tool.call", "tool.result",
+        "llm.request", "llm.response",
+    ]  # fmt: skip

@@ -38,11 +38,12 @@ def test_args_chooses_the_text_the_model_sends(pytester):
 
         @pytest.mark.inject_fault(llm="malformed_tool_args", args='{"query": 42')
         def test_it(trace):
-            model = ScriptedModel([say("first"), call_tool("search", query="x"), say("done")])
-            af.Agent("bot", model=model, tools=[search]).run("go")
+            model = ScriptedModel([call_tool("search", query="x"), say("done")])
+            af.Agent("bot", model=model, tools=[search]).run("go")  # every step used
             feedback = model.requests[1].messages[-1].content
             assert '{\\\\"query\\\\": 42' in feedback or '{"query": 42' in feedback
             assert trace.count("tool.error") == 1
+            assert trace.count("tool.result", tool="search") == 1
         """
     )
     pytester.runpytest(

@@ -42,7 +42,6 @@ from pytest_agentfaults.runtime.clock import (
 from pytest_agentfaults.runtime.hooks import (
     PROCEED,
     Attempt,
-    InsteadOfAnswer,
     ModelCall,
     active_interceptors,
     intercept_model,
@@ -285,9 +284,6 @@ def _model_call_sync(effect: ModelCall) -> ModelResponse:
     try:
         if active_interceptors():
             outcome = intercept_model(effect)
-            if type(outcome) is InsteadOfAnswer:
-                _sync_request(effect)  # the call happens; its answer is replaced
-                return outcome.response  # type: ignore[no-any-return]
             if outcome is not PROCEED:
                 return outcome  # type: ignore[no-any-return]
         # `_sync_request`, inline for a model that has ``request`` (every model call)
@@ -372,9 +368,6 @@ async def _model_call_async(effect: ModelCall) -> ModelResponse:
     try:
         if active_interceptors():
             outcome = intercept_model(effect)
-            if type(outcome) is InsteadOfAnswer:
-                await _async_request(effect)  # the call happens; its answer is replaced
-                return outcome.response  # type: ignore[no-any-return]
             if outcome is not PROCEED:
                 return outcome  # type: ignore[no-any-return]
         return await _async_request(effect)

@@ -27,7 +27,6 @@ __all__ = [
     "PROCEED",
     "Attempt",
     "Inject",
-    "InsteadOfAnswer",
     "Interceptor",
     "InterceptorError",
     "ModelCall",
@@ -120,19 +119,6 @@ class Inject:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
-
-
-class InsteadOfAnswer:
-    """Returned by an interceptor: make the model call, then answer with ``response``.
-
-    For a fault that replaces what the model answered: the call still happens (a scripted
-    server uses its step up), and the run sees ``response`` in place of the answer.
-    """
-
-    __slots__ = ("response",)
-
-    def __init__(self, response: Any) -> None:
-        self.response = response
 
 
 class InterceptorError(AssertionError):

@@ -80,8 +80,8 @@ HTTP_KIND_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
 class LlmKind:
     """One ``llm=`` kind: the scripted step it injects, its options, whether it is transient.
 
-    A transient kind fails the model call and leaves the scripted step for the call that
-    follows (the retry); the others replace the call's answer and use the step up.
+    A transient kind fails the model call; the others answer it in the model's place. No
+    kind uses up a scripted step: it stays for the call that follows.
     """
 
     step: Callable[..., ScriptStep]

@@ -15,7 +15,6 @@ from pytest_agentfaults.runtime.hooks import (
     PROCEED,
     Attempt,
     Inject,
-    InsteadOfAnswer,
     Interceptor,
     ModelCall,
 )
@@ -160,9 +159,7 @@ class PlanInterceptor(Interceptor):
         call.request.emit(
             "llm.fault", status=fault.kind, detail=f"{fault.describe()} on {model_name}"
         )
-        outcome = _respond_instead(
-            model, call, fault.step(), model_name, self.plan, not fault.transient
-        )
+        outcome = _respond_instead(model, call, fault.step(), model_name, self.plan)
         if type(outcome) is Inject:
             _say_injected(outcome.error, redact(fault.source))
         return outcome
@@ -214,26 +211,19 @@ def _say_injected(error: BaseException, source: str) -> None:
 
 
 def _respond_instead(
-    model: Any,
-    call: ModelCall,
-    step: ScriptStep,
-    model_name: str,
-    plan: FaultPlan,
-    uses_step: bool,
-) -> ModelResponse | Inject | InsteadOfAnswer:
-    """Answer ``call`` with ``step`` in place of the model.
+    model: Any, call: ModelCall, step: ScriptStep, model_name: str, plan: FaultPlan
+) -> ModelResponse | Inject:
+    """Answer ``call`` with ``step`` in place of the model, which is not called.
 
-    A transient kind fails the call and leaves the scripted step for the next call; a
-    malformed kind replaces the answer and uses the step up (``uses_step``). A step that
-    fails (a 503, a timeout ...) comes back as `Inject(error)`.
+    Every kind leaves the script alone: a transient kind fails the call, a malformed kind
+    is an answer the model gave *before* its scripted one, and the step stays for the
+    next call. Using it up would let a fault eat a ``call_tool`` step, and a test pass
+    while its tool never ran. A step that fails (a 503, a timeout ...) comes back as
+    `Inject(error)`.
     """
     try:
         if isinstance(model, ScriptedModel):
-            return model.substitute(call.request, step, uses_step=uses_step)
-        response = step.respond(call.request, model=model_name, next_call_id=plan.next_call_id)
+            return model.substitute(call.request, step)
+        return step.respond(call.request, model=model_name, next_call_id=plan.next_call_id)
     except Exception as exc:  # the injected failure itself
         return Inject(exc)
-    # Another model (a client of llm_server, of http_faults routes): a malformed kind lets
-    # the call happen, so whatever scripts the model uses that step up, as a ScriptedModel
-    # does, and only the answer is replaced.
-    return InsteadOfAnswer(response) if uses_step else response

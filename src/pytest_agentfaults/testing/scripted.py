@@ -258,19 +258,14 @@ class ScriptedModel:
             step = _as_step(result, f"the step function's result for request {len(self.requests)}")
         return step.respond(request, model=self.name, next_call_id=self._next_call_id)
 
-    def substitute(
-        self, request: ModelRequest, step: ScriptStep, *, uses_step: bool = True
-    ) -> ModelResponse:
+    def substitute(self, request: ModelRequest, step: ScriptStep) -> ModelResponse:
         """Answer ``request`` with ``step`` in place of the script (fault injection).
 
-        The request is recorded. With ``uses_step`` (a malformed answer) the scripted step
-        it replaces is used up, as if the model had answered; without it (a transient
-        failure of the call: a 429, a 503, a timeout, a dropped connection) the step stays
-        for the next call. With the script already spent, nothing is used up.
+        The request is recorded and the script is left alone: whatever the fault answers
+        (a 429, a timeout, an empty or malformed answer), the scripted step stays for the
+        next call, so a fault never eats a step the test wrote.
         """
         self.requests.append(request.snapshot())
-        if uses_step and self._function is None and self._position < len(self._steps):
-            self._position += 1
         return step.respond(request, model=self.name, next_call_id=self._next_call_id)
 
     # ----------------------------------------------------------------- conveniences
