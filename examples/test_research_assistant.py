@@ -88,6 +88,8 @@ def test_a_malformed_tool_call_is_fed_back_not_a_crash(trace):
     assert result.status == "ok"
     assert trace.count("llm.fault") == 1
     assert trace.errors()[0].error.type == "InvalidArgsError"
+    # the broken call came first: the script's search still ran, then the rest
+    assert [trace.count("tool.result", tool=name) for name in ("search", "fetch")] == [1, 1]
 
 
 @pytest.mark.inject_fault(llm="rate_limit", retry_after=2)
