@@ -30,7 +30,7 @@ cure, as an exception of a tool is in the other frameworks).
 
 A call the server refuses before its tool runs takes no fault: it is traced, and the
 server's answer read, but it is neither counted by ``times=`` / ``at=`` nor replaced,
-as the Agents SDK's refused arguments are (`_refused`). The client tells one from the
+as the Agents SDK's refused arguments are (`refused_arguments`). The client tells one from the
 tool's input schema in the session's last listing (the hook on ``list_tools`` keeps
 them; a session that listed nothing is listed once, as the SDK itself does after a
 call): a name the full listing lacks, a required argument missing, or a value no
@@ -62,7 +62,7 @@ from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._claims import claim_of
 from pytest_agentfaults.testing._frameworks._core import arun_attempt
 
-__all__ = ["FRAMEWORK", "install"]
+__all__ = ["FRAMEWORK", "install", "refused_arguments"]
 
 FRAMEWORK: Final = "mcp"
 _HOOKED: Final = "__agentfaults_hook__"
@@ -109,7 +109,7 @@ def install() -> Callable[[], None]:
         return result
 
     async def refused(self: Any, name: str, arguments: Any) -> bool:
-        """Whether the server refuses this call before the tool runs (`_refused`)."""
+        """Whether the server refuses this call before the tool runs (`refused_arguments`)."""
         plan = current_plan()
         if plan is None or claim_of(name) is not None:
             return False  # inside another framework's attempt: that one's to say
@@ -123,7 +123,7 @@ def install() -> Callable[[], None]:
         known, full = schemas.get(self, ({}, False))
         if name not in known:
             return full
-        return _refused(known[name], arguments)
+        return refused_arguments(known[name], arguments)
 
     async def call_tool(self: Any, name: str, arguments: Any = None, *args: Any, **kw: Any) -> Any:
         __tracebackhide__ = True
@@ -170,12 +170,13 @@ def install() -> Callable[[], None]:
     return undo
 
 
-def _refused(schema: Mapping[str, Any], arguments: Any) -> bool:
+def refused_arguments(schema: Mapping[str, Any], arguments: Any) -> bool:
     """Whether a server surely refuses ``arguments`` for a tool of input ``schema``.
 
     Sure only of what any reading refuses: a required argument missing, or a value (not
     a text) of a kind the declared type never reads from. Nested schemas, unions and
-    constraints are the server's to judge.
+    constraints are the server's to judge. The Agents SDK's and pydantic-ai's MCP tools
+    ask it too: neither checks an MCP tool's arguments before its server does.
     """
     given = arguments if arguments is not None else {}
     if not isinstance(given, Mapping):
