@@ -97,3 +97,17 @@ async def test_a_tool_the_server_does_not_have_does_not_take_the_fault(trace, fa
     (refused,) = trace.errors("nope")
     assert refused.error.type == "UnknownToolError"
     assert not trace.of("tool.fault")
+
+
+@pytest.mark.asyncio
+async def test_a_fault_whose_calls_were_all_refused_says_so(trace, faults):
+    fault = faults.tool("nope").raises(ConnectionError("reset")).times(1)
+    async with mcp.Client(server) as client:
+        await client.call_tool("nope", {})
+
+    with pytest.raises(AssertionError) as unfired:
+        faults.check()
+    message = str(unfired.value)
+    assert "before this fault was declared" not in message  # it was declared first
+    assert "every call of nope was refused before the tool ran" in message
+    fault.strict(False)  # seen: the test's teardown need not fail over it again

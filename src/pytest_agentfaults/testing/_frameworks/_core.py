@@ -189,7 +189,7 @@ async def _arun(
     held: Claim,
 ) -> T:
     __tracebackhide__ = True
-    attempt = _Attempt(plan, framework, tool, args, site, outcome, held)
+    attempt = _Attempt(plan, framework, tool, args, site, outcome, held, faultable)
     fault = attempt.fault() if faultable else None
     if fault is not None:
         if fault.delay is None:
@@ -233,6 +233,7 @@ class _Attempt:
         site: Site,
         outcome: Outcome | None = None,
         held: Claim | None = None,
+        faultable: bool = True,
     ) -> None:
         self.plan = plan
         self.name = tool
@@ -240,7 +241,10 @@ class _Attempt:
         self.outcome = outcome
         self.claim = held
         self.recorder = _recorder(plan, framework)
-        plan.tools_called.add(tool)  # for the message of a tool fault that never fired
+        # for the message of a tool fault that never fired: a call the framework refused
+        # before the tool ran is no call a fault could take, and the message says so
+        called = plan.tools_called if faultable else _side(plan).setdefault("refused", set())
+        called.add(tool)
         # A tool declared non-idempotent for the test says so on its events (the verdict's
         # retried_non_idempotent reads them), as our own runtime's events do.
         self.marks: dict[str, Any] = {"framework": framework}
