@@ -21,7 +21,7 @@ from mcp.client._memory import InMemoryTransport
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from pytest_agentfaults.testing import call_tool, say
+from pytest_agentfaults.testing import call_tool, malformed, say
 
 NO_TRACING = agents.RunConfig(tracing_disabled=True)
 server = MCPServer("docs")
@@ -151,3 +151,38 @@ def test_the_verdict_sees_the_failure(llm_server, trace):
     assert verdict.judged  # a failure to judge, which the model was told of
     assert verdict.failures == 1
     assert verdict.passed, verdict.render()
+
+
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"), times=1)
+def test_arguments_refused_before_the_tool_runs_take_no_fault(llm_server, trace, faults):
+    # A required argument missing: the SDK's MCP server wrapper refuses the call against
+    # the tool's listed schema (UserError) before the session sends it. That call is no
+    # occurrence of the fault, which is left for the call that reaches the tool.
+    run_agent(
+        llm_server,
+        [
+            malformed.tool_args('{"q": "x"}', tool="search"),  # JSON, not the tool's arguments
+            call_tool("search", query="x"),
+            call_tool("search", query="x"),
+        ],
+    )
+
+    told = told_text(llm_server)
+    assert told[1:] == [
+        "An error occurred while running the tool. Please try again.",
+        "3 pages about x",
+    ]
+    assert faults.fired[0].occurrence == 1
+    errors = [e.error for e in trace.of("tool.error")]
+    assert [error.type for error in errors] == ["UserError", "ConnectionError"]
+    assert "missing required parameters: query" in errors[0].message
+
+
+def told_text(llm_server):
+    """The text of each tool message in the last request, whatever its shape."""
+    messages = llm_server.requests[-1].json()["messages"]
+    return [
+        m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]
+        for m in messages
+        if m["role"] == "tool"
+    ]

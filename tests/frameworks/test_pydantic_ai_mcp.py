@@ -40,3 +40,34 @@ def test_an_mcp_toolsets_tool_gets_the_faults_and_pydantic_ais_retries(trace: af
     assert trace.tool_attempts("search") == 3
     trace.assert_sequence("tool.fault", "tool.error", "tool.fault", "tool.error", "tool.result")
     assert {e.framework for e in trace.of("tool.*")} == {"pydantic_ai"}
+
+
+def _wrong_name_first(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Calls search with an argument the server's schema lacks, then as it should."""
+    parts = [p for m in messages for p in m.parts]
+    answered = [p for p in parts if getattr(p, "part_kind", "") == "tool-return"]
+    if answered and answered[-1].outcome != "retried":
+        return ModelResponse(parts=[TextPart(str(answered[-1].content))])
+    asked = sum(isinstance(p, ToolCallPart) for p in parts)
+    return ModelResponse(
+        parts=[ToolCallPart("search", {"query": "docs"} if not asked else {"q": "docs"})]
+    )
+
+
+@pytest.mark.inject_fault(tool="search", raises=ModelRetry("server busy"), times=1)
+def test_arguments_the_server_refuses_take_no_fault(trace: af.Trace, faults) -> None:
+    # pydantic-ai sends an MCP tool's arguments as they are: the server refuses a call
+    # without "q" before its tool runs. That call is no occurrence of the fault.
+    toolset = MCPToolset(StdioTransport(command=sys.executable, args=[str(SERVER)]), max_retries=3)
+    result = Agent(FunctionModel(_wrong_name_first), toolsets=[toolset]).run_sync("find")
+
+    assert result.output == "found docs"
+    assert faults.fired[0].occurrence == 1  # the refused call was no occurrence
+    assert trace.tool_attempts("search") == 3
+    assert [e.type for e in trace.of("tool.*")][:4] == [
+        "tool.call",
+        "tool.error",
+        "tool.retry",
+        "tool.call",
+    ]
+    assert "validation error" in trace.of("tool.error")[0].error.message

@@ -201,11 +201,20 @@ def _open_attempt(effect: Attempt) -> tuple[float, object, object]:
     virtual = type(clock) is VirtualClock and timeout is not None
     deadline = set_attempt_deadline(clock, start + timeout) if virtual else None  # type: ignore[operator]
     emitting = (
-        (set_current_emit(effect.emit), set_attempting(effect.tool.name))
+        (set_current_emit(_emit_of(effect)), set_attempting(effect.tool.name))
         if active_interceptors()
         else None
     )
     return start, deadline, emitting
+
+
+def _emit_of(effect: Attempt) -> Any:
+    """What records this attempt's inner events: its run's, else the test's own (None).
+
+    An attempt of no recorder (a `Tool.invoke` inside a framework's attempt at the same
+    tool, which records it) leaves a request its tool makes to the test's HTTP recorder.
+    """
+    return effect.emit if effect.rec is not None else None
 
 
 def _close_attempt(deadline: object, emitting: Any) -> None:
@@ -231,7 +240,7 @@ def _attempt_sync(effect: Attempt, runner: asyncio.Runner | None) -> Any:
     emitting: Any = None
     naming: Any = None
     if interceptors:  # layers below record into this run; a framework tool inside is this
-        emitting = set_current_emit(effect.emit)
+        emitting = set_current_emit(_emit_of(effect))
         naming = set_attempting(tool.name)
     try:
         if timeout is not None and type(clock) is RealClock and effect.cut and not tool.is_async:

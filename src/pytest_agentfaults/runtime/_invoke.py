@@ -28,7 +28,7 @@ from pytest_agentfaults.runtime.clock import (
     default_clock,
     read_default_clock,
 )
-from pytest_agentfaults.runtime.hooks import active_interceptors
+from pytest_agentfaults.runtime.hooks import active_interceptors, framework_attempt
 from pytest_agentfaults.runtime.models.base import ToolCall
 
 __all__ = ["ainvoke", "invoke"]
@@ -103,7 +103,10 @@ def _standalone(
 ) -> Steps[Any]:
     """One tool call through a pipeline of its own: events only for a trace collector."""
     __tracebackhide__ = True
-    rec = Recorder(agent=f"tool:{tool.name}", clock=clock) if active_collectors() else None
+    # Inside another framework's attempt at a tool of this name (the test kit's), this call
+    # is that attempt, recorded there: no events here (and the kit's faults pass it by).
+    recorded = active_collectors() and framework_attempt() != tool.name
+    rec = Recorder(agent=f"tool:{tool.name}", clock=clock) if recorded else None
     rng: list[Any] = []
 
     def uniform() -> float:

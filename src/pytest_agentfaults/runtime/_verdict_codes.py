@@ -99,6 +99,18 @@ _SDK_ADVICE: Final[dict[str, str]] = {
         "{pkg}.{cls} waits a Retry-After by itself: the early repeat came from code "
         "around it; leave retrying to its max_retries, or wait the header's time"
     ),
+    "via_pydantic_ai": (
+        "pydantic-ai raises UnexpectedModelBehavior for a completion that is not JSON (the "
+        "{pkg} SDK hands it over as text) and does not request it again: catch "
+        "pydantic_ai.exceptions.UnexpectedModelBehavior around the run and run again, with "
+        "backoff"
+    ),
+    "via_langchain": (
+        "langchain-openai's ChatOpenAI raises ValueError for a completion that is not JSON "
+        "(the {pkg} SDK hands it over as text), and max_retries does not request it again: "
+        "wrap the model in .with_retry(...) (it retries any exception, with backoff), or "
+        "catch ValueError and invoke again, with backoff"
+    ),
     "not_json": (
         "{pkg}.{cls} does not retry a 2xx answer whose JSON it cannot parse, and raises "
         "json.JSONDecodeError (a ValueError, not {pkg}.APIError) for it: catch "

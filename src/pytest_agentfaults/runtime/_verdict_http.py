@@ -399,6 +399,14 @@ def _cut_stream(request: Request, events: Sequence[Event], ends: list[Event]) ->
     return [request.found("gave_up_early", message, last, stream=True)]
 
 
+#: what a framework that sent a request through the openai SDK does with a 2xx body the
+#: SDK hands over as text (``via``, see `_http_fields`): it raises, it does not use it
+_RAISED_BY: Final = {
+    "pydantic_ai": "pydantic-ai raised UnexpectedModelBehavior on it",
+    "langchain": "langchain-openai's ChatOpenAI raised ValueError on it",
+}
+
+
 def _malformed(requests: list[Request], events: Sequence[Event]) -> list[Found]:
     """A 2xx answer that is not the provider's JSON, never requested again, and used.
 
@@ -420,6 +428,17 @@ def _malformed(requests: list[Request], events: Sequence[Event]) -> list[Found]:
         fault = last.field("fault")
         rules, streamed = request.rules, last.__dict__.get("streamed") is True
         raises_on = rules.raises_on_stream if streamed else None
+        via = None if streamed or own else _RAISED_BY.get(str(last.__dict__.get("via")))
+        if via is not None and fault not in rules.raises_on:
+            # the SDK handed the page over as text; the framework that asked raised on it
+            message = (
+                f"answered {_status(last)} with a body that is not the provider's JSON "
+                f"({fault}); the SDK handed it over as text, {via}, and the request was "
+                "never made again"
+            )
+            topic = f"via_{last.__dict__.get('via')}"
+            found.append(request.found("gave_up_early", message, last, topic=topic))
+            continue
         if not own and fault in (rules.raises_on if raises_on is None else raises_on):
             # the SDK raises on an answer it cannot parse: nothing was used, it was given up
             what = (

@@ -91,6 +91,7 @@ _EXTRA_FIELDS: Final = (
     "streamed",
     "unstreamed_body_sha",
     "url",
+    "via",
 )
 _KNOWN_FIELDS: Final = frozenset(_DECLARED_FIELDS + _EXTRA_FIELDS)
 

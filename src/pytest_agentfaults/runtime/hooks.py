@@ -34,6 +34,7 @@ __all__ = [
     "attempting",
     "current_emit",
     "declared_non_idempotent",
+    "framework_attempt",
     "install_interceptor",
     "remove_interceptor",
 ]
@@ -145,6 +146,13 @@ _current_emit: ContextVar[Callable[..., object] | None] = ContextVar(
 # (an `af.tool` wrapping a LangChain tool) is the same attempt, counted and faulted once.
 _attempting: ContextVar[str | None] = ContextVar("agentfaults_attempting", default=None)
 
+# The other way round: the name of another framework's tool whose attempt the test kit is
+# running in this context. An `af.tool` of that name invoked inside it (a LangChain tool
+# whose body calls ``search.invoke(...)``) is that attempt: not recorded, not faulted again.
+_framework_attempt: ContextVar[str | None] = ContextVar(
+    "agentfaults_framework_attempt", default=None
+)
+
 
 # `current_emit`, `set_current_emit`, `reset_current_emit` and `active_interceptors` are
 # the variables' own methods, not functions around them: the drivers call them at every
@@ -165,6 +173,13 @@ attempting: Final = _attempting.get
 set_attempting: Final = _attempting.set
 #: ``reset_attempting(token)``: undo `set_attempting`.
 reset_attempting: Final = _attempting.reset
+#: ``framework_attempt()``: the name of a framework tool the kit's attempt is running, if any.
+framework_attempt: Final = _framework_attempt.get
+#: ``set_framework_attempt(name)``: the kit's mark of a framework attempt; undo with
+#: ``reset_framework_attempt(token)``.
+set_framework_attempt: Final = _framework_attempt.set
+#: ``reset_framework_attempt(token)``: undo `set_framework_attempt`.
+reset_framework_attempt: Final = _framework_attempt.reset
 
 
 def install_interceptor(interceptor: Interceptor) -> None:

@@ -68,7 +68,9 @@ whether it retries timeouts, the longest ``Retry-After`` it waits out, and its a
     proxy's HTML page; streamed, events that are not JSON) that was never requested again,
     outside any run (an official SDK returns such a page as a ``str`` completion, and
     anthropic's stream of it as an empty stream, without raising) or in a run that still
-    ended ``ok``.
+    ended ``ok``. Sent through pydantic-ai or langchain-openai (the request's ``via``),
+    such a page is not used: each raises on the text the SDK hands it, and giving it up
+    is ``gave_up_early``.
 ``retried_non_idempotent``
     a tool that must not run twice (``@af.tool(idempotent=False)``, or the marker's
     ``idempotent=False``: any event of that tool with ``idempotent=False``) failed

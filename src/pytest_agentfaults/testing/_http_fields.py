@@ -11,6 +11,9 @@ loopback server (`_serve.py`), so the two record the same fields the same way.
   ``"openai.OpenAI"``, ``"anthropic.AsyncAnthropic"``, ``"agentfaults"`` (this package's
   model clients), ``"httpx"``, ``"httpx2"``, ``"openai"`` / ``"anthropic"`` (an SDK sent
   with a user-agent of the user's own), or the user-agent's product name.
+- ``via``: the framework that sent it through the openai SDK, when the request tells
+  (``"pydantic_ai"``, ``"langchain"``): the verdict asks what it made of a body that is
+  not JSON, which the SDK hands over as text.
 - ``retry_after``: the wait in seconds a failed response asked for (``retry-after-ms``, or
   ``Retry-After`` in seconds or as an HTTP date), and ``retry_after_date=True`` for a date.
 - ``should_retry``: the ``x-should-retry: true|false`` header, as a bool.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -66,7 +70,12 @@ _KNOWN: Final = {
 #: their lower-case names as bytes (how ``headers.raw`` gives a name, once lower-cased)
 _READ: Final = {
     name.encode("ascii"): name
-    for name in ("user-agent", "x-stainless-retry-count", "x-stainless-lang")
+    for name in (
+        "user-agent",
+        "x-stainless-retry-count",
+        "x-stainless-lang",
+        "x-stainless-raw-response",
+    )
 }
 #: what `request_headers` does with a header, by its lower-case name as bytes: reads it
 #: (the name of `_READ`), learns it (`_CREDENTIAL`, a credential header: see
@@ -157,7 +166,26 @@ def client_fields(headers: Mapping[str, str], url: str = "") -> dict[str, Any]:
     stainless = "x-stainless-retry-count" in headers or "x-stainless-lang" in headers
     anthropic = stainless and ("anthropic" in url or url.endswith("/v1/messages"))
     client = _client(agent, stainless, anthropic)
-    return {"client": client} if client else {}
+    if not client:
+        return {}
+    via = _via(agent, client, headers.get("x-stainless-raw-response") == "true")
+    return {"client": client, "via": via} if via else {"client": client}
+
+
+def _via(agent: str, client: str, raw: bool) -> str | None:
+    """The framework that sent the request through the openai SDK, when it says so.
+
+    It reads the answer, not the caller: the verdict asks it what became of a body the
+    SDK handed over as text. pydantic-ai sends its own user-agent; langchain-openai the
+    SDK's, asking for the raw response (``with_raw_response``), which it parses itself.
+    """
+    if not client.startswith("openai"):
+        return None
+    if agent.startswith("pydantic-ai/"):
+        return "pydantic_ai"
+    if raw and "langchain_openai" in sys.modules:
+        return "langchain"
+    return None
 
 
 # a client sends the same user-agent on every request: its name is worked out once
@@ -299,9 +327,7 @@ def attempt_fields(
     headers = request_headers(request.headers, learned)
     if learned is not None and "?" in url:
         learned.learn_url(url)
-    client = client_fields(headers, url).get("client")
-    if client is not None:
-        fields["client"] = client
+    fields.update(client_fields(headers, url))
     if response is not None:
         status = response.status_code
         fields["status"] = status

@@ -17,6 +17,7 @@ from pytest_agentfaults.runtime.hooks import (
     Inject,
     Interceptor,
     ModelCall,
+    framework_attempt,
 )
 from pytest_agentfaults.testing._declared import as_declared
 from pytest_agentfaults.testing._fault import LLMFault, ToolAction, ToolFault
@@ -75,6 +76,8 @@ class PlanInterceptor(Interceptor):
 
     def tool_attempt(self, attempt: Attempt) -> Any:
         name = attempt.tool.name
+        if attempt.rec is None and framework_attempt() == name:
+            return PROCEED  # `Tool.invoke` inside a framework's attempt at it: that attempt
         plan = self.plan
         plan.tools_called.add(name)  # for the message of a tool fault that never fired
         if plan.learned is not None and attempt.kwargs:  # a password it quotes in an error

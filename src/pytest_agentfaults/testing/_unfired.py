@@ -27,6 +27,7 @@ def explain_unfired(
     requests_capped: bool = False,
     foreign_requests: int = 0,
     unwatched: bool = False,
+    refused: Collection[str] = (),
 ) -> str:
     """Three lines: the fault as the test wrote it, what happened instead, and the fix.
 
@@ -37,6 +38,7 @@ def explain_unfired(
     (``requests_capped``: and maybe more, which it did not keep), of which
     ``foreign_requests`` came from contexts the plan was not active in. ``unwatched``: a
     framework imported during the test ran its tools unwatched (the caller says which).
+    ``refused`` the tools whose calls a framework refused before they ran (no occurrence).
     """
     written = fault.source or fault.describe()
     lenient = "strict=False" if written.startswith("@pytest.mark") else ".strict(False)"
@@ -52,6 +54,15 @@ def explain_unfired(
         # its tool may well have run, unwatched: "never called a tool" would be untrue
         happened = f"{fault.tool} was called 0 times by the tools watched"
         fix = "watch the framework that runs it, as the last line says"
+    tool = fault.tool if isinstance(fault, ToolFault) else None
+    if not seen and tool in refused and tool not in tools_called:
+        # called, but never as far as the tool: no occurrence
+        happened = (
+            f"every call of {tool} was refused before the tool ran (arguments not JSON or "
+            "not what its schema takes, or a tool the server does not have), and a refused "
+            "call is no call a fault takes"
+        )
+        fix = f"make the code call {tool} with arguments it takes"
     if not seen and isinstance(fault, HTTPFault) and not fault.url and foreign_requests:
         happened, fix = _only_foreign(foreign_requests)
     if not seen and isinstance(fault, HTTPFault) and fault.url and requests_made:

@@ -271,6 +271,7 @@ class FaultPlan:
             requests_capped=len(self.requests_made) >= _REQUESTS_KEPT,
             foreign_requests=self.foreign_requests,
             unwatched=bool(imported_late(self.framework_state.get("watched"))),
+            refused=self.framework_state.get("refused", frozenset()),
         ) + self._watched(fault)
 
     def _watched(self, fault: Fault) -> str:

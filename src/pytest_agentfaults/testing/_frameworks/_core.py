@@ -17,7 +17,9 @@ as an occurrence of ``tool`` with the same counting our own runtime uses (``time
 go to the test's trace. An attempt the framework makes in answer to a failed one (a later
 model turn of the same run, the same call again: see `Site`) is its retry, with a
 ``tool.retry`` event; ``attempt`` counts within such a streak, as our runtime's do, and
-``by`` says who retried: the code around the tool (its wait is ``delay``) or the model. A
+``by`` says who retried: the code around the tool (its wait is ``delay``) or the model.
+While an attempt runs, it is marked (``hooks.framework_attempt``): an ``af.tool`` of the
+same name invoked inside it is this attempt, neither recorded nor faulted again. A
 tool that pauses for a human or hands off (LangGraph's ``interrupt()``, pydantic-ai's
 ``ApprovalRequired``) has no outcome event: it did not fail.
 """
@@ -34,7 +36,11 @@ from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import advance_virtually, default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
-from pytest_agentfaults.runtime.hooks import attempting
+from pytest_agentfaults.runtime.hooks import (
+    attempting,
+    reset_framework_attempt,
+    set_framework_attempt,
+)
 from pytest_agentfaults.runtime.output import preview
 from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing._declared import as_declared
@@ -95,9 +101,11 @@ def run_attempt(
     if plan is None or claim_of(tool) is not None or attempting() == tool:
         return call()  # no test, or inside an attempt at this tool: that attempt's
     _, token = claim((tool,))
+    inside = set_framework_attempt(tool)  # an af.tool of this name invoked inside: this one
     try:
         return _run(plan, framework, tool, args, call, failure, site)
     finally:
+        reset_framework_attempt(inside)
         release(token)
 
 
@@ -158,11 +166,13 @@ async def arun_attempt(
     if outer is not None:
         return await outer.inside(call, outcome)
     held, token = claim((tool, *nested))
+    inside = set_framework_attempt(tool)
     try:
         return await _arun(
             plan, framework, tool, args, call, failure, site, faultable, outcome, held
         )
     finally:
+        reset_framework_attempt(inside)
         release(token)
 
 
@@ -179,7 +189,7 @@ async def _arun(
     held: Claim,
 ) -> T:
     __tracebackhide__ = True
-    attempt = _Attempt(plan, framework, tool, args, site, outcome, held)
+    attempt = _Attempt(plan, framework, tool, args, site, outcome, held, faultable)
     fault = attempt.fault() if faultable else None
     if fault is not None:
         if fault.delay is None:
@@ -223,6 +233,7 @@ class _Attempt:
         site: Site,
         outcome: Outcome | None = None,
         held: Claim | None = None,
+        faultable: bool = True,
     ) -> None:
         self.plan = plan
         self.name = tool
@@ -230,7 +241,10 @@ class _Attempt:
         self.outcome = outcome
         self.claim = held
         self.recorder = _recorder(plan, framework)
-        plan.tools_called.add(tool)  # for the message of a tool fault that never fired
+        # for the message of a tool fault that never fired: a call the framework refused
+        # before the tool ran is no call a fault could take, and the message says so
+        called = plan.tools_called if faultable else _side(plan).setdefault("refused", set())
+        called.add(tool)
         # A tool declared non-idempotent for the test says so on its events (the verdict's
         # retried_non_idempotent reads them), as our own runtime's events do.
         self.marks: dict[str, Any] = {"framework": framework}

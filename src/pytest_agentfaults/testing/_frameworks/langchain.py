@@ -18,7 +18,9 @@ monkeypatch, the narrowest one found:
   (on the class of the MRO that defines it, once per test);
 - that wrapper makes the marked call go through `run_attempt` / `arun_attempt`, and
   clears the mark first, so a ``super()._run(...)`` or the executor thread that
-  ``BaseTool._arun`` hands a sync tool to is the same attempt, not another one.
+  ``BaseTool._arun`` hands a sync tool to is the same attempt, not another one;
+- a sync call of a tool built with only a ``coroutine`` is LangChain's own error
+  (``NotImplementedError``), raised before the tool runs: no attempt, no fault.
 
 The wrappers keep the wrapped function's signature (``functools.wraps``): ``run``
 inspects ``_run`` for its ``run_manager`` and ``RunnableConfig`` parameters.
@@ -153,8 +155,8 @@ def _sync_attempt(
     def _run(tool: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         starting = _starting.get()
-        if starting is None or starting[0] is not tool:
-            return original(tool, *args, **kwargs)
+        if starting is None or starting[0] is not tool or _async_only(tool, original):
+            return original(tool, *args, **kwargs)  # not an attempt, or LangChain refuses it
         name = str(getattr(tool, "name", "?"))
         token = _starting.set(None)
         ran = False
@@ -202,6 +204,18 @@ def _async_attempt(
         return result if ran else _in_place(tool, result)
 
     return _arun
+
+
+def _async_only(tool: Any, run: Callable[..., Any]) -> bool:
+    """Whether LangChain's own ``_run`` refuses ``tool``: one built with only a coroutine.
+
+    ``StructuredTool`` / ``Tool`` raise ``NotImplementedError`` in ``_run`` when they have
+    no ``func``: the sync call never reaches the tool, so it is no attempt, and a fault
+    must neither stand in for LangChain's error nor be spent on it.
+    """
+    return getattr(tool, "func", True) is None and str(getattr(run, "__module__", "")).startswith(
+        "langchain_core."
+    )
 
 
 def _in_place(tool: Any, value: Any) -> Any:

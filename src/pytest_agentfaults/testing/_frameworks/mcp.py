@@ -28,6 +28,15 @@ anything else is a `ToolError`, retryable unless its text speaks of credentials 
 crash, whose text the server keeps to itself, is an unexpected failure one more try may
 cure, as an exception of a tool is in the other frameworks).
 
+A call the server refuses before its tool runs takes no fault: it is traced, and the
+server's answer read, but it is neither counted by ``times=`` / ``at=`` nor replaced,
+as the Agents SDK's refused arguments are (`refused_arguments`). The client tells one from the
+tool's input schema in the session's last listing (the hook on ``list_tools`` keeps
+them; a session that listed nothing is listed once, as the SDK itself does after a
+call): a name the full listing lacks, a required argument missing, or a value no
+reading can make the declared type (a number for a text). A value the server's pydantic
+may read (``"5"`` for an integer) is not a refusal the client can be sure of: faulted.
+
 A call made inside another framework's attempt at the same tool (an Agents SDK agent's
 MCP tool, a pydantic-ai MCP toolset's) is that framework's attempt, counted once, there
 (`arun_attempt` lets a nested attempt at the same tool through). Its reading of the
@@ -41,16 +50,19 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.errors import InvalidArgsError, ToolError, UnknownToolError
 from pytest_agentfaults.testing._current import current_plan
+from pytest_agentfaults.testing._fault import ToolFault
 from pytest_agentfaults.testing._frameworks import Unhookable
+from pytest_agentfaults.testing._frameworks._claims import claim_of
 from pytest_agentfaults.testing._frameworks._core import arun_attempt
 
-__all__ = ["FRAMEWORK", "install"]
+__all__ = ["FRAMEWORK", "install", "refused_arguments"]
 
 FRAMEWORK: Final = "mcp"
 _HOOKED: Final = "__agentfaults_hook__"
@@ -58,6 +70,17 @@ _HOOKED: Final = "__agentfaults_hook__"
 _REFUSED_ARGUMENTS: Final = re.compile(r"\b\d+ validation errors? for ")
 # the SDK's server's text for a name it has no tool of
 _UNKNOWN_TOOL: Final = "Unknown tool: "
+# The JSON kinds of value a server's pydantic reads as each schema type (lax, as the SDK's
+# server validates); a text may be read as anything (a number in it, JSON in it).
+_READS: Final = {
+    "string": frozenset({"string"}),
+    "integer": frozenset({"integer", "number", "boolean"}),
+    "number": frozenset({"integer", "number", "boolean"}),
+    "boolean": frozenset({"boolean", "integer", "number"}),
+    "array": frozenset({"array"}),
+    "object": frozenset({"object"}),
+    "null": frozenset({"null"}),
+}
 
 
 def install() -> Callable[[], None]:
@@ -66,10 +89,41 @@ def install() -> Callable[[], None]:
     from mcp.shared.exceptions import MCPError  # noqa: PLC0415
 
     original = ClientSession.__dict__.get("call_tool")
-    if original is None:
-        raise Unhookable("mcp's ClientSession has no call_tool of its own in this version")
+    listing = ClientSession.__dict__.get("list_tools")
+    if original is None or listing is None:
+        raise Unhookable("mcp's ClientSession has no call_tool / list_tools in this version")
     if getattr(original, _HOOKED, False):
         return _nothing  # hooked already (an enclosing session)
+    # each session's input schemas by tool name, as last listed, and whether in full
+    schemas: weakref.WeakKeyDictionary[Any, tuple[dict[str, Any], bool]]
+    schemas = weakref.WeakKeyDictionary()
+
+    async def list_tools(self: Any, *args: Any, **kw: Any) -> Any:
+        __tracebackhide__ = True
+        result = await listing(self, *args, **kw)
+        params = kw.get("params", args[0] if args else None)
+        full = getattr(params, "cursor", None) is None and result.next_cursor is None
+        known = {} if full else dict(schemas.get(self, ({}, False))[0])
+        known.update({tool.name: tool.input_schema for tool in result.tools})
+        schemas[self] = (known, full or schemas.get(self, ({}, False))[1])
+        return result
+
+    async def refused(self: Any, name: str, arguments: Any) -> bool:
+        """Whether the server refuses this call before the tool runs (`refused_arguments`)."""
+        plan = current_plan()
+        if plan is None or claim_of(name) is not None:
+            return False  # inside another framework's attempt: that one's to say
+        if not any(isinstance(f, ToolFault) and f.tool == name for f in plan.faults):
+            return False  # no fault to keep: the server's answer is read all the same
+        if self not in schemas:
+            try:
+                await self.list_tools()  # as the SDK lists after a call; kept by the hook
+            except Exception:  # a server that lists nothing: nothing known, nothing refused
+                return False
+        known, full = schemas.get(self, ({}, False))
+        if name not in known:
+            return full
+        return refused_arguments(known[name], arguments)
 
     async def call_tool(self: Any, name: str, arguments: Any = None, *args: Any, **kw: Any) -> Any:
         __tracebackhide__ = True
@@ -82,9 +136,16 @@ def install() -> Callable[[], None]:
             reached = True
             return await original(self, name, arguments, *args, **kw)
 
+        faultable = not await refused(self, name, arguments)
         try:
             result = await arun_attempt(
-                FRAMEWORK, name, arguments, call, _failure_result, outcome=_outcome(name)
+                FRAMEWORK,
+                name,
+                arguments,
+                call,
+                _failure_result,
+                faultable=faultable,
+                outcome=_outcome(name),
             )
         except Exception as exc:
             if reached or isinstance(exc, MCPError):
@@ -96,12 +157,64 @@ def install() -> Callable[[], None]:
     call_tool.__doc__ = original.__doc__
     call_tool.__wrapped__ = original  # type: ignore[attr-defined]
     setattr(ClientSession, "call_tool", call_tool)  # noqa: B010 - a method of the SDK's class
+    list_tools.__doc__ = listing.__doc__
+    list_tools.__wrapped__ = listing  # type: ignore[attr-defined]
+    setattr(ClientSession, "list_tools", list_tools)  # noqa: B010
 
     def undo() -> None:
         if ClientSession.__dict__.get("call_tool") is call_tool:
             setattr(ClientSession, "call_tool", original)  # noqa: B010
+        if ClientSession.__dict__.get("list_tools") is list_tools:
+            setattr(ClientSession, "list_tools", listing)  # noqa: B010
 
     return undo
+
+
+def refused_arguments(schema: Mapping[str, Any], arguments: Any) -> bool:
+    """Whether a server surely refuses ``arguments`` for a tool of input ``schema``.
+
+    Sure only of what any reading refuses: a required argument missing, or a value (not
+    a text) of a kind the declared type never reads from. Nested schemas, unions and
+    constraints are the server's to judge. The Agents SDK's and pydantic-ai's MCP tools
+    ask it too: neither checks an MCP tool's arguments before its server does.
+    """
+    given = arguments if arguments is not None else {}
+    if not isinstance(given, Mapping):
+        return False  # the session's own request model refuses it, in the client
+    required = schema.get("required", ())
+    if isinstance(required, list) and any(key not in given for key in required):
+        return True
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return False
+    for key, value in given.items():
+        declared = properties.get(key)
+        kinds = declared.get("type") if isinstance(declared, Mapping) else None
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not isinstance(kinds, list) or isinstance(value, str):
+            continue
+        reads = set().union(*(_READS.get(kind, {_ANY}) for kind in kinds))
+        if _ANY not in reads and _kind(value) not in reads:
+            return True
+    return False
+
+
+_ANY: Final = "*"
+
+
+def _kind(value: object) -> str:
+    """The JSON kind of ``value``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, Mapping):
+        return "object"
+    return "array" if isinstance(value, (list, tuple)) else _ANY
 
 
 def _outcome(name: str) -> Callable[[Any], tuple[str, BaseException | None] | None]:

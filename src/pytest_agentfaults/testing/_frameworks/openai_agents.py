@@ -35,7 +35,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
@@ -43,6 +43,7 @@ from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing._fault import ToolFault
 from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
+from pytest_agentfaults.testing._frameworks.mcp import refused_arguments
 
 __all__ = ["FRAMEWORK", "ToolFailureError", "install"]
 
@@ -129,13 +130,17 @@ def _refused(implementation: object, input: str, name: str) -> bool:
 
     Asked only of a tool some fault names: the check is the SDK's own argument
     preparation (the ``owner`` of what its approval step prepares), run once more here.
-    An implementation without one (an MCP tool: its server checks) refuses nothing here.
+    An MCP tool's server checks, against the input schema the tool was listed with
+    (`refused_arguments`); another implementation without a preparation refuses nothing.
     """
     plan = current_plan()
     if plan is None or not any(
         isinstance(fault, ToolFault) and fault.tool == name for fault in plan.faults
     ):
         return False
+    schema = _mcp_schema(implementation)
+    if schema is not None:  # the SDK sends an MCP tool's arguments as they are: its server checks
+        return refused_arguments(schema, _arguments(input))
     prepare = getattr(implementation, "__agents_prepare_arguments__", None)
     try:  # the approval step's preparation never raises: it falls back to a placeholder
         check = getattr(prepare(input, name), "owner", None) if callable(prepare) else None
@@ -150,6 +155,22 @@ def _refused(implementation: object, input: str, name: str) -> bool:
     return False
 
 
+def _mcp_schema(implementation: object) -> Any:
+    """The input schema of an MCP tool's implementation (see `_mcp_name`), else None."""
+    if not _is_mcp(implementation):
+        return None
+    schema = getattr(implementation.args[1], "input_schema", None)  # type: ignore[attr-defined]
+    return schema if isinstance(schema, Mapping) else None
+
+
+def _is_mcp(implementation: object) -> bool:
+    return (
+        isinstance(implementation, functools.partial)
+        and getattr(implementation.func, "__name__", None) == "invoke_mcp_tool"
+        and len(implementation.args) > 1
+    )
+
+
 def _mcp_name(implementation: object) -> tuple[str, ...]:
     """An MCP tool's own name, when the SDK shows it to the model under another one.
 
@@ -158,11 +179,9 @@ def _mcp_name(implementation: object) -> tuple[str, ...]:
     the same attempt. The SDK's MCP tool runs ``partial(MCPUtil.invoke_mcp_tool, server,
     tool, ...)``, whose ``tool`` is the MCP tool.
     """
-    if not isinstance(implementation, functools.partial):
+    if not _is_mcp(implementation):
         return ()
-    if getattr(implementation.func, "__name__", None) != "invoke_mcp_tool":
-        return ()
-    own = getattr(implementation.args[1], "name", None) if len(implementation.args) > 1 else None
+    own = getattr(implementation.args[1], "name", None)  # type: ignore[attr-defined]
     return (own,) if isinstance(own, str) else ()
 
 

@@ -22,12 +22,13 @@ once pydantic-ai is imported.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
+from pytest_agentfaults.testing._frameworks.mcp import refused_arguments
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
 __all__ = ["FRAMEWORK", "install"]
@@ -74,6 +75,7 @@ def _hook(owner: type[Any], *, required: bool) -> Callable[[], None]:
             lambda: original(self, name, tool_args, ctx, tool),
             _model_retry,
             _site(ctx),
+            faultable=required or not _refused(tool, tool_args),
         )
 
     setattr(call_tool, _HOOKED, True)
@@ -86,6 +88,17 @@ def _hook(owner: type[Any], *, required: bool) -> Callable[[], None]:
             owner.call_tool = original
 
     return undo
+
+
+def _refused(tool: Any, tool_args: dict[str, Any]) -> bool:
+    """Whether an MCP toolset's server surely refuses these arguments before its tool runs.
+
+    pydantic-ai checks an MCP tool's arguments only for being an object: the server
+    checks them against the schema the tool was listed with (`refused_arguments`). A
+    function tool's arguments are checked before ``call_tool``: never refused here.
+    """
+    schema = getattr(getattr(tool, "tool_def", None), "parameters_json_schema", None)
+    return isinstance(schema, Mapping) and refused_arguments(schema, tool_args)
 
 
 def _own_name(name: str, tool: Any) -> str:
