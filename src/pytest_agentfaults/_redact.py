@@ -26,6 +26,10 @@ from urllib.parse import unquote_plus
 
 from pytest_agentfaults._lazy_pattern import LazyPattern as _Lazy
 from pytest_agentfaults._lazy_pattern import Replacement as _Replacement
+from pytest_agentfaults._redact_code import REDACTED
+from pytest_agentfaults._redact_code import keep_code as _keep_code
+from pytest_agentfaults._redact_code import keep_placeholder as _keep_placeholder
+from pytest_agentfaults._redact_code import keep_prefix as _keep_prefix
 
 __all__ = [
     "REDACTED",
@@ -38,8 +42,6 @@ __all__ = [
     "redact_text",
     "redact_value",
 ]
-
-REDACTED: Final = "[REDACTED]"
 
 # The credential names, in one place: the request headers and URL query parameters whose
 # value is a credential, whatever it looks like. Checked against what the official SDKs
@@ -80,56 +82,6 @@ _POINTERS: Final = ("-file", "-path", "-dir", "-url", "-uri", "-sock", "-cmd", "
 _QUERY_NAMES: Final = frozenset({"key", "api_key", "apikey", "api-key", "token", "access_token",
                                  "refresh_token", "id_token", "auth", "subscription-key",
                                  "client_secret", "sig", "signature", "password"})  # fmt: skip
-# A Python name where the key=value rule expects a value: ``api_key=ANTHROPIC_KEY)`` in a
-# traceback's source line is code, and the name is not the key it holds. A word is letters
-# only, all lower-case, all upper-case, Capitalized or camelCase: a digit, or case mixed
-# any other way (``gw_live_EEEEsecretGATEWAYkey``), is the shape of a token. A name is
-# words joined by "_" (a leading or trailing one too: ``_key``), and names joined by ".",
-# the whole value or followed by "(" or "[" (a call, a subscript). One lower-case word
-# alone is taken as a password (``password=letmein``), unless called or subscripted.
-_WORD: Final = r"(?:[a-z]+|[A-Z]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)+|[A-Z][a-z]+)"
-_NAME_PART: Final = rf"_*{_WORD}(?:_+{_WORD})*_*"
-
-
-@functools.cache  # compiled on the first key=value match: most sessions never have one
-def _code() -> re.Pattern[str]:
-    return re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})*(?:[(\[]|\Z)")
-
-
-def _keep_prefix(match: re.Match[str]) -> str:
-    return f"{match.group(1)}{REDACTED}"
-
-
-# An f-string (or str.format) placeholder: ``{name}``, ``{obj.attr!r}``, ``{xs[0]:>8}``.
-# Where a value is expected (``?key={GEMINI_KEY}``), it is code, as a bare name is.
-_PLACEHOLDER: Final = _Lazy(
-    r"\{[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]{}]*\])*(?:![rsa])?(?::[^{}]*)?\}"
-)
-
-
-def _keep_placeholder(match: re.Match[str]) -> str:
-    """A match kept when its value (after group 1, the prefix) is one placeholder."""
-    if _PLACEHOLDER.get().fullmatch(match.group(0), len(match.group(1))):
-        return match.group(0)
-    return f"{match.group(1)}{REDACTED}"
-
-
-def _keep_code(match: re.Match[str]) -> str:
-    """A key=value (or credential header) match as it is when its value is a Python name.
-
-    Else the value is redacted. Group 1 is the prefix (``api_key=`` and any opening
-    quote), 2 the quote, 3 the value: a quoted value is a literal, a secret whatever it is.
-    """
-    value = match.group(3)
-    if value[0] == "{" and _PLACEHOLDER.get().match(match.string, match.start(3)):
-        return match.group(0)  # the value stops before the placeholder's "}"
-    if value.isdigit() and not match.group(2) and match.string[: match.start()].endswith("_"):
-        return match.group(0)  # a count (``max_token=100000``), not a key
-    if match.group(2) or not _code().match(value) or (value.isalpha() and value.islower()):
-        return f"{match.group(1)}{REDACTED}"
-    return match.group(0)
-
-
 # Every name in SECRET_HEADERS holds one of these (a test checks): fewer substring tests
 # than one per name, and narrower than "api" or "auth", which most URLs hold.
 _HEADER_MARKERS: Final = ("authorization", "api-key", "apikey", "cookie", "x-auth",

@@ -214,6 +214,49 @@ def test_a_credential_header_value_written_as_text_stays_secret(text, shown):
 
 
 @pytest.mark.parametrize(
+    "code",
+    [
+        # a header's value built by an expression: its literal part is only the scheme
+        # (or a cookie's name), the credential is a name the reader can follow
+        'headers = {"Authorization": "Bearer " + token}',
+        '{"Authorization": "Token " + key, "Accept": "application/json"}',
+        "headers={'Authorization': 'Bearer %s' % self._token}",
+        '"Authorization": "Bearer {}".format(token),',
+        '"Authorization": "Bearer {token}".format(token=settings.token)',
+        '"Authorization": "Basic " + base64.b64encode(credentials).decode()',
+        '"Authorization": "Bearer" + " " + token',
+        "{'cookie': 'session=' + session_id}",
+        'headers={"Authorization": f"Bearer {token}"}',
+        '"Authorization": auth_header(user, scope="read"),',
+    ],
+)
+def test_a_credential_header_built_by_an_expression_is_code_not_a_secret(code):
+    assert redact_text(code) == code
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # a literal beyond the scheme is a credential, in an expression or not
+        ('{"Authorization": "Bearer abcd" + x}', '{"Authorization": "[REDACTED]" + x}'),
+        ("{'x-api-key': 'abcdef123' + suffix}", "{'x-api-key': '[REDACTED]' + suffix}"),
+        ("{'cookie': 'session=abc123; ' + rest}", "{'cookie': '[REDACTED]' + rest}"),
+        # base64 ends in "=" as a cookie's name does: it is no name
+        ('"x-api-key": "dGhpcyBpcyBhIHNlY3JldA=" + x', '"x-api-key": "[REDACTED]" + x'),
+        ('"Authorization": "Token %s1234" % x', '"Authorization": "[REDACTED]" % x'),
+        ("{'Authorization': 'Bearer abcd'}", "{'Authorization': '[REDACTED]'}"),
+        # no expression follows: a header's value as a report shows it
+        (
+            "{'authorization': 'Bearer xyz', 'accept': '*/*'}",
+            "{'authorization': '[REDACTED]', 'accept': '*/*'}",
+        ),
+    ],
+)
+def test_a_literal_credential_in_a_header_expression_stays_secret(text, shown):
+    assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(
     ("text", "shown"),
     [
         # a quoted literal is a secret whatever it looks like
