@@ -1,7 +1,8 @@
 """Keep secrets out of traces, reports, files and logs.
 
 One place decides what a secret looks like: credential headers by name, and key-shaped
-strings anywhere in text: ``sk-`` keys, ``Bearer`` tokens, ``name: value`` forms of the
+strings anywhere in text: ``sk-`` keys, ``Bearer`` (``Token``, ``ApiKey``) credentials, a
+private key's PEM block, ``name: value`` forms of the
 credential headers, URL query parameters named like a credential (``?key=``, ``&sig=``
 ...), long hex or base64 tokens in any query parameter, and the password of a URL's user
 info (``https://user:pass@host``).
@@ -72,21 +73,31 @@ SECRET_HEADERS: Final = frozenset(
 )
 #: and any header whose name holds one of these (``x-gateway-token``), unless it holds
 #: ``ratelimit`` (``x-ratelimit-remaining-tokens`` is a count)
-_SECRET_HEADER_PARTS: Final = ("api-key", "apikey", "token", "secret", "password")
+_SECRET_HEADER_PARTS: Final = ("api-key", "apikey", "token", "secret", "password", "passwd",
+                                "pwd", "private-key")  # fmt: skip
 
 #: the endings of environment variables that name where a credential is, not the
 #: credential (``GOOGLE_APPLICATION_CREDENTIALS`` is a path too, caught by its value)
 _POINTERS: Final = ("-file", "-path", "-dir", "-url", "-uri", "-sock", "-cmd", "-command")
+#: how a value that is a path starts: where a credential is, or a directory (``PWD``)
+_PATHS: Final = ("/", "~", ".")
 
 #: URL query parameters that carry a credential, by (lower-case) name
 _QUERY_NAMES: Final = frozenset({"key", "api_key", "apikey", "api-key", "token", "access_token",
                                  "refresh_token", "id_token", "auth", "subscription-key",
-                                 "client_secret", "sig", "signature", "password"})  # fmt: skip
+                                 "client_secret", "sig", "signature", "password", "passwd",
+                                 "pwd", "private_key"})  # fmt: skip
 # Every name in SECRET_HEADERS holds one of these (a test checks): fewer substring tests
 # than one per name, and narrower than "api" or "auth", which most URLs hold.
 _HEADER_MARKERS: Final = ("authorization", "api-key", "apikey", "cookie", "x-auth",
                           "subscription-key", "functions-key")  # fmt: skip
 _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADERS, key=len)[::-1])
+
+# the markers of the key=value rule, and the endings of `_QUERY_NAMES`
+_KEY_NAMES: Final = ("apikey", "api_key", "api-key", "token", "secret", "password", "passwd",
+                     "pwd", "private")  # fmt: skip
+_QUERY_ENDS: Final = ("key", "token", "auth", "secret", "sig", "signature", "password", "passwd",
+                      "pwd")  # fmt: skip
 
 # Where a key or a credential's name starts: not inside a word, but after "_" (``DB_PASSWORD=``;
 # not ``eos_token``), a repr's ``\\n`` or ``%22``. A quote may be escaped (JSON in JSON).
@@ -103,6 +114,28 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
         _Lazy(rf"({_START}(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{{8,}}", re.IGNORECASE),
         _keep_prefix,
     ),
+    (
+        # the Token (Django REST framework) and ApiKey (Elasticsearch) schemes: words
+        # follow "token" in prose, so the value must hold a letter and a digit
+        ("token", "apikey"),
+        _Lazy(
+            rf"({_START}(?:Token|ApiKey)\s+)(?=[A-Za-z0-9._~+/=-]*[0-9])"
+            r"(?=[A-Za-z0-9._~+/=-]*[A-Za-z])[A-Za-z0-9._~+/=-]{8,}",
+            re.IGNORECASE,
+        ),
+        _keep_prefix,
+    ),
+    (
+        # a private key's PEM block, whole: base64 lines (a repr's "\\n" too) and any
+        # "Proc-Type: ..." headers, to its END line if the text is not cut before; a
+        # BEGIN line alone (a parser's marker, a docstring's "...") is no key
+        ("private key",),
+        _Lazy(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\+[nrt]"
+            r"|[A-Z][A-Za-z-]*:[ \t][^\r\n\\]*){16,}(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?"
+        ),
+        REDACTED,
+    ),
     (("sk-",), _Lazy(rf"{_START}sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{{12,}}"), REDACTED),
     (("akia", "asia"), _Lazy(rf"{_START}(?:AKIA|ASIA)[A-Z0-9]{{16}}\b"), REDACTED),
     (("aiza",), _Lazy(rf"{_START}AIza[0-9A-Za-z_-]{{30,}}"), REDACTED),
@@ -110,9 +143,10 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
     (("xox",), _Lazy(rf"{_START}xox[abpr]-[A-Za-z0-9-]{{10,}}"), REDACTED),
     (
         # "api_key=...", "token: ...": a quoted value, or one that is not a Python name
-        ("apikey", "api_key", "api-key", "token", "secret", "password"),
+        _KEY_NAMES,
         _Lazy(
             rf"((?:{_START}(?:api[_-]?key|secret[_-]?(?:access[_-]?)?key|secret|password"
+            rf"|passwd|pwd|private[_-]?key"
             rf"|(?:access|auth|bearer|refresh|id)[_-]?token)|(?<![A-Za-z0-9_])token"
             rf"|(?<=_)(?-i:TOKEN)){_QUOTE}?\s*[:=]\s*"
             rf"({_QUOTE}?))((?:[^\s\"'&,;}})\\]|\\(?![\"'])){{6,}})",
@@ -122,9 +156,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
     ),
     (
         # every query name ends with one of these
-        tuple(
-            f"{end}=" for end in ("key", "token", "auth", "secret", "sig", "signature", "password")
-        ),
+        tuple(f"{end}=" for end in _QUERY_ENDS),
         _Lazy(
             r"([?&;](?:" + "|".join(map(re.escape, sorted(_QUERY_NAMES))) + r")=)[^&#\s\"'<>]+",
             re.IGNORECASE,
@@ -153,7 +185,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
         _HEADER_MARKERS,
         _Lazy(
             rf"(\b(?:{_HEADER_NAMES}){_QUOTE}?\s*[:=]\s*({_QUOTE}?))"
-            r"(?!(?:(?:Bearer|Basic)\s+)?\[REDACTED\])"
+            r"(?!(?:(?:Bearer|Basic|Token|ApiKey)\s+)?\[REDACTED\])"
             r"([^\s\"'\r\n,}\\](?:[^\"'\r\n,}\\]|\\(?![\"'])){3,})",
             re.IGNORECASE,
         ),
@@ -178,7 +210,8 @@ _MARKERS: Final = tuple(marker for markers, _, _ in _RULES for marker in markers
 # The first check, whether any rule can match: the markers above, each shortened to a
 # prefix that covers several ("api" for apikey, api_key, api-key; "=" for key=, sig= ...).
 _GATE: Final = ("=", "sk-", "bearer", "basic", "api", "token", "secret", "password", "auth",
-                "cookie", "akia", "asia", "aiza", "gh", "xox", "@", "-key")  # fmt: skip
+                "cookie", "akia", "asia", "aiza", "gh", "xox", "@", "-key", "passwd", "pwd",
+                "private")  # fmt: skip
 
 
 def redact_text(text: str, learned: LearnedSecrets | None = None) -> str:
@@ -370,12 +403,19 @@ class LearnedSecrets:
         self.learn(
             value.strip()
             for name, value in environ.items()
-            if not value.startswith(("/", "~", ".")) and _names_credential(name)
+            if not value.startswith(_PATHS) and _names_credential(name)
         )
 
     def learn_arguments(self, arguments: Mapping[str, object]) -> None:
-        """Learn a tool call's text arguments named as credentials: its error may quote one."""
-        found = [v for k, v in arguments.items() if isinstance(v, str) and _names_credential(k)]
+        """Learn a tool call's text arguments named as credentials: its error may quote one.
+
+        A path is none (a shell tool's ``pwd``), as in `learn_environment`.
+        """
+        found = [
+            v
+            for k, v in arguments.items()
+            if isinstance(v, str) and not v.startswith(_PATHS) and _names_credential(k)
+        ]
         if found:  # every attempt of a kit test asks: most name no credential
             self.learn(found)
 

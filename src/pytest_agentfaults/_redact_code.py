@@ -23,18 +23,24 @@ REDACTED: Final = "[REDACTED]"
 
 # A Python name where the key=value rule expects a value: ``api_key=ANTHROPIC_KEY)`` in a
 # traceback's source line is code, and the name is not the key it holds. A word is letters
-# only, all lower-case, all upper-case, Capitalized or camelCase: a digit, or case mixed
-# any other way (``gw_live_EEEEsecretGATEWAYkey``), is the shape of a token. A name is
+# only, all lower-case, all upper-case, Capitalized, camelCase or led by an acronym
+# (``RSAPrivateKey``): a digit, or case mixed any other way
+# (``gw_live_EEEEsecretGATEWAYkey``), is the shape of a token. A name is
 # words joined by "_" (a leading or trailing one too: ``_key``), and names joined by ".",
 # the whole value or followed by "(" or "[" (a call, a subscript). One lower-case word
 # alone is taken as a password (``password=letmein``), unless called or subscripted.
-_WORD: Final = r"(?:[a-z]+|[A-Z]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)+|[A-Z][a-z]+)"
+_WORD: Final = (
+    r"(?:[a-z]+|[A-Z]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)+|[A-Z][a-z]+|[A-Z]{2,}[a-z]+(?:[A-Z][a-z]+)*)"
+)
 _NAME_PART: Final = rf"_*{_WORD}(?:_+{_WORD})*_*"
 
 
 @functools.cache  # compiled on the first key=value match: most sessions never have one
 def _code() -> re.Pattern[str]:
-    return re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})*(?:[(\[]|\Z)")
+    # called or subscripted, a name may hold digits (``rsa.PrivateKey.load_pkcs1(``)
+    return re.compile(
+        rf"{_NAME_PART}(?:\.{_NAME_PART})*(?:[(\[]|\Z)|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*[(\[]"
+    )
 
 
 def keep_prefix(match: re.Match[str]) -> str:
@@ -59,6 +65,8 @@ _TEMPLATE: Final = _Lazy(
     rf"|{_NAME_PART}(?:-{_NAME_PART})*=)?(?:\{{\w*\}}|%[sr]|%\([A-Za-z_]\w*\)[sr])?\s*"
 )
 _TEMPLATE_USED: Final = _Lazy(r"\s*(?:[+%]|\.format\()")
+# ``pwd`` names the working directory too (``PWD=/home/me``): a path there is no password
+_PATH: Final = _Lazy(r"~?(?:/[\w.-]+)+/?")
 
 
 def keep_placeholder(match: re.Match[str]) -> str:
@@ -81,6 +89,8 @@ def keep_code(match: re.Match[str]) -> str:
         return match.group(0)  # the value stops before the placeholder's "}"
     if value.isdigit() and not match.group(2) and match.string[: match.start()].endswith("_"):
         return match.group(0)  # a count (``max_token=100000``), not a key
+    if value[0] in "/~" and "pwd" in match.group(1).lower() and _PATH.get().fullmatch(value):
+        return match.group(0)
     quote = match.group(2)
     if quote:
         return match.group(0) if _template(match, quote[-1]) else f"{match.group(1)}{REDACTED}"
