@@ -131,8 +131,8 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
         # BEGIN line alone (a parser's marker, a docstring's "...") is no key
         ("private key",),
         _Lazy(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\+[nrt]"
-            r"|[A-Z][A-Za-z-]*:[ \t][^\r\n\\]*){16,}(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?"
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[A-Z][A-Za-z-]{0,31}:[ \t][^\r\n\\]*"
+            r"|[A-Za-z0-9+/=\s]|\\+[nrt]){16,}(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?"
         ),
         REDACTED,
     ),
