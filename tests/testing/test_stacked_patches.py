@@ -116,8 +116,10 @@ def test_a_tests_sleep_fault_and_virtual_time_are_undone_when_a_teardown_step_ra
     for step in steps if virtual_first else steps[::-1]:
         step()
     layer = state.plan.http_layer()
+    stop = layer.stop
 
     def stop_fails() -> None:
+        stop()  # switched off all the same: nothing of it may outlive this test
         raise RuntimeError("the HTTP layer failed to stop")
 
     monkeypatch.setattr(layer, "stop", stop_fails)
