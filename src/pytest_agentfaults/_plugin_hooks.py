@@ -295,6 +295,8 @@ def pytest_runtest_makereport(
     stash = item.stash
     if not ending:
         if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
+            if call.when == "call":  # a guarded test without kit state (ini block)
+                _network.note_call(item, report)
             return report
         state = stash[_STATE]
     if state is None:

@@ -29,6 +29,7 @@ __all__ = [
     "MODE",
     "check_network",
     "network_mode",
+    "note_call",
     "start_network",
     "start_network_late",
     "start_session",
@@ -46,6 +47,8 @@ MODE = pytest.StashKey[str]()
 GUARD = pytest.StashKey[Any]()
 _POLICY = pytest.StashKey[NetworkPolicy]()  # the session's (config.stash)
 _TOKEN = pytest.StashKey[Token[NetworkPolicy | None]]()  # ... and how to undo it
+#: a guarded test with no kit state passed its call (`note_call`): its teardown checks
+PASSED = pytest.StashKey[bool]()
 
 
 def network_mode(config: pytest.Config) -> str:
@@ -128,6 +131,25 @@ def _start_guard(item: pytest.Item) -> None:
     )
     guard.start()
     item.stash[GUARD] = guard
+
+
+def note_call(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Note that a guarded test without kit state passed its call (under ini ``block``).
+
+    A kit test's state says whether it passed; this test has none, and its teardown
+    checks the refused requests all the same (`check_network`). An XPASS is left alone.
+    """
+    if report.outcome == "passed" and GUARD in item.stash and not hasattr(report, "wasxfail"):
+        item.stash[PASSED] = True
+
+
+def passed_call(item: pytest.Item) -> bool:
+    """Whether `note_call` saw the test pass; forgotten (items live all session)."""
+    stash = item.stash
+    if PASSED not in stash:
+        return False
+    del stash[PASSED]
+    return True
 
 
 def stop_network(item: pytest.Item, errors: list[Exception]) -> Any:

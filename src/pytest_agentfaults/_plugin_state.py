@@ -310,9 +310,11 @@ def start_state(
             item.stash[GIVEN] = True  # warned after its call, unless it used fault_scope
             watch_given(item.config)  # its call hook, registered on the first such test
     item.stash[STATE] = state
-    state.start()
     if uses_the_kit(item, marks):
+        # before the plan's function faults patch: a fault on time:sleep wraps the
+        # virtual sleep and fires, instead of lying under it, never called
         state.use_virtual_time()  # undone by state.stop(), like the rest
+    state.start()
     return state
 
 

@@ -1,7 +1,8 @@
 """Keep secrets out of traces, reports, files and logs.
 
 One place decides what a secret looks like: credential headers by name, and key-shaped
-strings anywhere in text: ``sk-`` keys, ``Bearer`` tokens, ``name: value`` forms of the
+strings anywhere in text: ``sk-`` keys, ``Bearer`` (``Token``, ``ApiKey``) credentials, a
+private key's PEM block, ``name: value`` forms of the
 credential headers, URL query parameters named like a credential (``?key=``, ``&sig=``
 ...), long hex or base64 tokens in any query parameter, and the password of a URL's user
 info (``https://user:pass@host``).
@@ -26,6 +27,10 @@ from urllib.parse import unquote_plus
 
 from pytest_agentfaults._lazy_pattern import LazyPattern as _Lazy
 from pytest_agentfaults._lazy_pattern import Replacement as _Replacement
+from pytest_agentfaults._redact_code import REDACTED
+from pytest_agentfaults._redact_code import keep_code as _keep_code
+from pytest_agentfaults._redact_code import keep_placeholder as _keep_placeholder
+from pytest_agentfaults._redact_code import keep_prefix as _keep_prefix
 
 __all__ = [
     "REDACTED",
@@ -38,8 +43,6 @@ __all__ = [
     "redact_text",
     "redact_value",
 ]
-
-REDACTED: Final = "[REDACTED]"
 
 # The credential names, in one place: the request headers and URL query parameters whose
 # value is a credential, whatever it looks like. Checked against what the official SDKs
@@ -70,71 +73,31 @@ SECRET_HEADERS: Final = frozenset(
 )
 #: and any header whose name holds one of these (``x-gateway-token``), unless it holds
 #: ``ratelimit`` (``x-ratelimit-remaining-tokens`` is a count)
-_SECRET_HEADER_PARTS: Final = ("api-key", "apikey", "token", "secret", "password")
+_SECRET_HEADER_PARTS: Final = ("api-key", "apikey", "token", "secret", "password", "passwd",
+                                "pwd", "private-key")  # fmt: skip
 
 #: the endings of environment variables that name where a credential is, not the
 #: credential (``GOOGLE_APPLICATION_CREDENTIALS`` is a path too, caught by its value)
 _POINTERS: Final = ("-file", "-path", "-dir", "-url", "-uri", "-sock", "-cmd", "-command")
+#: how a value that is a path starts: where a credential is, or a directory (``PWD``)
+_PATHS: Final = ("/", "~", ".")
 
 #: URL query parameters that carry a credential, by (lower-case) name
 _QUERY_NAMES: Final = frozenset({"key", "api_key", "apikey", "api-key", "token", "access_token",
                                  "refresh_token", "id_token", "auth", "subscription-key",
-                                 "client_secret", "sig", "signature", "password"})  # fmt: skip
-# A Python name where the key=value rule expects a value: ``api_key=ANTHROPIC_KEY)`` in a
-# traceback's source line is code, and the name is not the key it holds. A word is letters
-# only, all lower-case, all upper-case, Capitalized or camelCase: a digit, or case mixed
-# any other way (``gw_live_EEEEsecretGATEWAYkey``), is the shape of a token. A name is
-# words joined by "_" (a leading or trailing one too: ``_key``), and names joined by ".",
-# the whole value or followed by "(" or "[" (a call, a subscript). One lower-case word
-# alone is taken as a password (``password=letmein``), unless called or subscripted.
-_WORD: Final = r"(?:[a-z]+|[A-Z]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)+|[A-Z][a-z]+)"
-_NAME_PART: Final = rf"_*{_WORD}(?:_+{_WORD})*_*"
-
-
-@functools.cache  # compiled on the first key=value match: most sessions never have one
-def _code() -> re.Pattern[str]:
-    return re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})*(?:[(\[]|\Z)")
-
-
-def _keep_prefix(match: re.Match[str]) -> str:
-    return f"{match.group(1)}{REDACTED}"
-
-
-# An f-string (or str.format) placeholder: ``{name}``, ``{obj.attr!r}``, ``{xs[0]:>8}``.
-# Where a value is expected (``?key={GEMINI_KEY}``), it is code, as a bare name is.
-_PLACEHOLDER: Final = _Lazy(
-    r"\{[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]{}]*\])*(?:![rsa])?(?::[^{}]*)?\}"
-)
-
-
-def _keep_placeholder(match: re.Match[str]) -> str:
-    """A match kept when its value (after group 1, the prefix) is one placeholder."""
-    if _PLACEHOLDER.get().fullmatch(match.group(0), len(match.group(1))):
-        return match.group(0)
-    return f"{match.group(1)}{REDACTED}"
-
-
-def _keep_code(match: re.Match[str]) -> str:
-    """A key=value (or credential header) match as it is when its value is a Python name.
-
-    Else the value is redacted. Group 1 is the prefix (``api_key=`` and any opening
-    quote), 2 the quote, 3 the value: a quoted value is a literal, a secret whatever it is.
-    """
-    value = match.group(3)
-    if value[0] == "{" and _PLACEHOLDER.get().match(match.string, match.start(3)):
-        return match.group(0)  # the value stops before the placeholder's "}"
-    if value.isdigit() and not match.group(2) and match.string[: match.start()].endswith("_"):
-        return match.group(0)  # a count (``max_token=100000``), not a key
-    if match.group(2) or not _code().match(value) or (value.isalpha() and value.islower()):
-        return f"{match.group(1)}{REDACTED}"
-    return match.group(0)
-
-
+                                 "client_secret", "sig", "signature", "password", "passwd",
+                                 "pwd", "private_key"})  # fmt: skip
 # Every name in SECRET_HEADERS holds one of these (a test checks): fewer substring tests
 # than one per name, and narrower than "api" or "auth", which most URLs hold.
 _HEADER_MARKERS: Final = ("authorization", "api-key", "apikey", "cookie", "x-auth",
                           "subscription-key", "functions-key")  # fmt: skip
 _HEADER_NAMES: Final = "|".join(re.escape(name) for name in sorted(SECRET_HEADERS, key=len)[::-1])
+
+# the markers of the key=value rule, and the endings of `_QUERY_NAMES`
+_KEY_NAMES: Final = ("apikey", "api_key", "api-key", "token", "secret", "password", "passwd",
+                     "pwd", "private")  # fmt: skip
+_QUERY_ENDS: Final = ("key", "token", "auth", "secret", "sig", "signature", "password", "passwd",
+                      "pwd")  # fmt: skip
 
 # Where a key or a credential's name starts: not inside a word, but after "_" (``DB_PASSWORD=``;
 # not ``eos_token``), a repr's ``\\n`` or ``%22``. A quote may be escaped (JSON in JSON).
@@ -151,6 +114,28 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
         _Lazy(rf"({_START}(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{{8,}}", re.IGNORECASE),
         _keep_prefix,
     ),
+    (
+        # the Token (Django REST framework) and ApiKey (Elasticsearch) schemes: words
+        # follow "token" in prose, so the value must hold a letter and a digit
+        ("token", "apikey"),
+        _Lazy(
+            rf"({_START}(?:Token|ApiKey)\s+)(?=[A-Za-z0-9._~+/=-]*[0-9])"
+            r"(?=[A-Za-z0-9._~+/=-]*[A-Za-z])[A-Za-z0-9._~+/=-]{8,}",
+            re.IGNORECASE,
+        ),
+        _keep_prefix,
+    ),
+    (
+        # a private key's PEM block, whole: base64 lines (a repr's "\\n" too) and any
+        # "Proc-Type: ..." headers, to its END line if the text is not cut before; a
+        # BEGIN line alone (a parser's marker, a docstring's "...") is no key
+        ("private key",),
+        _Lazy(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[A-Z][A-Za-z-]{0,31}:[ \t][^\r\n\\]*"
+            r"|[A-Za-z0-9+/=\s]|\\+[nrt]){16,}(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?"
+        ),
+        REDACTED,
+    ),
     (("sk-",), _Lazy(rf"{_START}sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{{12,}}"), REDACTED),
     (("akia", "asia"), _Lazy(rf"{_START}(?:AKIA|ASIA)[A-Z0-9]{{16}}\b"), REDACTED),
     (("aiza",), _Lazy(rf"{_START}AIza[0-9A-Za-z_-]{{30,}}"), REDACTED),
@@ -158,9 +143,10 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
     (("xox",), _Lazy(rf"{_START}xox[abpr]-[A-Za-z0-9-]{{10,}}"), REDACTED),
     (
         # "api_key=...", "token: ...": a quoted value, or one that is not a Python name
-        ("apikey", "api_key", "api-key", "token", "secret", "password"),
+        _KEY_NAMES,
         _Lazy(
             rf"((?:{_START}(?:api[_-]?key|secret[_-]?(?:access[_-]?)?key|secret|password"
+            rf"|passwd|pwd|private[_-]?key"
             rf"|(?:access|auth|bearer|refresh|id)[_-]?token)|(?<![A-Za-z0-9_])token"
             rf"|(?<=_)(?-i:TOKEN)){_QUOTE}?\s*[:=]\s*"
             rf"({_QUOTE}?))((?:[^\s\"'&,;}})\\]|\\(?![\"'])){{6,}})",
@@ -170,9 +156,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
     ),
     (
         # every query name ends with one of these
-        tuple(
-            f"{end}=" for end in ("key", "token", "auth", "secret", "sig", "signature", "password")
-        ),
+        tuple(f"{end}=" for end in _QUERY_ENDS),
         _Lazy(
             r"([?&;](?:" + "|".join(map(re.escape, sorted(_QUERY_NAMES))) + r")=)[^&#\s\"'<>]+",
             re.IGNORECASE,
@@ -201,7 +185,7 @@ _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
         _HEADER_MARKERS,
         _Lazy(
             rf"(\b(?:{_HEADER_NAMES}){_QUOTE}?\s*[:=]\s*({_QUOTE}?))"
-            r"(?!(?:(?:Bearer|Basic)\s+)?\[REDACTED\])"
+            r"(?!(?:(?:Bearer|Basic|Token|ApiKey)\s+)?\[REDACTED\])"
             r"([^\s\"'\r\n,}\\](?:[^\"'\r\n,}\\]|\\(?![\"'])){3,})",
             re.IGNORECASE,
         ),
@@ -226,7 +210,8 @@ _MARKERS: Final = tuple(marker for markers, _, _ in _RULES for marker in markers
 # The first check, whether any rule can match: the markers above, each shortened to a
 # prefix that covers several ("api" for apikey, api_key, api-key; "=" for key=, sig= ...).
 _GATE: Final = ("=", "sk-", "bearer", "basic", "api", "token", "secret", "password", "auth",
-                "cookie", "akia", "asia", "aiza", "gh", "xox", "@", "-key")  # fmt: skip
+                "cookie", "akia", "asia", "aiza", "gh", "xox", "@", "-key", "passwd", "pwd",
+                "private")  # fmt: skip
 
 
 def redact_text(text: str, learned: LearnedSecrets | None = None) -> str:
@@ -418,12 +403,19 @@ class LearnedSecrets:
         self.learn(
             value.strip()
             for name, value in environ.items()
-            if not value.startswith(("/", "~", ".")) and _names_credential(name)
+            if not value.startswith(_PATHS) and _names_credential(name)
         )
 
     def learn_arguments(self, arguments: Mapping[str, object]) -> None:
-        """Learn a tool call's text arguments named as credentials: its error may quote one."""
-        found = [v for k, v in arguments.items() if isinstance(v, str) and _names_credential(k)]
+        """Learn a tool call's text arguments named as credentials: its error may quote one.
+
+        A path is none (a shell tool's ``pwd``), as in `learn_environment`.
+        """
+        found = [
+            v
+            for k, v in arguments.items()
+            if isinstance(v, str) and not v.startswith(_PATHS) and _names_credential(k)
+        ]
         if found:  # every attempt of a kit test asks: most name no credential
             self.learn(found)
 

@@ -92,7 +92,18 @@ def test_c_blocked_again():
 """,
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=4)
+    # the two tests that caught their refusal fail at teardown (block mode), each in its
+    # own name: test_a's guard, put back, refused nothing for them
+    result.assert_outcomes(passed=4, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_a2*",
+            "*test_a_module_patch.py::test_a2 sent requests to real hosts*",
+            "*ERROR at teardown of test_c_blocked_again*",
+            "*test_b_later.py::test_c_blocked_again sent requests to real hosts*",
+        ]
+    )
+    assert "test_a_module_patch.py::test_a sent" not in result.stdout.str()
 
 
 # The kit's runtime is not imported until a test needs it: a kit fixture asked for in an

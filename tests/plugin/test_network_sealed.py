@@ -129,3 +129,113 @@ def test_a_socket_refusal_gives_advice_that_reaches_a_socket_client(sealed):
             "*reach httpx and httpx2 clients only*loopback server*allow_network*",
         ]
     )
+
+
+BLOCK_INI = (
+    "[pytest]\naddopts = -p no:hypothesispytest\nasyncio_default_fixture_loop_scope = function\n"
+    "filterwarnings = error\nagentfaults_network = block\n"
+)
+
+PLAIN_SWALLOWS = """
+import socket
+import urllib.request
+
+import httpx
+import pytest
+
+from conftest import SENT
+
+def test_swallowed_httpx():
+    try:
+        httpx.get("http://192.0.2.1:9/data")
+    except Exception:
+        pass
+
+def test_swallowed_socket():
+    try:
+        with socket.socket() as sock:
+            sock.connect(("192.0.2.1", 80))
+    except Exception:
+        pass
+    assert SENT == []
+
+def test_swallowed_urllib():
+    try:
+        urllib.request.urlopen("http://192.0.2.1:9/data", timeout=1)
+    except Exception:
+        pass
+    assert SENT == []
+
+def test_loopback_only():
+    with socket.socket() as sock, pytest.raises(ConnectionRefusedError):
+        sock.connect(("127.0.0.1", 9))
+
+@pytest.mark.xfail(reason="fails on its own", strict=True)
+def test_fails_on_its_own():
+    try:
+        httpx.get("http://192.0.2.1:9/data")
+    except Exception:
+        pass
+    assert False
+"""
+
+
+def test_block_mode_fails_a_plain_test_that_swallowed_a_refusal_at_teardown(sealed):
+    # As in a kit test: under `agentfaults_network = block` a test that does not use the
+    # kit, and caught the refusal, fails at teardown naming each refused request.
+    sealed.makefile(".ini", pytest=BLOCK_INI)
+    sealed.makepyfile(test_plain=PLAIN_SWALLOWS)
+    result = sealed.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "test_plain.py"
+    )
+    result.assert_outcomes(passed=4, errors=3, xfailed=1)  # the teardown errors of passed tests
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_swallowed_httpx*",
+            "*test_swallowed_httpx sent requests to real hosts*",
+            "*GET http://192.0.2.1:9/data (UnmatchedRequestError)*",
+            "*ERROR at teardown of test_swallowed_socket*",
+            "*socket.connect(('192.0.2.1', 80)) (NetworkBlockedError)*",
+            "*ERROR at teardown of test_swallowed_urllib*",
+            "*socket.connect(('192.0.2.1', 9)) (NetworkBlockedError)*",
+        ]
+    )
+    assert "test_loopback_only" not in result.stdout.str().partition("short test summary")[2]
+
+
+RAW_SOCKET_TRACE = """
+import socket
+
+import pytest
+
+import pytest_agentfaults as af
+from conftest import SENT
+
+def test_it(trace):
+    with socket.socket() as sock, pytest.raises(af.NetworkBlockedError):
+        sock.connect(("192.0.2.1", 80))
+    assert SENT == []
+    (event,) = trace.of("http.request")
+    assert event.field("refused") is True
+    assert event.field("url") == "tcp://192.0.2.1:80"
+    assert event.field("client") == "socket"
+    assert event.error.type == "NetworkBlockedError"
+    assert event.error.retryable is False
+    assert "socket.connect(('192.0.2.1', 80)): refused, never sent" in event.detail
+    assert trace.verdict().codes == []  # never sent: nothing to judge
+"""
+
+
+def test_a_socket_refusal_is_an_event_of_the_trace_and_in_the_report(sealed):
+    sealed.makepyfile(test_trace=RAW_SOCKET_TRACE)
+    result = sealed.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "test_trace.py"
+    )
+    result.assert_outcomes(passed=1, errors=1)  # caught, and still failed at teardown
+    result.stdout.fnmatch_lines(
+        [
+            "*recovery trace*",
+            # the timeline's line, as for a refused httpx request
+            "*http.request*NetworkBlockedError: agentfaults: socket.connect(('192.0.2.1', 80))*",
+        ]
+    )

@@ -227,6 +227,40 @@ def test_a_traceback_line_that_names_a_key_is_shown_as_written(pytester, monkeyp
     assert line in junit.read_text(encoding="utf-8")
 
 
+HEADER_EXPRESSION = """
+import os
+
+import httpx
+import pytest
+
+
+@pytest.mark.inject_fault(http=401, url="https://api.example.test/v1")
+def test_built_header(http_faults):
+    token = os.environ["AF_GW"]
+    with httpx.Client() as client:
+        response = client.get("https://api.example.test/v1", headers={"Authorization": "Bearer " + token})
+    assert response.status_code == 200
+"""
+
+
+def test_a_header_built_by_an_expression_reads_as_written_and_its_value_stays_secret(
+    pytester, monkeypatch
+):
+    # The source line holds code: `"Bearer " + token` is shown as written; the token the
+    # request carried (learned by the kit, no known shape) is redacted by value.
+    token = "gw_live_" + secrets.token_hex(16)
+    monkeypatch.setenv("AF_GW", token)
+    pytester.makepyfile(test_header=HEADER_EXPRESSION)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest("-l", f"--junitxml={junit}")
+    result.assert_outcomes(failed=1)
+    line = 'headers={"Authorization": "Bearer " + token})'
+    for text in (result.stdout.str(), junit.read_text(encoding="utf-8").replace("&quot;", '"')):
+        assert line in text
+        assert token not in text
+    result.stdout.fnmatch_lines(["token*= '[[]REDACTED[]]'"])  # -l: the local holding it
+
+
 # The audit's repro: a key with no known prefix, seen by the kit in a request's headers,
 # then printed, logged, held in a local, quoted by a tool's error. Each key is redacted by
 # value in every output from the moment the kit saw it: the in-process layer (an official

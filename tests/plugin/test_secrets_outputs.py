@@ -372,3 +372,73 @@ def test_no_key_shape_reaches_the_terminal_from_setup_show_or_an_explicit_id(pyt
     assert "ExplicitId1234567890" not in stdout
     assert "SETUP    F key[[REDACTED]]" in stdout or "key['[REDACTED]']" in stdout
     assert "test_shown.py::test_explicit[[REDACTED]]" in stdout
+
+
+# The credential forms beyond Bearer, Basic, password and api_key, in a kit test's
+# failure, its output, its log and a tool's error: no output keeps the key.
+FORMS = """
+import logging
+import os
+
+import pytest
+
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool, say
+
+KEY = os.environ["AF_FORM_VALUE"]
+FORMS = {
+    "token-scheme": f"Authorization: Token {KEY}",
+    "apikey-scheme": f"[('Authorization', 'ApiKey {KEY}')]",
+    "passwd": f"passwd={KEY}",
+    "pwd": f"pwd: {KEY}",
+    "private_key": f"private_key={KEY}",
+    "PRIVATE_KEY": f"PRIVATE_KEY={KEY}",
+    "DB_PASSWD": f"export DB_PASSWD={KEY}",
+    "pem": f"-----BEGIN PRIVATE KEY-----\\\\n{KEY}\\\\n-----END PRIVATE KEY-----",
+}
+
+
+@af.tool
+def login(account: str) -> str:
+    \"\"\"Log in.\"\"\"
+    return "ok"
+
+
+@pytest.mark.parametrize("name", FORMS)
+def test_form(name, faults):
+    text = FORMS[name]
+    faults.tool("login").raises(ConnectionError(f"refused {text}"))
+    agent = af.Agent("bot", model=ScriptedModel([call_tool("login", account="a"), say("done")]),
+                     tools=[login])
+    agent.run("go")
+    print(f"configured {text}")
+    logging.getLogger("app").warning("sent %s", text)
+    assert text == "", text
+"""
+
+
+def test_each_credential_form_reaches_no_output(pytester, monkeypatch):
+    # no shape the rules know, in a variable named as no credential: not learned
+    key = "gw" + secrets.token_hex(12)
+    monkeypatch.setenv("AF_FORM_VALUE", key)
+    pytester.makepyfile(test_forms=FORMS)
+    out = pytester.path / "out"
+    result = pytester.runpytest(
+        "-rA",
+        "-l",
+        f"--junitxml={out / 'junit.xml'}",
+        "-o",
+        "junit_logging=all",
+        f"--html={out / 'pytest-html.html'}",
+        "--self-contained-html",
+        f"--agentfaults-html={out / 'af.html'}",
+        "--agentfaults-trace=always",
+        f"--agentfaults-trace-dir={out / 'traces'}",
+        f"--log-file={out / 'log.txt'}",
+    )
+    result.assert_outcomes(failed=8)
+    texts = {"stdout": result.stdout.str(), "stderr": result.stderr.str()}
+    texts |= {path.name: path.read_text(encoding="utf-8") for path in out.rglob("*.*")}
+    assert len(texts) == 2 + 4 + 8  # junit, both HTML reports, the log, a trace per test
+    assert [where for where, text in texts.items() if key in text] == []
+    assert texts["stdout"].count("[REDACTED]") >= 8 * 3

@@ -334,3 +334,49 @@ def test_polling(virtual_clock):
 """
     ).runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=1)
+
+
+def test_a_marker_function_fault_on_time_sleep_fires_and_other_sleeps_stay_virtual(suite):
+    # The marker's function fault and virtual time both patch time.sleep: the fault must
+    # be the one the test's code meets first, and virtual time what it calls through to.
+    result = suite(
+        ORIGINALS
+        + """
+@pytest.mark.inject_fault(function="time:sleep", raises=ConnectionError("boom"), times=1)
+def test_marker_alone():
+    with pytest.raises(ConnectionError, match="boom"):
+        time.sleep(5)
+    from pytest_agentfaults.runtime.clock import default_clock
+
+    time.sleep(30)  # past the fault: the test's virtual clock, no real wait
+    asyncio.run(asyncio.sleep(7))
+    assert default_clock().sleeps == [30, 7]
+
+
+@pytest.mark.inject_fault(function="time:sleep", raises=ConnectionError("boom"), times=1)
+def test_marker_and_kit_fixture(virtual_clock, trace):
+    with pytest.raises(ConnectionError, match="boom"):
+        time.sleep(5)
+    time.sleep(30)
+    anyio.run(anyio.sleep, 2)
+    assert virtual_clock.sleeps == [30, 2]
+    assert [e.type for e in trace.events] == [
+        *("tool.call", "tool.fault", "tool.error"),  # the fault, on time:sleep(5)
+        *("tool.call", "tool.result"),  # time:sleep(30), through the fault's wrapper
+    ]
+
+
+@pytest.mark.inject_fault(function="time:sleep", raises=ConnectionError("boom"), times=1)
+@pytest.mark.inject_fault(tool="never_called", raises=ValueError("x"))  # strict: teardown fails
+def test_a_teardown_that_fails(virtual_clock):
+    with pytest.raises(ConnectionError):
+        time.sleep(5)
+    time.sleep(1)
+
+
+def test_z_both_patches_are_undone():
+    assert untouched()
+"""
+    ).runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=4, errors=1)  # the teardown's error, on a passed test
+    result.stdout.fnmatch_lines(["*never_called*never fired*"])

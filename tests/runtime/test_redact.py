@@ -89,6 +89,7 @@ def test_a_generic_key_query_parameter_is_redacted_whatever_its_shape():
 QUERY_NAMES = [
     *("key", "api_key", "apikey", "api-key", "token", "access_token", "sig", "signature"),
     *("password", "auth", "subscription-key", "client_secret", "refresh_token", "id_token"),
+    *("passwd", "pwd", "private_key"),
 ]
 
 
@@ -214,6 +215,49 @@ def test_a_credential_header_value_written_as_text_stays_secret(text, shown):
 
 
 @pytest.mark.parametrize(
+    "code",
+    [
+        # a header's value built by an expression: its literal part is only the scheme
+        # (or a cookie's name), the credential is a name the reader can follow
+        'headers = {"Authorization": "Bearer " + token}',
+        '{"Authorization": "Token " + key, "Accept": "application/json"}',
+        "headers={'Authorization': 'Bearer %s' % self._token}",
+        '"Authorization": "Bearer {}".format(token),',
+        '"Authorization": "Bearer {token}".format(token=settings.token)',
+        '"Authorization": "Basic " + base64.b64encode(credentials).decode()',
+        '"Authorization": "Bearer" + " " + token',
+        "{'cookie': 'session=' + session_id}",
+        'headers={"Authorization": f"Bearer {token}"}',
+        '"Authorization": auth_header(user, scope="read"),',
+    ],
+)
+def test_a_credential_header_built_by_an_expression_is_code_not_a_secret(code):
+    assert redact_text(code) == code
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # a literal beyond the scheme is a credential, in an expression or not
+        ('{"Authorization": "Bearer abcd" + x}', '{"Authorization": "[REDACTED]" + x}'),
+        ("{'x-api-key': 'abcdef123' + suffix}", "{'x-api-key': '[REDACTED]' + suffix}"),
+        ("{'cookie': 'session=abc123; ' + rest}", "{'cookie': '[REDACTED]' + rest}"),
+        # base64 ends in "=" as a cookie's name does: it is no name
+        ('"x-api-key": "dGhpcyBpcyBhIHNlY3JldA=" + x', '"x-api-key": "[REDACTED]" + x'),
+        ('"Authorization": "Token %s1234" % x', '"Authorization": "[REDACTED]" % x'),
+        ("{'Authorization': 'Bearer abcd'}", "{'Authorization': '[REDACTED]'}"),
+        # no expression follows: a header's value as a report shows it
+        (
+            "{'authorization': 'Bearer xyz', 'accept': '*/*'}",
+            "{'authorization': '[REDACTED]', 'accept': '*/*'}",
+        ),
+    ],
+)
+def test_a_literal_credential_in_a_header_expression_stays_secret(text, shown):
+    assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(
     ("text", "shown"),
     [
         # a quoted literal is a secret whatever it looks like
@@ -272,6 +316,13 @@ def gateway_key() -> str:
         ("X-Auth", "{key}"),
         ("X-Auth-Key", "{key}"),
         ("X-Client-Secret", "{key}"),
+        # the Token (Django REST framework) and ApiKey (Elasticsearch) schemes, and
+        # headers named for a password or a private key
+        ("Authorization", "Token {key}"),
+        ("Authorization", "ApiKey {key}"),
+        ("X-Db-Passwd", "{key}"),
+        ("X-Pwd", "{key}"),
+        ("X-Private-Key", "{key}"),
     ],
 )
 def test_a_credential_header_value_is_redacted_by_value_once_learned(name, value, gateway_key):
@@ -449,6 +500,39 @@ GATEWAY = "gw_live_3f9a0c7e5b1d4a2e8c6f"  # no shape the rules know
         (f"{{'secret_key': '{GATEWAY}'}}", "{'secret_key': '[REDACTED]'}"),
         ("{'auth_token': '12345678'}", "{'auth_token': '[REDACTED]'}"),
         (f"aws_secret_access_key = {GATEWAY}", "aws_secret_access_key = [REDACTED]"),
+        # a password or a private key by its other names
+        (f"passwd={GATEWAY}", "passwd=[REDACTED]"),
+        ("pwd: hunter2hunter", "pwd: [REDACTED]"),
+        (f"db_passwd = '{GATEWAY}'", "db_passwd = '[REDACTED]'"),
+        (f"export DB_PASSWD={GATEWAY}", "export DB_PASSWD=[REDACTED]"),
+        (f"MYSQL_PWD={GATEWAY}", "MYSQL_PWD=[REDACTED]"),
+        (f"private_key={GATEWAY}", "private_key=[REDACTED]"),
+        (f"PRIVATE_KEY={GATEWAY}", "PRIVATE_KEY=[REDACTED]"),
+        (f'{{"private-key": "{GATEWAY}"}}', '{"private-key": "[REDACTED]"}'),
+        # the Token and ApiKey schemes keep their name, as Bearer does
+        (f"Authorization: Token {GATEWAY}", "Authorization: Token [REDACTED]"),
+        (f"[('Authorization', 'Token {GATEWAY}')]", "[('Authorization', 'Token [REDACTED]')]"),
+        (
+            "Authorization: ApiKey VnVhQ2ZHY0JDZGJrUW0tZTVhT3g6dWkybHAyYXhUTm1zeWFrdzl0dk5udw==",
+            "Authorization: ApiKey [REDACTED]",
+        ),
+        (f"sent apikey {GATEWAY}", "sent apikey [REDACTED]"),
+        # a private key's PEM block, whole, escaped in a repr or not
+        (
+            "key='-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIBAAKCAQEA7\\n-----END RSA PRIVATE KEY-----'",
+            "key='[REDACTED]'",
+        ),
+        (
+            "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\nkqhkiG9w0B\n-----END PRIVATE KEY-----\nok",
+            "[REDACTED]\nok",
+        ),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\\nProc-Type: 4,ENCRYPTED\\nDEK-Info: AES-128-CBC,3F1"
+            "\\n\\nMIIEpAIBAAKCAQEA7\\n-----END RSA PRIVATE KEY-----",
+            "[REDACTED]",
+        ),
+        # cut before its END line: to the end of the base64
+        ("-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQ...", "[REDACTED]..."),
         # JSON inside JSON: a tool call's arguments in a request body, escaped
         (
             f'"arguments": "{{\\"api_key\\": \\"{GATEWAY}\\"}}"',
@@ -502,6 +586,25 @@ def test_a_key_shape_after_an_escape_is_redacted(text, shown):
         'session_cookie: str = "abc"',
         "client = Client(proxy_authorization=auth_header)",
         'x_session_cookie: Cookie = jar.get("session")',
+        # pwd, passwd, private_key as code, and words after Token or ApiKey
+        "pwd = os.getcwd()",
+        "subprocess.run(cmd, cwd=pwd, check=True)",
+        "self.pwd = pwd",
+        "PWD=/home/user/project",
+        'pwd = "/home/user/project"',
+        "passwd = getpass.getpass()",
+        "private_key = serialization.load_pem_private_key(data, password=None)",
+        "def sign(private_key: rsa.RSAPrivateKey) -> bytes:",
+        "Token limit exceeded after 4096000 tokens",
+        "ApiKey authentication failed: unauthorized",
+        "the token 12345678 of the prompt",
+        "-----BEGIN PUBLIC KEY-----",
+        # met in google-auth's source: a key loaded by a call, the PEM markers a parser
+        # looks for, and a class led by an acronym
+        'private_key = rsa.key.PrivateKey.load_pkcs1(key_bytes, format="DER")',
+        '_PKCS1_MARKER = ("-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----")',
+        '# "-----BEGIN EC PRIVATE KEY-----...",',
+        "def update_token_expiry(self, token: OAuthToken) -> None:",
     ],
 )
 def test_a_longer_name_or_word_that_is_no_credential_is_kept(text):
@@ -517,6 +620,14 @@ def test_a_tool_calls_text_arguments_named_as_credentials_are_learned():
             "password_file": "keys/Hunter2Hunter2y",  # where a credential is
             "query": "Hunter2Hunter2z",  # no credential's name
             "token": 12345678901234567890,  # not text
+            "db_passwd": "Hunter2Hunter2pw",
+            "private_key": "MIIEvQIBADANBgkq",
+            "pwd": "/home/user/project/src",  # a shell tool's working directory: a path
         }
     )
-    assert learned.values == (GATEWAY, "Hunter2Hunter2x")
+    assert set(learned.values) == {
+        GATEWAY,
+        "Hunter2Hunter2pw",
+        "MIIEvQIBADANBgkq",
+        "Hunter2Hunter2x",
+    }

@@ -20,6 +20,8 @@ SHAPED = [
     "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
     "ghp_" + "a1B2c3D4e5" * 4,
     "xoxb-1234567890-abcdefghij",
+    "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----",
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----",
 ]
 
 # Each redacted by a context rule in a kit test, and left as written in a plain one.
@@ -35,6 +37,16 @@ CONTEXT = [
     "api_key=abcdef123456",
     "x-api-key: abcdef123456",
     "token: abc123XYZ987",
+    # the schemes and names beyond Bearer, Basic, password
+    "Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b",
+    "[('Authorization', 'Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b')]",
+    "Authorization: ApiKey VnVhQ2ZHY0JDZGJrUW0tZTVhT3g6dWkybHAyYXhUTm1zeWFrdzl0dk5udw==",
+    "passwd=Hunter2Hunter2",
+    "pwd: hunter2hunter",
+    "private_key=abcdef123456",
+    "export PRIVATE_KEY=abcdef123456",
+    "db_passwd = 'letmein'",
+    "https://example.test/login?pwd=letmein2",
 ]
 
 
@@ -125,6 +137,11 @@ def test_the_environments_keys_are_learned_by_their_variables_names():
         "SSH_AUTH_SOCK": "tmpSSHagent1234567890",  # not a credential's name
         "API_KEY_URL": "HTTPSexample123456789",  # where a key is fetched
         "HOME": "homeDirectory123456789",
+        "DB_PASSWD": "Tr0ub4dor&3passwd",
+        "MYSQL_PWD": "Tr0ub4dor&3mysql",
+        "PRIVATE_KEY": "MIIEvQIBADANBgkqhkiG9w0B",
+        "PWD": "/home/user/project",  # the working directory, a path
+        "OLDPWD": "/home/user",
     }
     learned = LearnedSecrets()
     learned.learn_environment(environ)
@@ -136,6 +153,9 @@ def test_the_environments_keys_are_learned_by_their_variables_names():
             "AWS_SECRET_ACCESS_KEY",
             "GITHUB_TOKEN",
             "DB_PASSWORD",
+            "DB_PASSWD",
+            "MYSQL_PWD",
+            "PRIVATE_KEY",
         )
     }
     text = f"config: {environ['AZURE_OPENAI_KEY']} at {environ['PASSWORD_STORE_DIR']}"

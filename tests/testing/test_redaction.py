@@ -177,3 +177,69 @@ def test_the_http_layer_learns_the_credentials_each_request_carries(library, key
     assert len(plan.fired) == 2
     shown = redact_text(f"{bearer} {api_key} {key}", learned)
     assert shown == f"{REDACTED} {REDACTED} {REDACTED}"
+
+
+# The credential forms beyond Bearer, Basic, password and api_key: each through the
+# boundaries above (the recorder, a fault's description, the errors raised, the package
+# log, the report writers). ``{k}`` is a key of no shape any other rule knows.
+FORMS = {
+    "token-scheme": "Authorization: Token {k}",
+    "apikey-scheme": "[('Authorization', 'ApiKey {k}')]",
+    "passwd": "passwd={k}",
+    "pwd": "pwd: {k}",
+    "private_key": "private_key={k}",
+    "PRIVATE_KEY": "PRIVATE_KEY={k}",
+    "DB_PASSWD": "export DB_PASSWD={k}",
+    "pwd-query": "https://x.test/login?pwd={k}",
+    "pem": "-----BEGIN PRIVATE KEY-----\\n{k}\\n-----END PRIVATE KEY-----",
+}
+
+
+@pytest.fixture(params=FORMS.values(), ids=FORMS.keys())
+def form(request, key) -> tuple[str, str]:
+    """A text holding a credential in one of `FORMS`, and the credential."""
+    secret = "gw" + key[:6] + "Q" + key[6:]  # letters and digits: a key's shape
+    return request.param.format(k=secret), secret
+
+
+def test_each_credential_form_is_redacted_at_every_boundary(form, caplog, tmp_path):
+    text, secret = form
+    recorder = Recorder(agent="a", clock=VirtualClock())
+    event = recorder.emit("tool.error", detail=f"failed: {text}", extra={"k": [text]})
+    plan = FaultPlan()
+    plan.tool("fetch").raises(ConnectionError(f"refused {text}"))
+    with caplog.at_level(logging.DEBUG, logger="pytest_agentfaults"):
+        logging.getLogger("pytest_agentfaults").debug("sent %s", text)
+    shown = {
+        "event": event.model_dump_json(),
+        "fault": plan.faults[0].describe() + repr(plan.faults[0]),
+        "log": caplog.text,
+    }
+    for where, out in shown.items():
+        assert secret not in out, where
+        assert REDACTED in out, where
+
+
+def test_each_credential_form_is_redacted_from_a_tool_error_and_the_reports(form, tmp_path):
+    text, secret = form
+
+    @af.tool
+    def login(account: str) -> str:
+        """Log in."""
+        raise ConnectionError(f"cannot log in with {text}")
+
+    state = TestState("t.py::test_it", seed=1, real_time=False)
+    state.plan.tool("fetch").raises(ConnectionError(f"refused {text}"))
+    steps = [call_tool("fetch", url="u"), call_tool("login", account="a"), say("done")]
+    agent = af.Agent("bot", model=af.ScriptedModel(steps), tools=[fetch, login])
+    state.start()
+    try:
+        result = agent.run("go")
+    finally:
+        state.stop()
+    assert len(state.plan.fired) == 1
+    written = write_html_report(tmp_path / "r.html", [state.as_dict("passed")])
+    outputs = [result.trace.to_json(), state.render(), state.to_json("passed"), written.read_text()]
+    for out in outputs:
+        assert secret not in out
+        assert REDACTED in out

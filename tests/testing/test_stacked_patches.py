@@ -97,3 +97,35 @@ def test_every_order_of_three_undos_of_two_names(monkeypatch):
             undos[index]()  # type: ignore[operator]
         assert httpx.Client._send_single_request is send, order
         assert time.sleep is sleep, order
+
+
+@pytest.mark.real_time  # the test's own TestState makes the sleep virtual
+@pytest.mark.parametrize("virtual_first", [True, False], ids=["virtual-first", "fault-first"])
+def test_a_tests_sleep_fault_and_virtual_time_are_undone_when_a_teardown_step_raises(
+    monkeypatch, virtual_first
+):
+    # A marker's function="time:sleep" fault and the test's virtual time, switched on in
+    # either order, with a teardown step between their undos that raises: both undone.
+    from pytest_agentfaults.testing._fault import ToolFault
+    from pytest_agentfaults.testing.session import TestState
+
+    original = time.sleep
+    state = TestState("t.py::test_it", seed=1, real_time=False)
+    state.add_faults([ToolFault(tool="time:sleep", function=True, raises=ConnectionError("x"))])
+    steps = [state.use_virtual_time, state.start]
+    for step in steps if virtual_first else steps[::-1]:
+        step()
+    layer = state.plan.http_layer()
+    stop = layer.stop
+
+    def stop_fails() -> None:
+        stop()  # switched off all the same: nothing of it may outlive this test
+        raise RuntimeError("the HTTP layer failed to stop")
+
+    monkeypatch.setattr(layer, "stop", stop_fails)
+    if virtual_first:  # the fault is on top, and fires
+        with pytest.raises(ConnectionError):
+            time.sleep(5)
+    errors = state.stop()
+    assert [repr(error) for error in errors] == ["RuntimeError('the HTTP layer failed to stop')"]
+    assert time.sleep is original

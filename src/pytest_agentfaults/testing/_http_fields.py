@@ -30,13 +30,18 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults._redact import is_secret_header, redact_text
 from pytest_agentfaults.errors import NetworkBlockedError
+from pytest_agentfaults.runtime._event import redact
+from pytest_agentfaults.runtime._recorder import Recorder
+from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
+from pytest_agentfaults.runtime.hooks import current_emit
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
 from pytest_agentfaults.testing._current import current_plan
 
 if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
     from pytest_agentfaults.testing._fault import HTTPFault
+    from pytest_agentfaults.testing.faults import FaultPlan
 
 __all__ = [
     "REFUSED_HEADER",
@@ -44,6 +49,8 @@ __all__ = [
     "attempt_fields",
     "body_fields",
     "client_fields",
+    "connect_fields",
+    "emit_attempt",
     "learn_request",
     "refused",
     "request_headers",
@@ -361,6 +368,48 @@ def attempt_fields(
             fields.update(_faulted_body_fields(body, fault.label))
     fields["detail"] = detail
     return fields
+
+
+def connect_fields(host: str, port: object, error: BaseException) -> dict[str, Any]:
+    """The ``http.request`` fields of a ``socket.connect`` the network guard refused.
+
+    urllib, requests or a raw socket: no method or path is known at the connect, so the
+    event names the address (``tcp://host:port``) and the client ``socket``; ``refused``,
+    as for a refused httpx request, keeps it out of the verdict.
+    """
+    shown = f"[{host}]" if ":" in host else host
+    return {
+        "url": f"tcp://{shown}:{port}",
+        "client": "socket",
+        "error": ErrorRecord.from_exception(error),
+        "refused": True,
+        "detail": f"socket.connect(({host!r}, {port})): refused, never sent (not a loopback "
+        "address; no fault or route reaches a socket client)",
+    }
+
+
+def emit_attempt(
+    plan: FaultPlan, type: str, fields: dict[str, Any], texts: tuple[str, ...]
+) -> None:
+    """Record ``fields`` as a ``type`` event of ``plan``'s test; ``texts``: its free text.
+
+    In a run, through the run's recorder (``emit``, which checks every field). Else
+    through the plan's recorder as an event of known types (`Recorder.emit_known`):
+    every value here is a name, a number, a bool, an `ErrorRecord`, a hex digest or
+    one of ``texts``, which are redacted here (``detail`` by the recorder).
+    """
+    emit = current_emit()
+    if emit is not None:
+        emit(type, **fields)
+        return
+    recorder = plan.http_recorder
+    if recorder is None:
+        recorder = plan.http_recorder = Recorder(agent="http", clock=default_clock())
+    for name in texts:
+        value = fields.get(name)
+        if value is not None:
+            fields[name] = redact(value)
+    recorder.emit_known(type, fields)
 
 
 # a fault's settings -> its label, options and description (`fault_facts`)

@@ -19,7 +19,8 @@ non-loopback addresses too, before any packet goes out, for every other client (
 requests, a raw socket). Loopback (127.0.0.0/8, ``::1``, ``localhost``) is always
 allowed. The code under test may swallow any refusal, so a test that passed also fails
 at teardown, naming each refused request (`check`). In a test with a fault plan, the
-plan's HTTP layer records the refused attempt as an ``http.request`` (``refused: True``).
+refused attempt is an ``http.request`` of its trace (``refused: True``): recorded by the
+plan's HTTP layer, or here for a ``socket.connect`` (`connect_fields`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,13 @@ from pytest_agentfaults.testing._clients import (
 )
 from pytest_agentfaults.testing._current import active_plan
 from pytest_agentfaults.testing._handoff import NETWORK, Answer, Via, transport_kind
-from pytest_agentfaults.testing._http_fields import REFUSED_HEADER, REFUSED_STATUS, learn_request
+from pytest_agentfaults.testing._http_fields import (
+    REFUSED_HEADER,
+    REFUSED_STATUS,
+    connect_fields,
+    emit_attempt,
+    learn_request,
+)
 
 __all__ = ["NetworkGuard", "UnmatchedRequestError", "is_sdk_request"]
 
@@ -319,8 +326,12 @@ def _check_address(guard: NetworkGuard, sock: socket.socket, address: Any) -> No
     sock.close()
     what = f"socket.connect(({host!r}, {port}))"
     guard.answered.append(f"{what} (NetworkBlockedError)")
-    raise NetworkBlockedError(
+    error = NetworkBlockedError(
         blocked_message(what, host, guard.test, socket_client=True),
         host=host,
         test=guard.test,
     )
+    plan = active_plan()
+    if plan is not None:  # in the test's trace, as a refused httpx request is
+        emit_attempt(plan, "http.request", connect_fields(host, port, error), ("url",))
+    raise error

@@ -58,10 +58,6 @@ from respx.models import AllMockedAssertionError, PassThrough, Route, RouteList
 
 from pytest_agentfaults._network_policy import is_loopback
 from pytest_agentfaults.errors import UsageError
-from pytest_agentfaults.runtime._event import redact
-from pytest_agentfaults.runtime._recorder import Recorder
-from pytest_agentfaults.runtime.clock import default_clock
-from pytest_agentfaults.runtime.hooks import current_emit
 from pytest_agentfaults.testing._clients import (
     Injected,
     Library,
@@ -85,6 +81,7 @@ from pytest_agentfaults.testing._handoff import (
 from pytest_agentfaults.testing._http_fields import (
     Digests,
     attempt_fields,
+    emit_attempt,
     fault_facts,
     why_unmatched,
 )
@@ -299,25 +296,8 @@ class HttpInjector:
         self._emit("http.request", fields, ("url", "client"))
 
     def _emit(self, type: str, fields: dict[str, Any], texts: tuple[str, ...]) -> None:
-        """Record ``fields`` as a ``type`` event; ``texts`` names its free-text fields.
-
-        In a run, through the run's recorder (``emit``, which checks every field). Else
-        through the plan's recorder as an event of known types (`Recorder.emit_known`):
-        every value here is a name, a number, a bool, an `ErrorRecord`, a hex digest or
-        one of ``texts``, which are redacted here (``detail`` by the recorder).
-        """
-        emit = current_emit()
-        if emit is not None:
-            emit(type, **fields)
-            return
-        recorder = self.plan.http_recorder
-        if recorder is None:
-            recorder = self.plan.http_recorder = Recorder(agent="http", clock=default_clock())
-        for name in texts:
-            value = fields.get(name)
-            if value is not None:
-                fields[name] = redact(value)
-        recorder.emit_known(type, fields)
+        """Record ``fields`` as a ``type`` event of the plan's (`emit_attempt`)."""
+        emit_attempt(self.plan, type, fields, texts)
 
 
 # ----------------------------------------------------------------------------- the router
