@@ -86,7 +86,7 @@ def test_the_unstreamed_digest_is_the_body_sha_of_the_same_request_unstreamed(
 ):
     import hashlib
 
-    from pytest_agentfaults.testing._http_fields import unstreamed_body_sha
+    from pytest_agentfaults.testing._body_digest import unstreamed_body_sha
 
     expected = hashlib.sha1(asked_again, usedforsecurity=False).hexdigest()[:12]
     assert unstreamed_body_sha(streamed) == expected
@@ -95,7 +95,7 @@ def test_the_unstreamed_digest_is_the_body_sha_of_the_same_request_unstreamed(
 def test_stream_in_a_message_text_is_kept_and_no_stream_member_no_digest():
     import hashlib
 
-    from pytest_agentfaults.testing._http_fields import unstreamed_body_sha
+    from pytest_agentfaults.testing._body_digest import unstreamed_body_sha
 
     text = b'{"model":"m","content":"say \\"stream\\":true"}'  # a quote in a string is escaped
     assert unstreamed_body_sha(text) == hashlib.sha1(text, usedforsecurity=False).hexdigest()[:12]

@@ -22,7 +22,6 @@ loopback server (`_serve.py`), so the two record the same fields the same way.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -36,6 +35,7 @@ from pytest_agentfaults.runtime.clock import default_clock
 from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.hooks import current_emit
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
+from pytest_agentfaults.testing._body_digest import faulted_body_fields, short_sha
 from pytest_agentfaults.testing._current import current_plan
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ __all__ = [
     "REFUSED_HEADER",
     "REFUSED_STATUS",
     "attempt_fields",
-    "body_fields",
     "client_fields",
     "connect_fields",
     "emit_attempt",
@@ -56,15 +55,9 @@ __all__ = [
     "request_headers",
     "response_fields",
     "response_header_fields",
-    "unstreamed_body_sha",
     "why_unmatched",
 ]
 
-#: a JSON body's ``"stream"`` / ``"stream_options"`` member, with the comma that joins it
-#: (a request's JSON holds quotes inside strings escaped, so only a key matches)
-_MEMBER: Final = r'"stream(?:_options)?"\s*:\s*(?:true|false|\{[^{}]*\})'
-_STREAM_MEMBER: Final = re.compile(rf"\s*,\s*{_MEMBER}|(?<=\{{)\s*{_MEMBER}\s*,?")
-_ASKS_STREAM: Final = re.compile(rb'"stream"\s*:\s*true')
 _PRODUCT: Final = re.compile(r"^\s*([A-Za-z][\w.\-]*)/")
 _KNOWN: Final = {
     "python-httpx": "httpx",
@@ -360,12 +353,12 @@ def attempt_fields(
     if isinstance(body, bytes) and body:
         digest = digests.get(body) if len(body) <= _REMEMBERED_BODY else None
         if digest is None:
-            digest = _short_sha(body)
+            digest = short_sha(body)
             if len(body) <= _REMEMBERED_BODY and len(digests) < 64:
                 digests[body] = digest
         fields["body_sha"] = digest
         if fault is not None:
-            fields.update(_faulted_body_fields(body, fault.label))
+            fields.update(faulted_body_fields(body, fault.label))
     fields["detail"] = detail
     return fields
 
@@ -473,46 +466,3 @@ def why_unmatched(method: str, url: str) -> str:
         return ""
     faults_of = "fault" if len(reasons) == 1 else "faults"
     return redact_text(f" This test's http {faults_of} did not match it: {'; '.join(reasons)}.")
-
-
-def unstreamed_body_sha(body: bytes) -> str | None:
-    """The ``body_sha`` of this JSON body without its ``stream`` members, if it has any.
-
-    A stream cut mid-way is often asked for again as one JSON answer: the same request less
-    ``"stream": true`` (and ``stream_options``), which the verdict counts as requested again.
-    """
-    if not body or b'"stream' not in body:
-        return None
-    unstreamed = _STREAM_MEMBER.sub("", body.decode("utf-8", "replace"))
-    return _short_sha(unstreamed.encode())
-
-
-def body_fields(body: bytes, fault: str | None) -> dict[str, str]:
-    """An ``llm_server`` ``http.request`` event's fields about its ``body``.
-
-    ``fault`` is the label of the fault served; the in-process layer digests in `attempt_fields`.
-    """
-    if not body:
-        return {}
-    fields: dict[str, Any] = {"body_sha": _short_sha(body)}
-    return fields | (_faulted_body_fields(body, fault) if fault is not None else {})
-
-
-def _faulted_body_fields(body: bytes, fault: str) -> dict[str, Any]:
-    """What the verdict needs to know of the request a ``fault`` (its label) answered.
-
-    A cut stream's ``unstreamed_body_sha``; ``streamed`` for a body a bad answer
-    (``malformed_body``, ``not_json``) answered: an SDK raises on one in a stream where it
-    hands the other back empty.
-    """
-    if fault == "truncated_stream":
-        unstreamed = unstreamed_body_sha(body)
-        return {"unstreamed_body_sha": unstreamed} if unstreamed is not None else {}
-    if fault in ("malformed_body", "not_json") and _ASKS_STREAM.search(body):
-        return {"streamed": True}
-    return {}
-
-
-def _short_sha(data: bytes) -> str:
-    """A body's ``body_sha``: the first 12 hex digits of its SHA-1 (an identity, not a seal)."""
-    return hashlib.sha1(data, usedforsecurity=False).hexdigest()[:12]

@@ -31,6 +31,7 @@ from pytest_agentfaults.runtime._recorder import Recorder
 from pytest_agentfaults.runtime.clock import RealClock
 from pytest_agentfaults.runtime.events import Event
 from pytest_agentfaults.runtime.models.base import ModelRequest, ModelResponse
+from pytest_agentfaults.testing._body_digest import body_fields
 from pytest_agentfaults.testing._handler import (
     Handler,
     Reply,
@@ -39,7 +40,7 @@ from pytest_agentfaults.testing._handler import (
     held_record,
     send,
 )
-from pytest_agentfaults.testing._http_fields import body_fields, client_fields, response_fields
+from pytest_agentfaults.testing._http_fields import client_fields, response_fields
 from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
 from pytest_agentfaults.testing._wire import (
     JSON_TYPE,
