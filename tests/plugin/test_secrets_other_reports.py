@@ -141,7 +141,9 @@ def test_b_holds_a_long_text(at, tail):
 
 
 def test_a_learned_key_that_pytest_cut_short_leaves_no_part(pytester, monkeypatch):
-    secret = secrets.token_hex(12)
+    # a random part with a digit in every two characters: a part of it on one side of the
+    # cut holds a digit, which is what tells a key's part from a word (see the next test)
+    secret = "".join(secrets.choice("abcdef") + str(secrets.randbelow(10)) for _ in range(12))
     monkeypatch.setenv("AF_GW", f"gw_live_{secret}")
     pytester.makepyfile(test_cut=CUT)
     result = pytester.runpytest("-p", "no:randomly", "-rA", "-l")
@@ -150,6 +152,32 @@ def test_a_learned_key_that_pytest_cut_short_leaves_no_part(pytester, monkeypatc
     slices = {secret[i : i + 6] for i in range(len(secret) - 5)}
     assert [piece for piece in slices if piece in stdout] == []
     assert "...[REDACTED]" in stdout
+
+
+SHORTENED = """
+import pytest
+
+
+def test_an_unrelated_long_text():
+    # pytest cuts this text's repr (-l, and the assertion's operand) to "'aaa...pytest_agent"
+    # and "ting._clients bbb...'" around "...": a learned key starts with the one word and
+    # ends with the other, and neither part is of that key
+    text = "a" * 105 + "pytest_agent" + "m" * 40 + "ting._clients" + "b" * 105
+    assert text.startswith("z")
+"""
+
+
+def test_a_word_a_learned_key_starts_or_ends_with_stays_in_a_cut_text(pytester, monkeypatch):
+    # learned at the session's start (a name ending in _KEY): its first and last words are
+    # the ones either side of an unrelated text's cut
+    key = "agent" + "".join(secrets.choice("abcdef") + str(secrets.randbelow(10)) for _ in range(8))
+    monkeypatch.setenv("AF_AGENT_KEY", key + "ting")
+    pytester.makepyfile(test_shortened=SHORTENED)
+    result = pytester.runpytest("-p", "no:randomly", "-rA", "-l")
+    result.assert_outcomes(failed=1)
+    stdout = result.stdout.str()
+    assert "pytest_agent...ting._clients" in stdout
+    assert "[REDACTED]" not in stdout
 
 
 # A kit test's junit XML attribute, set with pytest's record_xml_attribute: a value with a

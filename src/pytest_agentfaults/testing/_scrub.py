@@ -75,6 +75,8 @@ def _property(
 
 #: the shortest part of a learned key redacted where pytest cut the key short (`_cut_keys`)
 _CUT_SHORTEST = 4
+#: what was cut short is a key's, not a word's, if its parts hold a digit or are this long
+_CUT_WORDS_SHORTER = 12
 
 
 def _and_cut_keys(
@@ -93,21 +95,44 @@ def _cut_keys(text: str, learned: LearnedSecrets) -> str:
     pytest shows a long value (a local with ``-l``, an assertion's operand) as its start
     and its end around ``...``: a key across the cut is whole on neither side, so no value
     matches. The longest start of a key that ends the text before ``...`` goes, and the
-    longest end of a key that starts the text after it.
+    longest end of a key that starts the text after it, if what they show of the key
+    together is a key's: it holds a digit or is 12 characters long. A key that starts or
+    ends with a word (``agent...``) would otherwise redact that word wherever pytest cut
+    an unrelated text after it.
     """
     parts = text.split("...")
     for i in range(len(parts) - 1):
         for value in learned.values:
             before, after = parts[i], parts[i + 1]
-            for size in range(min(len(value) - 1, len(before)), _CUT_SHORTEST - 1, -1):
-                if before.endswith(value[:size]):
-                    parts[i] = before[:-size] + REDACTED
-                    break
-            for size in range(min(len(value) - 1, len(after)), _CUT_SHORTEST - 1, -1):
-                if after.startswith(value[-size:]):
-                    parts[i + 1] = REDACTED + after[size:]
-                    break
+            start = _longest_start(value, before)
+            end = _longest_end(value, after)
+            shown = value[:start] + value[len(value) - end :]
+            if len(shown) < _CUT_WORDS_SHORTER and not any(c.isdigit() for c in shown):
+                continue
+            if start:
+                parts[i] = before[:-start] + REDACTED
+            if end:
+                parts[i + 1] = REDACTED + after[end:]
     return "...".join(parts)
+
+
+def _longest_start(value: str, before: str) -> int:
+    """The size of the longest start of ``value`` that ends ``before``, or 0.
+
+    Shorter than ``value`` (a whole value was replaced already), at least `_CUT_SHORTEST`.
+    """
+    for size in range(min(len(value) - 1, len(before)), _CUT_SHORTEST - 1, -1):
+        if before.endswith(value[:size]):
+            return size
+    return 0
+
+
+def _longest_end(value: str, after: str) -> int:
+    """The size of the longest end of ``value`` that starts ``after``, as `_longest_start`."""
+    for size in range(min(len(value) - 1, len(after)), _CUT_SHORTEST - 1, -1):
+        if after.startswith(value[-size:]):
+            return size
+    return 0
 
 
 def redact_xml(element: Any, learned: LearnedSecrets | None = None) -> None:
