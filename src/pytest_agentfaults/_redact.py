@@ -110,8 +110,14 @@ _QUOTE: Final = r"(?:\\?[\"'])"
 # `REDACTED`, or what a function makes of it (`_keep_prefix` keeps group 1).
 _RULES: Final[tuple[tuple[tuple[str, ...], _Lazy, _Replacement], ...]] = (
     (
+        # words follow "bearer" and "basic" in prose: the value holds a digit, a lower-case
+        # letter before an upper-case one (a JWT's "eyJ"), or 16 characters
         ("bearer", "basic"),
-        _Lazy(rf"({_START}(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{{8,}}", re.IGNORECASE),
+        _Lazy(
+            rf"({_START}(?:Bearer|Basic)\s+)(?=[A-Za-z0-9._~+/=-]*?(?:[0-9]|(?-i:[a-z][A-Z]))"
+            r"|[A-Za-z0-9._~+/=-]{16})[A-Za-z0-9._~+/=-]{8,}",
+            re.IGNORECASE,
+        ),
         _keep_prefix,
     ),
     (

@@ -42,7 +42,7 @@ def test_bearer_and_key_value_forms_keep_their_prefix():
     assert redact_text('{"api_key": "hunter2hunter2"}') == f'{{"api_key": "{REDACTED}"}}'
 
 
-@pytest.mark.parametrize("shortest", ["token=abcdef", "token:abcdef", "Basic abcdefgh"])
+@pytest.mark.parametrize("shortest", ["token=abcdef", "token:abcdef", "Basic dXNlcjpw"])
 def test_the_shortest_secret_each_rule_can_match_is_redacted(shortest):
     # Text shorter than the shortest possible secret skips the scan: this pins that bound.
     assert redact_text(shortest) != shortest
@@ -150,7 +150,7 @@ def test_credential_headers_written_as_text_are_redacted(text):
 
 
 def test_redact_value_walks_dicts_and_lists():
-    value = {"a": ["sk-proj-abcdefghijklmnopqrstuv", 3], "b": ("Bearer abcdefghijk",)}
+    value = {"a": ["sk-proj-abcdefghijklmnopqrstuv", 3], "b": ("Bearer abcdefghijk123",)}
     assert redact_value(value) == {"a": [REDACTED, 3], "b": (f"Bearer {REDACTED}",)}
 
 
@@ -254,6 +254,74 @@ def test_a_credential_header_built_by_an_expression_is_code_not_a_secret(code):
     ],
 )
 def test_a_literal_credential_in_a_header_expression_stays_secret(text, shown):
+    assert redact_text(text) == shown
+
+
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJib2IifQ.dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        # a word after the scheme's name, in a message or a docstring
+        "Bearer authentication failed: the server wants an access token",
+        "use Bearer tokens, not cookies",
+        "The Bearer authentication scheme (RFC 6750) sends the token in a header.",
+        "raise ValueError('Bearer authorization needs a token')",
+        "Supports Basic authentication and Bearer authentication.",
+        "the basic functionality works; basic configuration is enough",
+        "the bearer credentials expire after an hour",
+    ],
+)
+def test_a_word_after_bearer_or_basic_is_prose_not_a_credential(prose):
+    assert redact_text(prose) == prose
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # in prose or a log line: a JWT, a provider key, an opaque token
+        (f"sent Bearer {JWT} to the gateway", "sent Bearer [REDACTED] to the gateway"),
+        ("Bearer sk-proj-AbCdEf0123456789ghijKLMN", "Bearer [REDACTED]"),
+        ("bearer 8f2a9c1d4e7b3a6c0d5e", "bearer [REDACTED]"),
+        ("Bearer ya29.a0AfH6SMBxExampleToken", "Bearer [REDACTED]"),
+        ("Bearer gho_16C7e42F292c6912E7710c838347Ae178B4a", "Bearer [REDACTED]"),
+        ("Bearer abcDEFghiJK", "Bearer [REDACTED]"),  # case mixed inside a word
+        ("Bearer abc.def.ghi123", "Bearer [REDACTED]"),
+        # 16 characters or more: a token whatever its characters
+        ("Bearer abcdefghijklmnop: 401", "Bearer [REDACTED]: 401"),
+        ("Bearer ABCDEFGHIJKLMNOPQRST", "Bearer [REDACTED]"),
+        ("Basic dXNlcjpwYXNzd29yZA==", "Basic [REDACTED]"),
+        ("Basic YWxhZGRpbjpvcGVuc2VzYW1l", "Basic [REDACTED]"),
+        (
+            "'Content-Type: json\\r\\nBearer abcdefghijklmnopqrst'",
+            "'Content-Type: json\\r\\nBearer [REDACTED]'",
+        ),
+        # a header: its value goes whole, a word too
+        ("Authorization: Bearer abcdefghijk", "Authorization: [REDACTED]"),
+        (f"Authorization: Bearer {JWT}", "Authorization: Bearer [REDACTED]"),
+        ("proxy-authorization: Basic authentication", "proxy-authorization: [REDACTED]"),
+        # JSON, and a curl command line
+        ('{"Authorization": "Bearer abcdefghijk"}', '{"Authorization": "[REDACTED]"}'),
+        (
+            f'{{"token_type": "Bearer", "access_token": "{JWT}"}}',
+            '{"token_type": "Bearer", "access_token": "[REDACTED]"}',
+        ),
+        (
+            f"curl -H 'Authorization: Bearer {JWT}' https://api.example.test/v1",
+            "curl -H 'Authorization: Bearer [REDACTED]' https://api.example.test/v1",
+        ),
+        (
+            'curl -H "Authorization: Bearer abcdefghijk" https://api.example.test/v1',
+            'curl -H "Authorization: [REDACTED]" https://api.example.test/v1',
+        ),
+        (
+            "curl --oauth2-bearer abcdefghij12 https://api.example.test/v1",
+            "curl --oauth2-bearer [REDACTED] https://api.example.test/v1",
+        ),
+    ],
+)
+def test_a_bearer_or_basic_credential_stays_secret(text, shown):
     assert redact_text(text) == shown
 
 
