@@ -65,6 +65,12 @@ _TEMPLATE: Final = _Lazy(
     rf"|{_NAME_PART}(?:-{_NAME_PART})*=)?(?:\{{\w*\}}|%[sr]|%\([A-Za-z_]\w*\)[sr])?\s*"
 )
 _TEMPLATE_USED: Final = _Lazy(r"\s*(?:[+%]|\.format\()")
+# A literal that is its field's own name, two words (``_JSON_FILE_PRIVATE_KEY =
+# "private_key"``, ``"client_secret": "clientSecret"``): no issuer makes such a credential.
+# One word (``password = "password"``, ``"secret"``) is a password people choose.
+_OWN_NAME: Final = _Lazy(
+    r"(?i:api|private|secret|access|refresh|auth|id|client)[_-]?(?i:key|token|secret)"
+)
 # ``pwd`` names the working directory too (``PWD=/home/me``): a path there is no password
 _PATH: Final = _Lazy(r"~?(?:/[\w.-]+)+/?")
 
@@ -93,7 +99,9 @@ def keep_code(match: re.Match[str]) -> str:
         return match.group(0)
     quote = match.group(2)
     if quote:
-        return match.group(0) if _template(match, quote[-1]) else f"{match.group(1)}{REDACTED}"
+        if _template(match, quote[-1]) or _own_name(match, quote[-1]):
+            return match.group(0)
+        return f"{match.group(1)}{REDACTED}"
     if not _code().match(value) or (value.isalpha() and value.islower()):
         return f"{match.group(1)}{REDACTED}"
     return match.group(0)
@@ -106,3 +114,15 @@ def _template(match: re.Match[str], quote: str) -> bool:
     if end < 0 or not _TEMPLATE.get().fullmatch(text, match.start(3), end):
         return False
     return _TEMPLATE_USED.get().match(text, end + 1) is not None
+
+
+def _own_name(match: re.Match[str], quote: str) -> bool:
+    """Whether the quoted literal ``match``'s value starts is its field's name (`_OWN_NAME`)."""
+    text = match.string
+    end = text.find(quote, match.start(3))
+    if end < 0 or not _OWN_NAME.get().fullmatch(text, match.start(3), end):
+        return False
+    # the whole name: the rule may match its end only (``secret`` of ``client_secret``)
+    before = re.search(r"[\w-]*\Z", text[max(0, match.start() - 64) : match.start()])
+    name = re.sub(r"[\W_]", "", (before.group() if before else "") + match.group(1)).lower()
+    return name.endswith(re.sub(r"[\W_]", "", text[match.start(3) : end]).lower())

@@ -201,6 +201,38 @@ def test_a_python_name_given_as_a_credential_header_is_code_not_a_secret(code):
 
 
 @pytest.mark.parametrize(
+    "code",
+    [
+        # a literal that is the field's own name, two words (google-auth, the Anthropic SDK)
+        '_JSON_FILE_PRIVATE_KEY = "private_key"',
+        'API_KEY = "api_key"',
+        'GRANT_TYPE_REFRESH_TOKEN = "refresh_token"',
+        '{"client_secret": "clientSecret", "refresh_token": "refreshToken"}',
+        "payload = {'access_token': 'access_token'}",
+    ],
+)
+def test_a_literal_that_names_its_own_credential_field_is_code(code):
+    assert redact_text(code) == code
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # one word is a password people choose: "password", "secret"
+        ('password = "password"', 'password = "[REDACTED]"'),
+        ("{'secret': 'secret'}", "{'secret': '[REDACTED]'}"),
+        # another field's name, or more than the name
+        ('password = "private_key"', 'password = "[REDACTED]"'),
+        ('api_key = "api_key_1234"', 'api_key = "[REDACTED]"'),
+        ('api_key = "my_api_key"', 'api_key = "[REDACTED]"'),
+        ("refresh_token='refresh_token.abc'", "refresh_token='[REDACTED]'"),
+    ],
+)
+def test_a_literal_that_is_not_exactly_its_fields_name_stays_secret(text, shown):
+    assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(
     ("text", "shown"),
     [
         ('headers={"x-api-key": "SERVER_KEY"}', 'headers={"x-api-key": "[REDACTED]"}'),
