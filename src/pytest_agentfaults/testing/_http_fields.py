@@ -12,8 +12,8 @@ loopback server (`_serve.py`), so the two record the same fields the same way.
   model clients), ``"httpx"``, ``"httpx2"``, ``"openai"`` / ``"anthropic"`` (an SDK sent
   with a user-agent of the user's own), or the user-agent's product name.
 - ``via``: the framework that sent it through the openai SDK, when the request tells
-  (``"pydantic_ai"``, ``"langchain"``): the verdict asks what it made of a body that is
-  not JSON, which the SDK hands over as text.
+  (``"pydantic_ai"``, ``"openai_agents"``, ``"langchain"``): the verdict asks what it
+  made of a body that is not JSON, which the SDK hands over as text.
 - ``retry_after``: the wait in seconds a failed response asked for (``retry-after-ms``, or
   ``Retry-After`` in seconds or as an HTTP date), and ``retry_after_date=True`` for a date.
 - ``should_retry``: the ``x-should-retry: true|false`` header, as a bool.
@@ -176,13 +176,16 @@ def _via(agent: str, client: str, raw: bool) -> str | None:
     """The framework that sent the request through the openai SDK, when it says so.
 
     It reads the answer, not the caller: the verdict asks it what became of a body the
-    SDK handed over as text. pydantic-ai sends its own user-agent; langchain-openai the
-    SDK's, asking for the raw response (``with_raw_response``), which it parses itself.
+    SDK handed over as text. pydantic-ai and the OpenAI Agents SDK (``Agents/Python x.y``)
+    send their own user-agents; langchain-openai the SDK's, asking for the raw response
+    (``with_raw_response``), which it parses itself.
     """
     if not client.startswith("openai"):
         return None
     if agent.startswith("pydantic-ai/"):
         return "pydantic_ai"
+    if agent.startswith("Agents/Python"):
+        return "openai_agents"
     if raw and "langchain_openai" in sys.modules:
         return "langchain"
     return None
