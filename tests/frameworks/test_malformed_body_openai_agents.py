@@ -119,3 +119,22 @@ def test_the_sdks_ready_made_policies_do_not_retry_it(trace: af.Trace) -> None:
         run("chat", "async", model_settings=agents.ModelSettings(retry=retry))
 
     assert len(trace.of("http.request")) == 1
+
+
+@pytest.mark.parametrize("kind", ["responses", "chat"])
+def test_a_streamed_run_is_the_sdks_own_error(kind, faults, trace: af.Trace) -> None:
+    faults.inject_fault(http="malformed_body", url=MODELS[kind][0])
+
+    async def go() -> None:
+        async with openai.AsyncOpenAI(api_key=KEY, max_retries=0) as client:
+            bot = agents.Agent(name="bot", model=MODELS[kind][1]("gpt-4o", client))
+            result = agents.Runner.run_streamed(bot, "hi", run_config=NO_TRACING)
+            async for _ in result.stream_events():
+                pass
+
+    with pytest.raises(ValueError, match="Expecting value"):  # json.JSONDecodeError
+        asyncio.run(go())
+
+    (found,) = trace.verdict().findings
+    assert found.code == "gave_up_early", found.message
+    assert "the SDK raised json.JSONDecodeError on it" in found.message
