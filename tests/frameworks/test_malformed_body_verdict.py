@@ -115,3 +115,61 @@ def test_langchain_following_the_advice_passes(trace: af.Trace, http_faults) -> 
 
     assert [e.field("status") for e in trace.of("http.request")] == [200, 200]
     trace.assert_resilient()
+
+
+def raw_create(client: openai.OpenAI) -> object:
+    """The user's own raw-response call, as langchain-openai makes it, parsed by the user."""
+    raw = client.chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
+    )
+    return raw.parse()
+
+
+@pytest.mark.inject_fault(http="malformed_body", url=URL)
+def test_a_raw_response_call_of_the_users_own_is_not_langchains(trace: af.Trace) -> None:
+    # langchain-openai is loaded and the request asks for the raw response, as its are: but
+    # no langchain-openai code made it, and the page is the user's answer
+    with openai.OpenAI(api_key=KEY, max_retries=0) as client:
+        answer = raw_create(client)
+    assert isinstance(answer, str)
+
+    (request,) = trace.of("http.request")
+    assert request.field("via") is None
+    assert only_finding(trace).code == "malformed_body_accepted"
+
+
+@pytest.mark.asyncio
+@pytest.mark.inject_fault(http="malformed_body", url=URL)
+async def test_the_same_async(trace: af.Trace) -> None:
+    async with openai.AsyncOpenAI(api_key=KEY, max_retries=0) as client:
+        raw = await client.chat.completions.with_raw_response.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
+        )
+    assert isinstance(raw.parse(), str)
+    assert only_finding(trace).code == "malformed_body_accepted"
+
+
+@pytest.mark.asyncio
+@pytest.mark.inject_fault(http="malformed_body", url=URL)
+async def test_langchain_async_is_still_told(trace: af.Trace) -> None:
+    # ainvoke runs the model in a task of its own: its frames still lead to the request
+    with pytest.raises(ValueError, match="Unexpected response type"):
+        await ChatOpenAI(model="gpt-4o", api_key=KEY, max_retries=0).ainvoke("hi")
+    assert only_finding(trace).code == "gave_up_early"
+
+
+@pytest.mark.inject_fault(http="malformed_body")
+def test_over_llm_server_the_caller_is_still_inferred(llm_server, trace: af.Trace) -> None:
+    """The limit: the loopback server sees the request, not the code that sent it.
+
+    So a raw-response request while langchain-openai is loaded is taken for LangChain's
+    there, even when the user made it: ``gave_up_early`` where the page was used.
+    """
+    llm_server.script([say("never reached")], strict=False)
+    base_url = llm_server.base_url("openai")
+    with openai.OpenAI(api_key=KEY, base_url=base_url, max_retries=0) as client:
+        assert isinstance(raw_create(client), str)
+
+    (request,) = trace.of("http.request")
+    assert request.field("via") == "langchain"
+    assert only_finding(trace).code == "gave_up_early"

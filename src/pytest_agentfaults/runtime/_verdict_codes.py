@@ -105,6 +105,14 @@ _SDK_ADVICE: Final[dict[str, str]] = {
         "pydantic_ai.exceptions.UnexpectedModelBehavior around the run and run again, with "
         "backoff"
     ),
+    "via_openai_agents": (
+        "the OpenAI Agents SDK's OpenAI models raise AttributeError for a completion that is "
+        "not JSON (the {pkg} SDK hands it over as text), and none of agents.retry_policies "
+        "requests it again: give the agent model_settings=agents.ModelSettings(retry="
+        "agents.ModelRetrySettings(max_retries=2, policy=lambda ctx: isinstance(ctx.error, "
+        "AttributeError))) (the runner asks again, with backoff), or catch AttributeError "
+        "around Runner.run and run again, with backoff"
+    ),
     "via_langchain": (
         "langchain-openai's ChatOpenAI raises ValueError for a completion that is not JSON "
         "(the {pkg} SDK hands it over as text), and max_retries does not request it again: "

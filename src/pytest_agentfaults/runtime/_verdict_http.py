@@ -403,6 +403,7 @@ def _cut_stream(request: Request, events: Sequence[Event], ends: list[Event]) ->
 #: SDK hands over as text (``via``, see `_http_fields`): it raises, it does not use it
 _RAISED_BY: Final = {
     "pydantic_ai": "pydantic-ai raised UnexpectedModelBehavior on it",
+    "openai_agents": "the OpenAI Agents SDK's model raised AttributeError on it",
     "langchain": "langchain-openai's ChatOpenAI raised ValueError on it",
 }
 

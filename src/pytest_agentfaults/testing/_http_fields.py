@@ -12,8 +12,8 @@ loopback server (`_serve.py`), so the two record the same fields the same way.
   model clients), ``"httpx"``, ``"httpx2"``, ``"openai"`` / ``"anthropic"`` (an SDK sent
   with a user-agent of the user's own), or the user-agent's product name.
 - ``via``: the framework that sent it through the openai SDK, when the request tells
-  (``"pydantic_ai"``, ``"langchain"``): the verdict asks what it made of a body that is
-  not JSON, which the SDK hands over as text.
+  (``"pydantic_ai"``, ``"openai_agents"``, ``"langchain"``): the verdict asks what it
+  made of a body that is not JSON, which the SDK hands over as text.
 - ``retry_after``: the wait in seconds a failed response asked for (``retry-after-ms``, or
   ``Retry-After`` in seconds or as an HTTP date), and ``retry_after_date=True`` for a date.
 - ``should_retry``: the ``x-should-retry: true|false`` header, as a bool.
@@ -22,6 +22,7 @@ loopback server (`_serve.py`), so the two record the same fields the same way.
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -39,6 +40,8 @@ from pytest_agentfaults.testing._body_digest import faulted_body_fields, short_s
 from pytest_agentfaults.testing._current import current_plan
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from pytest_agentfaults._redact import LearnedSecrets
     from pytest_agentfaults.testing._fault import HTTPFault
     from pytest_agentfaults.testing.faults import FaultPlan
@@ -156,11 +159,15 @@ def learn_request(request: Any, learned: LearnedSecrets) -> None:
         learned.learn_url(str(url))
 
 
-def client_fields(headers: Mapping[str, str], url: str = "") -> dict[str, Any]:
+def client_fields(
+    headers: Mapping[str, str], url: str = "", *, in_process: bool = False
+) -> dict[str, Any]:
     """``{"client": ...}`` for a request's headers (lower-case names), or ``{}``.
 
     An official SDK sent with a user-agent of the user's own is still told by its
     ``x-stainless-*`` headers: ``"anthropic"`` or ``"openai"``, by the URL.
+    ``in_process``: called in the stack that sends the request (the in-process layer),
+    which `_via` may read; the loopback server sees the request alone.
     """
     agent = headers.get("user-agent") or ""
     stainless = "x-stainless-retry-count" in headers or "x-stainless-lang" in headers
@@ -168,24 +175,49 @@ def client_fields(headers: Mapping[str, str], url: str = "") -> dict[str, Any]:
     client = _client(agent, stainless, anthropic)
     if not client:
         return {}
-    via = _via(agent, client, headers.get("x-stainless-raw-response") == "true")
+    raw = headers.get("x-stainless-raw-response") == "true"
+    via = _via(agent, client, raw, in_process)
     return {"client": client, "via": via} if via else {"client": client}
 
 
-def _via(agent: str, client: str, raw: bool) -> str | None:
+def _via(agent: str, client: str, raw: bool, in_process: bool) -> str | None:
     """The framework that sent the request through the openai SDK, when it says so.
 
     It reads the answer, not the caller: the verdict asks it what became of a body the
-    SDK handed over as text. pydantic-ai sends its own user-agent; langchain-openai the
-    SDK's, asking for the raw response (``with_raw_response``), which it parses itself.
+    SDK handed over as text. pydantic-ai and the OpenAI Agents SDK (``Agents/Python x.y``)
+    send their own user-agents; langchain-openai the SDK's, asking for the raw response
+    (``with_raw_response``), which it parses itself. A user's own raw-response call is
+    the same request: in-process, langchain-openai's code on the stack tells them apart
+    (looked for only then, when langchain_openai is loaded); the loopback server cannot
+    see the caller, and takes every such request for LangChain's.
     """
     if not client.startswith("openai"):
         return None
     if agent.startswith("pydantic-ai/"):
         return "pydantic_ai"
-    if raw and "langchain_openai" in sys.modules:
+    if agent.startswith("Agents/Python"):
+        return "openai_agents"
+    if (
+        raw
+        and "langchain_openai" in sys.modules
+        and (not in_process or _on_stack("langchain_openai."))
+    ):
         return "langchain"
     return None
+
+
+def _on_stack(prefix: str) -> bool:
+    """Whether a module named ``prefix...`` has a frame on this thread's stack.
+
+    A task's stack goes through every coroutine it awaits, so an async call's caller is
+    found as a sync call's is.
+    """
+    frame: FrameType | None = inspect.currentframe()
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith(prefix):
+            return True
+        frame = frame.f_back
+    return False
 
 
 # a client sends the same user-agent on every request: its name is worked out once
@@ -327,7 +359,7 @@ def attempt_fields(
     headers = request_headers(request.headers, learned)
     if learned is not None and "?" in url:
         learned.learn_url(url)
-    fields.update(client_fields(headers, url))
+    fields.update(client_fields(headers, url, in_process=True))
     if response is not None:
         status = response.status_code
         fields["status"] = status
