@@ -71,6 +71,10 @@ _TEMPLATE_USED: Final = _Lazy(r"\s*(?:[+%]|\.format\()")
 _OWN_NAME: Final = _Lazy(
     r"(?i:api|private|secret|access|refresh|auth|id|client)[_-]?(?i:key|token|secret)"
 )
+# A lambda where a value is expected (``"password": lambda fake: fake.password()``): the
+# keyword, then its parameters on the same line or its ":" at once. The word alone, at a
+# line's end, may be a password.
+_LAMBDA: Final = _Lazy(r"lambda(?::|[ \t]+\S)")
 # ``pwd`` names the working directory too (``PWD=/home/me``): a path there is no password
 _PATH: Final = _Lazy(r"~?(?:/[\w.-]+)+/?")
 
@@ -102,6 +106,8 @@ def keep_code(match: re.Match[str]) -> str:
         if _template(match, quote[-1]) or _own_name(match, quote[-1]):
             return match.group(0)
         return f"{match.group(1)}{REDACTED}"
+    if value[0] == "l" and _LAMBDA.get().match(match.string, match.start(3)):
+        return match.group(0)
     if not _code().match(value) or (value.isalpha() and value.islower()):
         return f"{match.group(1)}{REDACTED}"
     return match.group(0)

@@ -191,6 +191,33 @@ def test_a_python_name_given_as_a_key_is_code_not_a_secret(code):
 @pytest.mark.parametrize(
     "code",
     [
+        # a lambda where a value is expected: the expression goes on after the keyword
+        '"password": lambda fake: fake.password(),',
+        "FIELDS = {'api_key': lambda: os.environ['KEY'], 'token': lambda n: n}",
+        "token=lambda\tx: x",
+    ],
+)
+def test_a_lambda_given_as_a_value_is_code_not_a_secret(code):
+    assert redact_text(code) == code
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # the word alone, or with more of a token after it, is what a password may be
+        ("password=lambda", "password=[REDACTED]"),
+        ("password: lambda\n", "password: [REDACTED]\n"),
+        ("password=lambda2 other", "password=[REDACTED] other"),
+        ("password=lambdas other", "password=[REDACTED] other"),
+    ],
+)
+def test_the_word_lambda_with_no_expression_after_it_stays_a_secret(text, shown):
+    assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
         'client.get(url, headers={"x-api-key": SERVER_KEY})',
         "headers = {'Authorization': auth_header(), 'cookie': jar['session']}",
         "request.headers['x-goog-api-key'] = settings.google_key",
