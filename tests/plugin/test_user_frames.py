@@ -110,3 +110,48 @@ def test_broken():
             "*UsageError: *cannot import module 'broken_tools'*",
         ]
     )
+
+
+@pytest.mark.parametrize("tb", ["long", "short"])
+def test_a_refused_or_faulted_request_shows_the_client_not_the_kit(suite, tb):
+    # The error comes out of the transport the kit hands the client: the frames shown are
+    # the user's and the client library's, none of the kit's, and the crash line at the
+    # end names the last of those, not the kit's file.
+    pytester = suite("""
+import httpx
+import httpx2
+
+def test_refused(trace):
+    httpx.get("https://example.com/")
+
+@pytest.mark.asyncio
+async def test_refused_async(trace):
+    async with httpx.AsyncClient() as client:
+        await client.get("https://example.com/")
+
+def test_refused_httpx2(trace):
+    with httpx2.Client() as client:
+        client.get("https://example.com/")
+
+@pytest.mark.inject_fault(http="connect_error")
+def test_connect_error(trace):
+    httpx.get("https://api.test/")
+
+@pytest.mark.inject_fault(http="timeout")
+def test_timeout(trace):
+    httpx.get("https://api.test/")
+""")
+    result = pytester.runpytest(f"--tb={tb}", "-p", "no:randomly")
+    result.assert_outcomes(failed=5)
+    out = result.stdout.str()
+    summary = out.index("short test summary info")
+    for line in out[:summary].splitlines():
+        assert "pytest_agentfaults/" not in line, line
+        assert "<pytest_agentfaults." not in line, line  # a kit frame's `self = <...>`
+    for line in (
+        'httpx.get("https://example.com/")',
+        'await client.get("https://example.com/")',
+        'client.get("https://example.com/")',
+        'httpx.get("https://api.test/")',
+    ):
+        assert line in out, line

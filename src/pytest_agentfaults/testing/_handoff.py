@@ -58,12 +58,14 @@ class Answer:
 
     def handle_request(self, request: Any) -> Any:
         """Give the outcome."""
+        __tracebackhide__ = True  # the error is the client's: its frames and the user's show
         if self.outcome.error is not None:
             raise self.outcome.error
         return self.outcome.response
 
     async def handle_async_request(self, request: Any) -> Any:
         """Give the outcome, to an async client."""
+        __tracebackhide__ = True
         return self.handle_request(request)
 
 
@@ -98,3 +100,7 @@ class Via:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
+
+    def __repr__(self) -> str:
+        # what a failure shows as ``self`` of the client's frame: the user's client
+        return repr(self._client)
