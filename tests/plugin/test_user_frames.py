@@ -140,9 +140,19 @@ def test_connect_error(trace):
 @pytest.mark.inject_fault(http="timeout")
 def test_timeout(trace):
     httpx.get("https://api.test/")
+
+def test_unrouted(http_faults):
+    http_faults.get("https://api.test/a").respond(200)
+    httpx.get("https://api.test/b")
+
+@pytest.mark.asyncio
+async def test_unrouted_async(http_faults):
+    http_faults.get("https://api.test/a").respond(200)
+    async with httpx.AsyncClient() as client:
+        await client.get("https://api.test/b")
 """)
     result = pytester.runpytest(f"--tb={tb}", "-p", "no:randomly")
-    result.assert_outcomes(failed=5)
+    result.assert_outcomes(failed=7)
     out = result.stdout.str()
     summary = out.index("short test summary info")
     for line in out[:summary].splitlines():
@@ -153,5 +163,9 @@ def test_timeout(trace):
         'await client.get("https://example.com/")',
         'client.get("https://example.com/")',
         'httpx.get("https://api.test/")',
+        'httpx.get("https://api.test/b")',
+        'await client.get("https://api.test/b")',
     ):
         assert line in out, line
+    if tb == "long":  # the fixture, an argument of the user's test, says what it holds
+        assert "http_faults = <http_faults: 1 route, 0 calls>" in out

@@ -49,6 +49,7 @@ class Routed:
 
     def handle_request(self, request: Any) -> Any:
         """The routes' answer to a sync client."""
+        __tracebackhide__ = True  # an unmatched request's error shows the client's frames
         library = self._library
         copy = _as_httpx(request)
         _read(copy, request, library)  # as respx's mocker reads it: the client's stays unread
@@ -68,6 +69,7 @@ class Routed:
 
     async def handle_async_request(self, request: Any) -> Any:
         """The routes' answer to an async client."""
+        __tracebackhide__ = True
         library = self._library
         copy = _as_httpx(request)
         await copy.aread()

@@ -334,6 +334,13 @@ class HttpFaultRouter(respx.Router):
         #: requests answered by a client's own transport, which routes never see
         self.bypassed: list[tuple[Any, str]] = []
 
+    def __repr__(self) -> str:
+        # a failure shows the fixture as an argument of the user's test: what it holds
+        routes, calls = len(self.routes), len(self.calls)
+        return (
+            f"<http_faults: {routes} route{'s' * (routes != 1)}, {calls} call{'s' * (calls != 1)}>"
+        )
+
     def route(self, *patterns: Pattern, name: str | None = None, **lookups: Any) -> Route:
         """As respx's, building a `LightRoute` (the same respx ``Route``, cheaper to make)."""
         return self.add(LightRoute(*patterns, **lookups), name=name)
