@@ -221,6 +221,31 @@ def test_no_source_file_is_over_500_lines():
     assert {str(p.relative_to(src)): n for p, n in sizes.items() if n > 500} == {}
 
 
+def test_every_module_with_code_hides_its_frames_from_pytest():
+    """CONTRIBUTING: a module-level ``__tracebackhide__ = True``, which pytest reads from a
+    frame's globals, so no frame of the package shows in a user's failure."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    missing = []
+    for path in sorted(src.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        has_code = any(
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            for node in tree.body
+        )
+        hides = any(
+            isinstance(node, ast.Assign)
+            and [getattr(t, "id", None) for t in node.targets] == ["__tracebackhide__"]
+            and getattr(node.value, "value", None) is True
+            for node in tree.body
+        )
+        if has_code and not hides:
+            missing.append(str(path.relative_to(src)))
+    assert missing == []
+
+
 def test_no_function_level_import_of_the_stdlib_or_a_library_is_loaded_anyway():
     """The same for other packages: a module that importing the importer already loads
     (with pytest first, for the plugin's modules, which only ever run under pytest)."""

@@ -244,6 +244,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "tool": ("pytest_agentfaults.runtime.tools", "tool"),
 }
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "Agent",
     "AgentFaultsError",

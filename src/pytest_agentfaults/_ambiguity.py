@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["AMBIGUOUS_ERROR_NAMES", "UNSENT_ERROR_NAMES", "is_ambiguous"]
 
 # Ambiguous failures: the request may have reached the other side and done its work, only

@@ -8,6 +8,7 @@ crash on it. Kept below the error taxonomy, which reads messages to classify the
 
 from __future__ import annotations
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["exception_repr", "exception_text"]
 
 

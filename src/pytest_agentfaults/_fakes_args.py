@@ -36,6 +36,7 @@ from pytest_agentfaults._fakes_values import (
 from pytest_agentfaults.errors import InvalidArgsError, UsageError
 from pytest_agentfaults.runtime.tools import Tool
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["fake_args", "shared_faker"]
 
 _MAX_DEPTH: Final = 4

@@ -8,6 +8,7 @@ import re
 import string
 from typing import Any, Final
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["from_pattern"]
 
 _sre: Any = importlib.import_module("re._parser")

@@ -21,6 +21,7 @@ from pydantic_core import core_schema
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.tools import Tool
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "BOUNDS",
     "KEYS",

@@ -11,6 +11,7 @@ from typing import Any, Final
 from pytest_agentfaults._fakes_schema import BOUNDS, TZ, WHEN
 from pytest_agentfaults._fakes_values import DATES_END
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["bounded_temporal"]
 
 _DAY: Final = 86_400

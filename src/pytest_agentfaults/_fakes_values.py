@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from faker import Faker
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "FORMATS",
     "RANGE_BY_NAME",

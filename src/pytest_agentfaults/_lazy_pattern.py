@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["LazyPattern", "Replacement"]
 
 #: what a rule puts in place of a match: a string, or what a function makes of the match

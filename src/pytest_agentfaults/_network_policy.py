@@ -13,6 +13,7 @@ import ipaddress
 from contextvars import ContextVar
 from typing import Any, Final
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "CURRENT",
     "HOW_TO_ALLOW",

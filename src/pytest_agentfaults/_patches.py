@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TypeVar
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["live", "replaced", "retire", "retired"]
 
 _REPLACED: Final = "__agentfaults_replaced__"

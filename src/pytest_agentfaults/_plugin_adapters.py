@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from importlib import metadata, util
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORKS", "adapters_header"]
 
 # The frameworks whose tools ``tool=`` faults reach: top-level module -> (the name the

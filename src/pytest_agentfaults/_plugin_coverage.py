@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing._coverage import Matrix
     from pytest_agentfaults.testing.faults import FaultPlan
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "SCRIPTED",
     "add_options",

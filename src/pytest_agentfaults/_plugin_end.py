@@ -24,6 +24,7 @@ from pytest_agentfaults._plugin_state import STATE, unpend
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.session import TestState
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["end_test", "note_xpass", "switch_off"]
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Trace
     from pytest_agentfaults.testing.session import TestState
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["ENDED", "fill_kit_fixtures", "running_trace", "state_of", "trace_view"]
 
 ENDED = pytest.StashKey[bool]()  # the test's kit is switched off for good

@@ -16,6 +16,7 @@ from collections.abc import Generator
 
 import pytest
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "GIVEN",
     "AgentFaultsWarning",

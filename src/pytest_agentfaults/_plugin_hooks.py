@@ -78,6 +78,7 @@ from pytest_agentfaults._plugin_state import (
     uses_the_kit as _uses_the_kit,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "_agentfaults_llm_server",
     "faults",

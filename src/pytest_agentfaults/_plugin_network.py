@@ -23,6 +23,7 @@ import pytest
 from pytest_agentfaults._network_policy import CURRENT, NetworkPolicy
 from pytest_agentfaults._plugin_state import SESSION
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "ALLOW_NETWORK",
     "GUARD",

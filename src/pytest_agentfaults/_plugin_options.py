@@ -9,6 +9,7 @@ import pytest
 
 from pytest_agentfaults._plugin_coverage import add_options as add_coverage_options
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["INJECT_FAULT", "REAL_TIME", "TRACE_MODES", "add_options"]
 
 TRACE_MODES = ("on-failure", "always", "never")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["check_coverage_path", "check_html_path", "check_trace_dir"]
 
 # What the start of an HTML report of ours holds (`testing.report.render_html`).

@@ -20,6 +20,7 @@ from pytest_agentfaults._plugin_state import Session
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.session import TestState
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "SHOWN",
     "TRACEBACK_LINES",

@@ -22,6 +22,7 @@ import pytest
 from pytest_agentfaults._plugin_network import GUARD
 from pytest_agentfaults._plugin_state import ITEM, STATE
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Pause", "around_wider_fixture"]
 
 

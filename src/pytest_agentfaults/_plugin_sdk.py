@@ -17,6 +17,7 @@ from pytest_agentfaults._plugin_hooks import _state
 if TYPE_CHECKING:
     from pytest_agentfaults.testing._sdk_clients import SdkClients
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "anthropic_client",
     "async_anthropic_client",

@@ -32,6 +32,7 @@ from pytest_agentfaults._plugin_state import Session
 if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["LEARNED_FIELD", "Boundary", "ShareLearned", "scrub"]
 
 #: the key of a serialized report's data that carries a worker's learned values

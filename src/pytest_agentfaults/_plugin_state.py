@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing._coverage import Matrix
     from pytest_agentfaults.testing.session import Counts, TestState
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "ITEM",
     "SESSION",

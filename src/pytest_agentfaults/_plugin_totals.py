@@ -14,6 +14,7 @@ from pytest_agentfaults import _plugin_coverage as _coverage
 from pytest_agentfaults._plugin_report import phase_of
 from pytest_agentfaults._plugin_state import SESSION, Session
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "SessionEnd",
     "Totals",

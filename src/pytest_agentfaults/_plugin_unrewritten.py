@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["keep_the_kit_unrewritten", "unmark"]
 
 

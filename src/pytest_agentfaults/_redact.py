@@ -32,6 +32,7 @@ from pytest_agentfaults._redact_code import keep_code as _keep_code
 from pytest_agentfaults._redact_code import keep_placeholder as _keep_placeholder
 from pytest_agentfaults._redact_code import keep_prefix as _keep_prefix
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "REDACTED",
     "SHORTEST_LEARNED",

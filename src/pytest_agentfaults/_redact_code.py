@@ -17,6 +17,7 @@ from typing import Final
 
 from pytest_agentfaults._lazy_pattern import LazyPattern as _Lazy
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["REDACTED", "keep_code", "keep_placeholder", "keep_prefix"]
 
 REDACTED: Final = "[REDACTED]"

@@ -11,6 +11,7 @@ from hypothesis.strategies import SearchStrategy
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.tools import Tool
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["ToolLike", "given_or", "one_or_many", "tool_names"]
 
 T = TypeVar("T")

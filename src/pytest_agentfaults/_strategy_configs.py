@@ -13,6 +13,7 @@ from pytest_agentfaults._strategy_common import ToolLike, given_or, tool_names
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["resilience_configs"]
 
 _DELAYS: Final = st.floats(min_value=0.0, max_value=5.0, allow_nan=False, allow_infinity=False)

@@ -18,6 +18,7 @@ from pytest_agentfaults.testing.faults import (
     FaultPlan,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["fault_plans", "http_faults", "tool_exceptions"]
 
 # What tools raise in practice; retryability is whatever `classify` says of each.

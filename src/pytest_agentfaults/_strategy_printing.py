@@ -9,6 +9,7 @@ from hypothesis.vendor import pretty
 from pytest_agentfaults.testing.faults import Fault, FaultPlan, HTTPFault, ToolFault
 from pytest_agentfaults.testing.steps import Step
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["register_printers"]
 
 

@@ -31,6 +31,7 @@ from pytest_agentfaults.testing.steps import (
     say,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["malformed_json", "scripts"]
 
 _CUTS: Final = st.integers(min_value=0, max_value=1 << 16)

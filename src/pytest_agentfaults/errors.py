@@ -50,7 +50,7 @@ from pytest_agentfaults._redact import redact_text
 
 if TYPE_CHECKING:
     from pytest_agentfaults._failure import ToolFailure
-
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "AMBIGUOUS_ERROR_NAMES",
     "NEVER_RECOVERED",

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 #: the providers whose error bodies `AgentFaultsProvider.provider_error_body` fakes
 PROVIDERS: Final = ("openai", "anthropic", "ollama")
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "MALFORMED_JSON_KINDS",
     "PROVIDERS",

@@ -41,6 +41,7 @@ from pytest_agentfaults._strategy_printing import register_printers
 from pytest_agentfaults._strategy_scripts import malformed_json, scripts
 from pytest_agentfaults.testing._malformed import MALFORMED_JSON_KINDS
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "MALFORMED_JSON_KINDS",
     "fault_plans",

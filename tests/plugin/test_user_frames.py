@@ -169,3 +169,28 @@ async def test_unrouted_async(http_faults):
         assert line in out, line
     if tb == "long":  # the fixture, an argument of the user's test, says what it holds
         assert "http_faults = <http_faults: 1 route, 0 calls>" in out
+
+
+@pytest.mark.parametrize("tb", ["long", "short", "auto"])
+def test_a_usage_error_from_deep_in_the_package_shows_only_the_users_line(suite, tb):
+    # Each raised several kit frames down (a model string resolved to a client that needs
+    # a key; a step builder's check): every module of the package hides its frames.
+    pytester = suite("""
+def test_model_string_without_a_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    af.Agent("bot", model="openai:gpt-4o-mini").run("hi")
+
+def test_bad_step():
+    af.ScriptedModel([say(123)])
+""")
+    result = pytester.runpytest(f"--tb={tb}", "-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    _assert_only_user_frames(out[: out.index("short test summary info")])
+    if tb == "long":  # the crash line names the user's line
+        result.stdout.fnmatch_lines(["test_suite.py:*: UsageError", "test_suite.py:*: UsageError"])
+    for line in (
+        'af.Agent("bot", model="openai:gpt-4o-mini").run("hi")',
+        "af.ScriptedModel([say(123)])",
+    ):
+        assert line in out, line

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import VirtualClock
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "AttemptDeadlineExceeded",
     "attempt_deadline",

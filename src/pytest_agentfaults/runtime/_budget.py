@@ -19,6 +19,7 @@ from pytest_agentfaults.runtime._result import Budget, Usage
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.models.base import ModelResponse
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["TOKEN_LIMITS", "Meter", "check_tokens"]
 
 TOKEN_LIMITS: Final = ("max_input_tokens", "max_output_tokens", "max_total_tokens")

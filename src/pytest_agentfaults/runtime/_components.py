@@ -19,6 +19,7 @@ from pytest_agentfaults.runtime.models.resolve import resolve_model
 from pytest_agentfaults.runtime.observers import named_observer
 from pytest_agentfaults.runtime.tools import Tool, as_tool
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "BUILTIN_TOOLS",
     "as_model",

@@ -30,6 +30,7 @@ from pytest_agentfaults.runtime._virtual_time import is_bookkeeping, next_timer
 from pytest_agentfaults.runtime._virtual_time import wake as _wake
 from pytest_agentfaults.runtime.clock import VirtualClock
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["GRACE", "DeadlineExpired", "await_virtual_deadline", "call_in_worker"]
 
 T = TypeVar("T")

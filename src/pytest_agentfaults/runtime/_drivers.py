@@ -72,6 +72,7 @@ class Sleep:
 
 Effect = Sleep | Attempt | ModelCall | Parallel
 #: what ends a sync attempt at its deadline (one tuple, not built at each failed attempt)
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 _CUT: Final = (AttemptDeadlineExceeded, DeadlineExpired)
 Steps = Generator[Effect, Any, T]
 

@@ -37,6 +37,7 @@ from pytest_agentfaults.errors import kind_and_retryable
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["KEPT", "ErrorRecord", "Event", "redact", "validated"]
 
 _PUBLIC: Final = "pytest_agentfaults.runtime.events"

@@ -12,6 +12,7 @@ import json
 import math
 from typing import Any, Final
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["dumps", "finite"]
 
 _STRICT: Final = json.JSONEncoder(allow_nan=False)

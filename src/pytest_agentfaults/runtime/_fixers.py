@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.models.base import ToolCall
     from pytest_agentfaults.runtime.policy import Fix
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["run_fixer", "run_function_fixer"]
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from pytest_agentfaults.runtime._tool import BaseTool
 from pytest_agentfaults.runtime.hooks import declared_non_idempotent
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["non_idempotent", "with_recheck"]
 
 

@@ -31,6 +31,7 @@ from pytest_agentfaults.runtime.clock import (
 from pytest_agentfaults.runtime.hooks import active_interceptors, framework_attempt
 from pytest_agentfaults.runtime.models.base import ToolCall
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["ainvoke", "invoke"]
 
 _DEFAULT_CONFIG: Final = ResilienceConfig()

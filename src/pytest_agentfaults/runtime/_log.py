@@ -6,6 +6,7 @@ import logging
 
 from pytest_agentfaults._redact import redact_text
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["logger"]
 
 

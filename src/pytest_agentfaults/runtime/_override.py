@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.models.base import Model
     from pytest_agentfaults.runtime.tools import Tool
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Override", "effective"]
 
 # (agent, its overridden attributes) pairs, innermost last; agents compared by identity.

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.events import Trace
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "JitterTurn",
     "Outcome",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["PENDING", "switch_on"]
 
 #: the running test's switch, while its context is not on in this context (None: no test,

@@ -21,6 +21,7 @@ from pytest_agentfaults.runtime.events import ErrorRecord, Event, Observer, Trac
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "Recorder",
     "active_collectors",

@@ -13,6 +13,7 @@ from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.events import Trace
 from pytest_agentfaults.runtime.models.base import Message
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Budget", "CancelToken", "OutputT", "RunResult", "RunStatus", "Usage"]
 
 RunStatus = Literal["ok", "max_iterations", "cancelled", "budget_exceeded"]

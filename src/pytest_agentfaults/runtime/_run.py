@@ -53,6 +53,7 @@ from pytest_agentfaults.runtime.output import (
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.agent import Agent
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Run", "fixer_steps", "initial_messages", "run_steps"]
 
 

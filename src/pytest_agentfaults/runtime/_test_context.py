@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Trace
     from pytest_agentfaults.runtime.snapshot import SnapshotSettings
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Entered", "enter_test", "leave_test"]
 
 #: what `enter_test` set, in order: each context variable, the token that resets it, and

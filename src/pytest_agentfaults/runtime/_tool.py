@@ -34,6 +34,7 @@ from pytest_agentfaults.runtime.policy import require_on_error
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.policy import OnError
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["BaseTool"]
 
 P = ParamSpec("P")

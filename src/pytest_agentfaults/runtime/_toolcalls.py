@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.policy import OnError
-
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Cancelled", "Outcome", "ToolCalls"]
 
 

@@ -12,6 +12,7 @@ import json
 
 from pytest_agentfaults.runtime.models.base import Message, tool_message
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["answer_unrun_calls"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Final
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["ADVICE", "CODES", "advice_for"]
 
 CODES: Final = (

@@ -17,6 +17,7 @@ from pytest_agentfaults.runtime._verdict_rules import ClientRules, client_rules,
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Event
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Found", "Request", "count_attempts", "group", "judge_requests", "refused"]
 
 NON_RETRYABLE_STATUSES: Final = frozenset({400, 401, 403, 404, 422})

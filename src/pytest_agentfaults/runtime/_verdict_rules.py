@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["GENAI_AGENT", "RULES", "ClientRules", "client_rules"]
 
 #: the ``client`` of a request google-genai sent (its user-agent's product)

@@ -38,6 +38,7 @@ from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import VirtualClock
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["ThreadTime", "executor_busy", "is_bookkeeping", "next_timer", "spin_message", "wake"]
 
 _monotonic = time.monotonic  # the real clock, whatever a test patches later

@@ -40,6 +40,7 @@ from pytest_agentfaults.runtime.policy import (
 )
 from pytest_agentfaults.runtime.tools import Tool
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Agent", "Loop"]
 
 LlmErrorHandler = Callable[[Exception, int], LlmErrorDecision]

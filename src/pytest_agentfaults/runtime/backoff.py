@@ -27,6 +27,7 @@ from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime._pending import switch_on
 from pytest_agentfaults.runtime.models._model_string import check_model_string
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "ResilienceConfig",
     "Strategy",

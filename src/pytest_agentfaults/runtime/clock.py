@@ -25,6 +25,7 @@ from pytest_agentfaults.runtime._attempt_deadline import (
 from pytest_agentfaults.runtime._pending import switch_on
 from pytest_agentfaults.runtime._virtual_time import ThreadTime
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "Clock",
     "RealClock",

@@ -26,6 +26,7 @@ from pytest_agentfaults.runtime.events import ErrorRecord
 from pytest_agentfaults.runtime.models.base import Model, ModelRequest, ModelResponse
 from pytest_agentfaults.runtime.output import soft_failure, unfence
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FirstOf", "Speculative", "first_of", "speculative"]
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pytest_agentfaults.errors import ModelHTTPError, RateLimitError, UsageError
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["LlmErrorDecision"]
 
 

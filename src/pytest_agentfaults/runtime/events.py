@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     #: a tool as a question names it: its name, or the ``@af.tool`` itself
     ToolName = str | BaseTool[Any, Any]
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "EVENT_TYPES",
     "ErrorRecord",

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.models.base import Model, ModelRequest
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "PROCEED",
     "Attempt",

@@ -14,6 +14,7 @@ from typing import TextIO
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.events import Event
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["ConsoleObserver", "format_event", "named_observer"]
 
 # What "progress" shows: the steps a reader follows; "detailed" shows every event.

@@ -12,6 +12,7 @@ from pytest_agentfaults._redact import redact_text
 from pytest_agentfaults.errors import MalformedResponseError, UsageError
 from pytest_agentfaults.runtime.models.base import ModelResponse
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "BLOCKED_REASONS",
     "OutputSpec",

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 from pytest_agentfaults.errors import UsageError, kind_and_retryable
 from pytest_agentfaults.runtime.backoff import STRATEGIES, ResilienceConfig, backoff_delay
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "Action",
     "FailureKind",

@@ -36,6 +36,7 @@ from pytest_agentfaults.runtime._pending import switch_on
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Trace
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["SnapshotSettings", "assert_matches_snapshot", "in_ci", "normalise", "use_snapshots"]
 
 FORMAT: Final = 2

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     # Only for annotations: events.py imports this module (Trace.render), not the reverse.
     from pytest_agentfaults.runtime.events import Event
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["LEGEND", "nice_ticks", "render_svg"]
 
 _ROW_HEIGHT = 28

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.policy import OnError
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Tool", "as_tool", "tool"]
 
 P = ParamSpec("P")

@@ -110,7 +110,7 @@ from pytest_agentfaults.runtime._verdict_http import (
 if TYPE_CHECKING:
     # Only for annotations: events.py imports this module (Trace.verdict), not the reverse.
     from pytest_agentfaults.runtime.events import Event, Trace
-
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["RETRY_TYPES", "Finding", "NotResilientError", "Verdict", "check_options", "verdict"]
 
 _DEFAULT_CAP: Final = 5  # attempts of a retried tool call or model turn

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing.scripted import ScriptedModel, ScriptExhaustedError
     from pytest_agentfaults.testing.steps import Step, call_tool, call_tools, say
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "FaultPlan",
     "FaultScope",

@@ -12,6 +12,7 @@ import hashlib
 import re
 from typing import Any, Final
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["body_fields", "faulted_body_fields", "short_sha", "unstreamed_body_sha"]
 
 #: a JSON body's ``"stream"`` / ``"stream_options"`` member, with the comma that joins it

@@ -30,6 +30,7 @@ from pytest_agentfaults.testing._wire import RETRY_AFTER_FORMATS
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "HttpFaultBuilder",
     "LlmFaultBuilder",

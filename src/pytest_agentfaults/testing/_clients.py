@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from pytest_agentfaults.testing._fault import HTTPFault
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "HTTPCore2Mocker",
     "Injected",

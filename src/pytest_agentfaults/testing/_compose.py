@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_agentfaults.errors import UsageError
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["check_llm_server_mocks"]
 
 _LET_LOOPBACK_THROUGH = (

@@ -27,6 +27,7 @@ from pytest_agentfaults.testing._coverage_observe import (
     observe,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Matrix", "insert_into_html", "observe", "parse_exclusions", "suggest"]
 
 _KINDS: Final = ("tool", "model", "host")

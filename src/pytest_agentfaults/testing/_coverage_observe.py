@@ -16,6 +16,7 @@ from pytest_agentfaults.runtime._verdict_http import refused
 from pytest_agentfaults.runtime.events import Event
 from pytest_agentfaults.testing._httpd import RECORDED_ORIGIN
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "HTTP",
     "INJECTED",

@@ -20,6 +20,7 @@ from pytest_agentfaults.runtime._pending import switch_on
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 _plan: ContextVar[FaultPlan | None] = ContextVar("agentfaults_current_plan", default=None)
 
 

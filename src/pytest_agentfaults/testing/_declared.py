@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["as_declared"]
 
 #: Where a raises= instance keeps what it was before its first raise (see `as_declared`).

@@ -27,6 +27,7 @@ from pytest_agentfaults.errors import (
 from pytest_agentfaults.runtime.models.base import ModelRequest, ModelResponse
 from pytest_agentfaults.testing.steps import ScriptStep, no_step, steps_of
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "ConnectionFailure",
     "FailSteps",

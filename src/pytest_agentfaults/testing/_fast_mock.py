@@ -16,6 +16,7 @@ from typing import Any
 
 from respx.mocks import Mocker
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["patch_below", "start_mocker"]
 
 

@@ -23,6 +23,7 @@ from pytest_agentfaults.testing._fail_steps import fail
 from pytest_agentfaults.testing._malformed_steps import malformed
 from pytest_agentfaults.testing.steps import ScriptStep
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "HTTP_KINDS",
     "HTTP_KIND_OPTIONS",

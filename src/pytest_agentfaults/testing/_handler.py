@@ -32,6 +32,7 @@ from pytest_agentfaults.testing._httpd import (
 )
 from pytest_agentfaults.testing._wire import JSON_TYPE, error_body, status_phrase
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "Endpoint",
     "HTTPServer",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["NETWORK", "OWN", "PATCHED", "Answer", "Via", "transport_kind", "transport_name"]
 
 NETWORK: Final = "network"  # the library's own HTTPTransport: the socket, or respx below it

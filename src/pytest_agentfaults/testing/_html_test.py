@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Event
     from pytest_agentfaults.testing.report import Phase, ReportEntry
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["STYLE", "test_section", "trace_extra"]
 
 STYLE = """

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
     from pytest_agentfaults.testing._fault import HTTPFault
     from pytest_agentfaults.testing.faults import FaultPlan
-
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "REFUSED_HEADER",
     "REFUSED_STATUS",

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Final
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "RECORDED_ORIGIN",
     "Head",

@@ -49,6 +49,7 @@ from respx.models import (
 )
 from respx.patterns import M, Pattern
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["NO_CALLS", "Calls", "LightRoute", "resolve_routes", "route_pattern"]
 
 _NonCallableMock: Any = mock.NonCallableMock

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any, Final
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["MALFORMED_JSON_KINDS", "break_json", "can_break", "nodes", "parses", "write"]
 
 MALFORMED_JSON_KINDS: Final = (

@@ -25,6 +25,7 @@ from pytest_agentfaults.testing.steps import (
     steps_of,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "BadToolArgs",
     "BlockedAnswer",

@@ -34,6 +34,7 @@ from pytest_agentfaults.testing._fault import (
 )
 from pytest_agentfaults.testing._frameworks.function import check_path
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["parse_marker"]
 
 _COMMON: Final = ("times", "at", "probability", "strict")

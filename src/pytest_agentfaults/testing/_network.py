@@ -58,6 +58,7 @@ from pytest_agentfaults.testing._http_fields import (
     learn_request,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["NetworkGuard", "UnmatchedRequestError", "is_sdk_request"]
 
 

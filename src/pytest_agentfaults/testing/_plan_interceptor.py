@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
     from pytest_agentfaults.testing.steps import ScriptStep
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["PlanInterceptor"]
 
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from pytest_agentfaults.testing._clients import Library
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Routed", "passing_through"]
 
 #: set while a request the router let through goes down to the real transport

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from respx.models import Route
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["AllCalledSwitch", "describe_route", "unmatched_routes_note", "unused_routes_message"]
 
 _URL_PARTS = ("Scheme", "Host", "Port", "Path", "Params")

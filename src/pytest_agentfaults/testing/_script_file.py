@@ -24,6 +24,7 @@ from pytest_agentfaults.testing.steps import (
     say,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["ON_EXHAUSTED", "Script", "read_script"]
 
 ON_EXHAUSTED: Final = get_args(OnExhausted)

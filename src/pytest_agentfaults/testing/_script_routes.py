@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing._wire import Provider
     from pytest_agentfaults.testing.steps import Step
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["SCRIPT_PROVIDERS", "ScriptAnswer", "script_route", "scripted_stream"]
 
 #: the provider -> the official endpoint its route answers by default

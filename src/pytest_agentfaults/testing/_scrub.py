@@ -25,6 +25,7 @@ from typing import Any
 
 from pytest_agentfaults._redact import REDACTED, LearnedSecrets, redact_shapes, redact_text
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["redact_log_output", "redact_trace_files", "redact_xml", "scrub_report"]
 
 # pytest's logging plugin writes these handlers straight to the terminal or a file

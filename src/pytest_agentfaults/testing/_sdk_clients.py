@@ -44,6 +44,7 @@ from typing import Any, Final
 
 from pytest_agentfaults.errors import UsageError
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FAKE_KEYS", "SDK_FIXTURES", "SdkClients"]
 
 #: fixture name -> (package, client class, provider of `LLMServer.base_url`, real URL)

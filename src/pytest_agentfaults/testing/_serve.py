@@ -73,6 +73,7 @@ from pytest_agentfaults.testing.scripted import (
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan, HTTPFault
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Binding", "ReceivedRequest", "Service", "unbound"]
 
 

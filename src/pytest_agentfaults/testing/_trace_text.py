@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Event
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["WIDTH", "clip", "exhausted_after", "render_events", "turns"]
 
 #: the widest line of the section (pytest's own lines are 80 to 120 wide)

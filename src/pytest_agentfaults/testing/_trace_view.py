@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from pytest_agentfaults.runtime.events import Event, Trace
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["RunningTrace"]
 
 

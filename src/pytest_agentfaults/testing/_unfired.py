@@ -14,6 +14,7 @@ from pytest_agentfaults.testing._fault import HTTPFault, LLMFault, ToolFault
 if TYPE_CHECKING:
     from pytest_agentfaults.testing._fault import Fault
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["explain_unfired"]
 
 

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 
 # `testing.faults` is where the kit's users (and the docs) find the fault vocabulary: the
 # names below are defined in the private modules named for their jobs and shown here.
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "HTTP_KINDS",
     "LLM_KINDS",

@@ -104,6 +104,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing.scripted import ScriptedModel
     from pytest_agentfaults.testing.steps import Step
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["HttpFaultRouter", "HttpInjector", "UnmatchedRequestError", "is_loopback"]
 
 # ----------------------------------------------------------------------------- the layer

@@ -18,6 +18,7 @@ from pytest_agentfaults.testing._html_test import STYLE, test_section
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.events import Event
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "Phase",
     "ReportEntry",

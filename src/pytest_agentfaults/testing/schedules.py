@@ -34,6 +34,7 @@ from typing import Final
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.backoff import ResilienceConfig
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["SCHEDULE_INVARIANTS", "ScheduleViolation", "Violation", "check_schedule"]
 
 SCHEDULE_INVARIANTS: Final = ("count", "non-negative", "cap", "monotonic", "exact", "jitter")

@@ -39,6 +39,7 @@ from pytest_agentfaults.testing._frameworks import (
 from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan, suspend_earlier_plans
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["ENTERED", "FaultScope", "fault_scope"]
 
 #: How many scopes the running test entered, while the plugin counts them (a Hypothesis

@@ -36,6 +36,7 @@ from pytest_agentfaults.testing import _current
 from pytest_agentfaults.testing._script_file import ON_EXHAUSTED, read_script
 from pytest_agentfaults.testing.steps import OnExhausted, Say, ScriptStep, StepFunction, shown
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["ScriptExhaustedError", "ScriptedModel"]
 
 

@@ -96,6 +96,7 @@ from pytest_agentfaults.testing.steps import OnExhausted, Step
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["LLMServer"]
 
 HOST: Final = "127.0.0.1"

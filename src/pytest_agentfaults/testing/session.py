@@ -39,6 +39,7 @@ from pytest_agentfaults.testing.report import (
     render_html,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Counts", "TestState", "test_seed", "trace_file_name", "write_html_report"]
 
 

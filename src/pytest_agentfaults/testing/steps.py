@@ -27,6 +27,7 @@ from pytest_agentfaults.runtime.models.base import (
     validate_response,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "CallTool",
     "CallTools",

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.models.base import ModelRequest, ModelResponse
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["DEFAULT_TIMEOUT", "HTTPModel"]
 
 # LLM answers can take minutes; connecting should not.

@@ -54,6 +54,7 @@ from pytest_agentfaults.errors import (
 )
 from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "EXCEPTION_TABLE",
     "TRANSLATABLE",

@@ -16,6 +16,7 @@ import httpx
 from pytest_agentfaults._network_policy import CURRENT, blocked_message, is_loopback
 from pytest_agentfaults.errors import NetworkBlockedError
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["refuse_real_hosts"]
 
 

@@ -17,6 +17,7 @@ from pytest_agentfaults.errors import UsageError
 if TYPE_CHECKING:
     import httpx
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "ERROR_BODY_KEEP",

@@ -12,6 +12,7 @@ from typing import Final
 
 from pytest_agentfaults.errors import UsageError
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["PREFIXES", "check_model_string"]
 
 #: The prefixes a model string may start with, and the environment each one reads.

@@ -21,6 +21,7 @@ from pytest_agentfaults.runtime.models._retry_after import parse_retry_after
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.models.base import ModelRequest
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "DEFAULT_RETRY_STATUSES",
     "TransportRetry",

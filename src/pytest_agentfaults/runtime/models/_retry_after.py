@@ -7,6 +7,7 @@ import math
 import time
 from collections.abc import Mapping
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["parse_retry_after"]
 
 

@@ -13,6 +13,7 @@ import httpx
 from pytest_agentfaults._redact import REDACTED, redact_text
 from pytest_agentfaults.errors import UsageError
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "api_key_for",
     "check_base_url",

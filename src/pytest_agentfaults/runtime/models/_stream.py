@@ -16,6 +16,7 @@ from pytest_agentfaults.runtime.models._wire import WireFormatError
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.models.base import ModelResponse
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["LineBuffer", "SSEDecoder", "SSEEvent", "StreamDecoder"]
 
 _STREAM_KEEP: Final = 2000

@@ -14,6 +14,7 @@ from typing import Any, Final
 from pytest_agentfaults.runtime._finite import dumps
 from pytest_agentfaults.runtime.models._errors import one_line
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "StreamBrokenError",
     "WireFormatError",

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime._result import CancelToken
     from pytest_agentfaults.runtime.clock import Clock
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "Message",
     "Model",

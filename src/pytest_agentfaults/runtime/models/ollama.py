@@ -48,6 +48,7 @@ from pytest_agentfaults.runtime.models.base import (
     ToolSpec,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["OllamaModel"]
 
 DEFAULT_BASE_URL: Final = "http://localhost:11434"

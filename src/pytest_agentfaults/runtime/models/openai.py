@@ -50,6 +50,7 @@ from pytest_agentfaults.runtime.models.base import (
     ToolSpec,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["OpenAIModel"]
 
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"

@@ -19,6 +19,7 @@ from pytest_agentfaults.runtime.models.base import Model
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["PREFIXES", "check_model_string", "resolve_model"]
 
 

@@ -17,6 +17,7 @@ from typing import Final
 
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "ADAPTERS",
     "FRAMEWORK_OF",

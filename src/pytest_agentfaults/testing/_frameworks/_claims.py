@@ -18,6 +18,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Claim", "Outcome", "claim", "claim_of", "release"]
 
 T = TypeVar("T")

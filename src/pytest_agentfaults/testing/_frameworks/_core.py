@@ -64,6 +64,7 @@ from pytest_agentfaults.testing._frameworks._streaks import (
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORK_NAMES", "Outcome", "Site", "arun_attempt", "run_attempt"]
 
 T = TypeVar("T")

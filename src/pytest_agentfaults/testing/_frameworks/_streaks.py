@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pytest_agentfaults.runtime.clock import Clock, VirtualClock, sleeps_virtually_here
 from pytest_agentfaults.runtime.events import ErrorRecord
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["Failing", "Site", "answers", "run_key", "same_run", "waited"]
 
 

@@ -21,6 +21,7 @@ from pytest_agentfaults._patches import live, replaced, retire
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.testing._frameworks._core import arun_attempt, run_attempt
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORK", "check_path", "patch_function"]
 
 FRAMEWORK: Final = "function"

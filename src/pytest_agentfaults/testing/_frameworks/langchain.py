@@ -42,6 +42,7 @@ from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt, run_attempt
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["install"]
 
 FRAMEWORK = "langchain"

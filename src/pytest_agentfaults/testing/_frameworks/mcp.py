@@ -62,6 +62,7 @@ from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._claims import claim_of
 from pytest_agentfaults.testing._frameworks._core import arun_attempt
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORK", "install", "refused_arguments"]
 
 FRAMEWORK: Final = "mcp"

@@ -45,6 +45,7 @@ from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
 from pytest_agentfaults.testing._frameworks.mcp import refused_arguments
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORK", "ToolFailureError", "install"]
 
 FRAMEWORK: Final = "openai_agents"

@@ -31,6 +31,7 @@ from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
 from pytest_agentfaults.testing._frameworks.mcp import refused_arguments
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORK", "install"]
 
 FRAMEWORK: Final = "pydantic_ai"

@@ -63,6 +63,7 @@ from pytest_agentfaults.testing._wire._requests import (
     wants_stream,
 )
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "JSON_TYPE",
     "NDJSON_TYPE",

@@ -25,6 +25,7 @@ from pytest_agentfaults.testing._wire._base import (
 from pytest_agentfaults.testing._wire._gemini import gemini_body, gemini_stream
 from pytest_agentfaults.testing._wire._responses import echoed, responses_body, responses_stream
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["malformed_body", "render_response", "truncated_body", "truncated_events"]
 
 _CREATED: Final = 1734460799  # a fixed timestamp: the same bytes on every run

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final, Literal, get_args
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "JSON_TYPE",
     "NDJSON_TYPE",

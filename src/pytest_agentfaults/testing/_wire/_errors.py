@@ -15,6 +15,7 @@ from typing import Any, Final
 from pytest_agentfaults.testing._wire._base import Provider, encode
 from pytest_agentfaults.testing._wire._gemini import gemini_status
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "error_body",
     "error_payload",

@@ -22,6 +22,7 @@ from pytest_agentfaults.runtime.models.base import (
 )
 from pytest_agentfaults.testing._wire._base import sse
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["gemini_body", "gemini_request", "gemini_status", "gemini_stream"]
 
 _FINISH: Final = {

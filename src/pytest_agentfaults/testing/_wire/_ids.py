@@ -21,6 +21,7 @@ from pytest_agentfaults.testing._current import current_plan
 if TYPE_CHECKING:
     from pytest_agentfaults.testing._wire._base import Provider
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["ID_HEADERS", "RequestIds", "draw_id", "id_headers", "request_ids"]
 
 #: the header each provider sends its request id in (Gemini and Ollama send none)

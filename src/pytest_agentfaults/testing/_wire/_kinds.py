@@ -24,6 +24,7 @@ from pytest_agentfaults.testing._wire._base import JSON_TYPE, Provider, content_
 from pytest_agentfaults.testing._wire._errors import error_payload, status_phrase
 from pytest_agentfaults.testing._wire._ids import RequestIds, draw_id, id_headers
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "QUOTA_WAIT",
     "RETRY_AFTER_FORMATS",

@@ -15,6 +15,7 @@ from pytest_agentfaults.testing._wire._base import Provider, from_tool_use_id
 from pytest_agentfaults.testing._wire._gemini import gemini_request
 from pytest_agentfaults.testing._wire._responses import responses_request
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["model_name", "model_request", "parse_body", "provider_for", "wants_stream"]
 
 

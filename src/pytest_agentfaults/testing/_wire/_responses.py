@@ -24,6 +24,7 @@ from pytest_agentfaults.runtime.models.base import (
 )
 from pytest_agentfaults.testing._wire._base import sse
 
+__tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["echoed", "responses_body", "responses_request", "responses_stream"]
 
 _CREATED: Final = 1734460799
