@@ -41,6 +41,19 @@ def _plan(kind: str) -> FaultPlan:
     return plan
 
 
+def _assert_the_step_stayed(
+    result: af.RunResult, model: ScriptedModel, calls: list[str], plan: FaultPlan, kind: str
+) -> None:
+    assert calls == ["https://x.test"]  # the call_tool step was not eaten: the tool ran
+    assert result.output == "done"
+    assert result.trace.count("tool.result", tool="fetch") == 1
+    assert result.trace.count("llm.fault") == 1
+    # the faulted call is recorded; the next call gets the call_tool step, then "done"
+    assert len(model.requests) == 3
+    assert model.remaining == 0
+    assert [(f.target, f.kind) for f in plan.fired] == [("llm", kind)]
+
+
 @pytest.mark.parametrize("kind", TRANSIENT)
 def test_a_transient_fault_leaves_the_step_for_the_retry(kind: str) -> None:
     model = ScriptedModel([call_tool("fetch", url="https://x.test"), say("done")])
@@ -48,20 +61,13 @@ def test_a_transient_fault_leaves_the_step_for_the_retry(kind: str) -> None:
     plan = _plan(kind)
     with plan.active():
         result = _agent(model, calls).run("go")
-    assert calls == ["https://x.test"]  # the tool really ran
-    assert result.output == "done"
-    assert result.trace.count("tool.result", tool="fetch") == 1
-    assert result.trace.count("llm.fault") == 1
+    _assert_the_step_stayed(result, model, calls, plan, kind)
     assert result.trace.count("llm.retry") == 1
-    # the faulted call is recorded, then the retry and the next turn get both steps
-    assert len(model.requests) == 3
-    assert model.remaining == 0
-    assert [(f.target, f.kind) for f in plan.fired] == [("llm", kind)]
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("kind", TRANSIENT)
-async def test_a_transient_fault_leaves_the_step_for_the_retry_async(kind: str) -> None:
+@pytest.mark.parametrize("kind", TRANSIENT + MALFORMED)
+async def test_no_llm_fault_uses_up_the_step_async(kind: str) -> None:
     model = ScriptedModel([call_tool("fetch", url="https://x.test"), say("done")])
     calls: list[str] = []
     with _plan(kind).active():
@@ -95,27 +101,7 @@ def test_a_malformed_fault_answers_before_the_step_which_stays(kind: str) -> Non
     plan = _plan(kind)
     with plan.active():
         result = _agent(model, calls).run("go")
-    assert calls == ["https://x.test"]  # the call_tool step was not eaten: the tool ran
-    assert result.output == "done"
-    assert result.trace.count("llm.fault") == 1
-    assert result.trace.count("tool.result", tool="fetch") == 1
-    # the faulted call is recorded; the next call gets the call_tool step, then "done"
-    assert len(model.requests) == 3
-    assert model.remaining == 0
-    assert [(f.target, f.kind) for f in plan.fired] == [("llm", kind)]
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize("kind", MALFORMED)
-async def test_a_malformed_fault_answers_before_the_step_which_stays_async(kind: str) -> None:
-    model = ScriptedModel([call_tool("fetch", url="https://x.test"), say("done")])
-    calls: list[str] = []
-    with _plan(kind).active():
-        result = await _agent(model, calls).arun("go")
-    assert calls == ["https://x.test"]
-    assert result.output == "done"
-    assert len(model.requests) == 3
-    assert model.remaining == 0
+    _assert_the_step_stayed(result, model, calls, plan, kind)
 
 
 def test_the_round_trip_the_marker_promises_a_malformed_tool_call_then_the_real_one() -> None:
