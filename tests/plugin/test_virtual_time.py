@@ -1,8 +1,9 @@
 """Virtual time without asking, scoped to the test (issue 19, section 1).
 
 A test that uses the kit (an ``inject_fault`` marker or a kit fixture) waits in virtual
-time on its own thread and in its own event loops; every other thread, and every other
-test, keeps the real sleep functions, checked by identity rather than by sleeping.
+time on its own thread, in its own event loops and in work it hands over with its context
+(test_virtual_time_workers.py); every other thread, and every other test, keeps the real
+sleep functions, checked by identity rather than by sleeping.
 """
 
 from __future__ import annotations
@@ -115,12 +116,12 @@ def test_heartbeat(virtual_clock):
     assert len(beats) == 50
     assert virtual_clock.sleeps == [30]
 
-def test_a_thread_of_the_event_loop_too(virtual_clock):
+def test_an_executor_thread_given_no_context_too(virtual_clock):
     async def main():
-        await asyncio.to_thread(time.sleep, 0)
+        await asyncio.get_running_loop().run_in_executor(None, time.sleep, 0)
         await asyncio.sleep(2)
     asyncio.run(main())
-    assert virtual_clock.sleeps == [2]
+    assert virtual_clock.sleeps == [2]  # asyncio.to_thread, which copies it: virtual
 
 def test_an_event_loop_in_another_thread_is_real(virtual_clock):
     seen = []

@@ -2,9 +2,16 @@
 
 `VirtualClock.patch_sleep()` (which the plugin calls for every test that uses the kit)
 installs a `ThreadTime`. It replaces `time.sleep`, `asyncio.sleep` and `anyio.sleep` with
-functions that wait on the clock when called on the thread that installed them, and that
-call what they replaced otherwise: other threads (a heartbeat, a server in the same
-process), and any call after the undo (code that kept a reference to the function).
+functions that wait on the clock when called on the thread that installed them, or on a
+worker thread that runs with that thread's context (`handed_over`), and that call what
+they replaced otherwise: other threads (a heartbeat, a server in the same process), and
+any call after the undo (code that kept a reference to the function).
+
+* Work handed over with the context is the test's work: ``asyncio.to_thread``,
+  ``anyio.to_thread.run_sync`` (pydantic-ai's sync tools), LangChain's executors, a pool
+  given ``copy_context().run``. Its sleeps move the clock one after the other (two
+  workers' concurrent 1 s sleeps take 2 s of virtual time); ``run_in_executor`` copies no
+  context, so its work keeps real time.
 
 * A sync sleep moves the clock at once and is recorded in ``clock.sleeps``.
 * An async sleep is a timer on the loop's virtual clock: it waits for its virtual end, and
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import heapq
 import itertools
 import math
@@ -39,7 +47,15 @@ if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import VirtualClock
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
-__all__ = ["ThreadTime", "executor_busy", "is_bookkeeping", "next_timer", "spin_message", "wake"]
+__all__ = [
+    "ThreadTime",
+    "executor_busy",
+    "handed_over",
+    "is_bookkeeping",
+    "next_timer",
+    "spin_message",
+    "wake",
+]
 
 _monotonic = time.monotonic  # the real clock, whatever a test patches later
 #: How many virtual sleeps of one test's thread, outrunning real time, make a spin (`_spin`).
@@ -48,6 +64,13 @@ TICK: Final = 0.01  # real seconds between two looks while real work may be unde
 QUIET_HOPS: Final = 2  # idle loop iterations in a row before a timer fires
 QUIET_TICKS: Final = 5  # idle ticks in a row (50 ms) when a socket or thread is busy
 BUSY_LIMIT: Final = 0.2  # real seconds a loop may stay busy before a due timer fires anyway
+#: The `ThreadTime` of the context: a worker thread running a copy of it is the test's work.
+_owner: contextvars.ContextVar[ThreadTime | None] = contextvars.ContextVar(
+    "agentfaults_virtual_time", default=None
+)
+#: Whether every new thread starts in its creator's context (free-threaded 3.14): then a
+#: heartbeat thread carries the test's context too, and only thread-pool workers count.
+_INHERITED: Final = bool(getattr(sys.flags, "thread_inherit_context", False))
 
 
 def wake(tick: asyncio.Future[None]) -> None:
@@ -61,8 +84,10 @@ class ThreadTime:
 
     __slots__ = (
         "_counted",
+        "_lock",
         "_since",
         "_slept",
+        "_token",
         "_undo",
         "active",
         "clock",
@@ -85,10 +110,13 @@ class ThreadTime:
         self._since = _monotonic()
         self.loops: dict[asyncio.AbstractEventLoop, _LoopTimers] = {}
         self._undo: list[tuple[object, str, object, object]] = []
+        self._token: contextvars.Token[ThreadTime | None] | None = None
+        self._lock = threading.Lock()  # worker threads' sleeps, one at a time on the clock
 
     def install(self) -> None:
         """Replace the sleep functions (each wraps the one it replaces)."""
         self.active = True
+        self._token = _owner.set(self)
         # Inline, not a helper per name: every test that uses the kit installs these.
         undo = self._undo
         previous: Any = time.sleep
@@ -117,6 +145,12 @@ class ThreadTime:
         it back puts back what it replaced (`pytest_agentfaults._patches`).
         """
         self.active = False
+        token, self._token = self._token, None
+        if token is not None and _owner.get() is self:
+            try:
+                _owner.reset(token)
+            except ValueError:  # installed in another context (a task's): it ends with it
+                pass
         undo = self._undo
         while undo:
             owner, name, mine, previous = undo.pop()
@@ -130,7 +164,9 @@ class ThreadTime:
                 timers.close(self.clock.now())
 
     def _mine(self) -> bool:
-        return self.active and not self.suspended and threading.get_ident() == self.thread
+        if not self.active or self.suspended:
+            return False
+        return threading.get_ident() == self.thread or (_owner.get() is self and handed_over())
 
     def _spin(self) -> None:
         """`SPIN_SLEEPS` sleeps: raise `VirtualTimeSpinError` if they outran real time.
@@ -160,7 +196,11 @@ class ThreadTime:
             self._slept += seconds
             if self._counted >= SPIN_SLEEPS:
                 self._spin()
-            self.clock.sleep(seconds)
+            if threading.get_ident() == self.thread:
+                self.clock.sleep(seconds)
+            else:  # a worker's: workers' sleeps may come at once
+                with self._lock:
+                    self.clock.sleep(seconds)
             return None
 
         return sleep
@@ -225,6 +265,22 @@ class ThreadTime:
             clock._store(end)
         if limit is not None and cut:
             raise AttemptDeadlineExceeded(limit)
+
+
+def handed_over() -> bool:
+    """Whether the calling thread, running a test's context, runs work handed to it.
+
+    Where threads start in their creator's context, a thread the test starts (a heartbeat)
+    would carry it too: there only a thread-pool worker's work counts (`concurrent.futures`
+    and the pools built on it, anyio's worker threads).
+    """
+    if not _INHERITED:
+        return True
+    thread = threading.current_thread()
+    target = getattr(thread, "_target", None)
+    return getattr(target, "__module__", None) == "concurrent.futures.thread" or type(
+        thread
+    ).__module__.startswith("anyio.")
 
 
 def spin_message(slept: float, real: float) -> str:
