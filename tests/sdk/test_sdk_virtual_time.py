@@ -115,3 +115,24 @@ def _chat(text: str) -> dict[str, object]:
             }
         ],
     }
+
+
+@pytest.mark.inject_fault(http=503, times=2)
+def test_an_sdk_called_on_a_worker_thread_backs_off_in_virtual_time(
+    openai_client, http_faults, trace, virtual_clock
+):
+    """An app that calls the SDK through ``asyncio.to_thread`` (a sync client in an async app).
+
+    The worker carries the test's context, so the SDK's waits are the test's: before, they
+    really waited there, the clock never moved, and the verdict said ``no_backoff`` about
+    an SDK that had backed off.
+    """
+    http_faults.script("openai", [say("It is sunny.")])
+
+    def ask() -> str:
+        reply = openai_client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+        return reply.choices[0].message.content
+
+    started = time.perf_counter()
+    assert asyncio.run(asyncio.to_thread(ask)) == "It is sunny."
+    assert_backed_off_in_virtual_time(trace, virtual_clock, started)
