@@ -10,7 +10,16 @@ from __future__ import annotations
 from typing import Any, Final
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
-__all__ = ["NETWORK", "OWN", "PATCHED", "Answer", "Via", "transport_kind", "transport_name"]
+__all__ = [
+    "NETWORK",
+    "OWN",
+    "PATCHED",
+    "Answer",
+    "Via",
+    "serves_an_app",
+    "transport_kind",
+    "transport_name",
+]
 
 NETWORK: Final = "network"  # the library's own HTTPTransport: the socket, or respx below it
 PATCHED: Final = "patched"  # the library's HTTPTransport, patched by another (pytest-httpx)
@@ -33,6 +42,23 @@ def transport_kind(module: Any, library: str, transport: Any) -> str:
     if str(getattr(method, "__module__", "")).partition(".")[0] == library:
         return NETWORK
     return PATCHED
+
+
+#: Transports that serve an app in process: the test's calls to the app under test.
+_APP_TRANSPORTS: Final = frozenset({"ASGITransport", "WSGITransport"})
+_APP_MODULES: Final = ("starlette.testclient", "litestar.testing")
+
+
+def serves_an_app(transport: Any) -> bool:
+    """Whether ``transport`` hands requests to an app in process, not to a host.
+
+    httpx's and httpx2's ``ASGITransport`` and ``WSGITransport`` (and subclasses), and
+    the test clients' own (Starlette's and FastAPI's ``TestClient``, Litestar's).
+    """
+    return any(
+        base.__name__ in _APP_TRANSPORTS or base.__module__.startswith(_APP_MODULES)
+        for base in type(transport).__mro__
+    )
 
 
 def transport_name(transport: Any) -> str:

@@ -27,6 +27,7 @@ def explain_unfired(
     requests_made: Sequence[str] = (),
     requests_capped: bool = False,
     foreign_requests: int = 0,
+    app_requests: int = 0,
     unwatched: bool = False,
     refused: Collection[str] = (),
 ) -> str:
@@ -37,7 +38,9 @@ def explain_unfired(
     ``agents_called`` (when the plan records them) the agents whose model was called, and
     ``requests_made`` the distinct HTTP requests (``"POST <url>"``) the plan saw
     (``requests_capped``: and maybe more, which it did not keep), of which
-    ``foreign_requests`` came from contexts the plan was not active in. ``unwatched``: a
+    ``foreign_requests`` came from contexts the plan was not active in or went to an app
+    served in process (``app_requests`` of them: the test's calls to the app under test,
+    through a ``TestClient`` or an ``ASGITransport``). ``unwatched``: a
     framework imported during the test ran its tools unwatched (the caller says which).
     ``refused`` the tools whose calls a framework refused before they ran (no occurrence).
     """
@@ -65,7 +68,7 @@ def explain_unfired(
         )
         fix = f"make the code call {tool} with arguments it takes"
     if not seen and isinstance(fault, HTTPFault) and not fault.url and foreign_requests:
-        happened, fix = _only_foreign(foreign_requests)
+        happened, fix = _only_foreign(foreign_requests - app_requests, app_requests)
     if not seen and isinstance(fault, HTTPFault) and fault.url and requests_made:
         happened += f"; requests made: {_few(requests_made, capped=requests_capped)}"
     if seen and fault.probability is not None:
@@ -86,17 +89,34 @@ def explain_unfired(
     )
 
 
-def _only_foreign(requests: int) -> tuple[str, str]:
-    """An http fault without ``url=`` that only other threads' requests could have met."""
+def _only_foreign(requests: int, app: int = 0) -> tuple[str, str]:
+    """An http fault without ``url=`` that only requests it does not take could have met.
+
+    Those of other threads, and the test's own calls to an app it serves in process.
+    """
     came = "1 request came from a thread" if requests == 1 else f"{requests} requests came"
-    return (
-        f"the test made no HTTP request in its own context; {came} "
-        f"{'that does' if requests == 1 else 'from threads that do'} not carry it (a "
-        "background thread: a fixture's health check, a library's telemetry), and a fault "
-        "without url= is not theirs to take",
-        "give url= the endpoint (a fault with url= reaches every thread), or run the code "
-        "in a copy of the test's context (contextvars.copy_context().run, asyncio.to_thread)",
+    others = (
+        f"{came} {'that does' if requests == 1 else 'from threads that do'} not carry it (a "
+        "background thread: a fixture's health check, a library's telemetry)"
     )
+    served = (
+        f"{'1 request' if app == 1 else f'{app} requests'} went to an app served in process "
+        "(a TestClient, an ASGITransport: the app under test, not what it calls)"
+    )
+    parts = [part for count, part in ((requests, others), (app, served)) if count]
+    lead = "in its own context" if not app else "that this fault could take"
+    fix = (
+        f"give url= the endpoint (a fault with url= reaches every {'request' if app else 'thread'})"
+    )
+    if requests:
+        fix += (
+            ", or run the code in a copy of the test's context "
+            "(contextvars.copy_context().run, asyncio.to_thread)"
+        )
+    if app:
+        fix += ", or make the app call what the fault is for (its model provider, its tools' APIs)"
+    happened = f"the test made no HTTP request {lead}; {' and '.join(parts)}"
+    return happened + ", and a fault without url= is not theirs to take", fix
 
 
 def _waits(fault: Fault, seen: int, happened: str) -> tuple[str, str]:

@@ -134,6 +134,8 @@ class FaultPlan:
         self.requests_made: dict[str, None] = {}
         #: requests sent from contexts the plan is not active in (`next_http_fault`)
         self.foreign_requests = 0
+        #: of which the test's own calls to an app it serves in process (a TestClient)
+        self.app_requests = 0
         self._requests_seen: set[tuple[str, str]] = set()
         #: what `testing._frameworks` keeps per plan: its recorders, attempt counts, and
         #: the frameworks watched (``"watched"``, set by the plugin) for the strict message
@@ -271,6 +273,7 @@ class FaultPlan:
             requests_made=list(self.requests_made),
             requests_capped=len(self.requests_made) >= _REQUESTS_KEPT,
             foreign_requests=self.foreign_requests,
+            app_requests=self.app_requests,
             unwatched=bool(imported_late(self.framework_state.get("watched"))),
             refused=self.framework_state.get("refused", frozenset()),
         ) + self._watched(fault)

@@ -75,6 +75,7 @@ from pytest_agentfaults.testing._handoff import (
     OWN,
     Answer,
     Via,
+    serves_an_app,
     transport_kind,
     transport_name,
 )
@@ -87,7 +88,7 @@ from pytest_agentfaults.testing._http_fields import (
 )
 from pytest_agentfaults.testing._httpd import serves_port
 from pytest_agentfaults.testing._light_routes import NO_CALLS, Calls, LightRoute, resolve_routes
-from pytest_agentfaults.testing._network import UnmatchedRequestError
+from pytest_agentfaults.testing._network import UnmatchedRequestError, is_sdk_request
 from pytest_agentfaults.testing._route_answer import Routed, passing_through
 from pytest_agentfaults.testing._routes import (
     AllCalledSwitch,
@@ -218,8 +219,11 @@ class HttpInjector:
             patch_below(library.mocker)
             return _SILENT, ""
         method = request.method
-        plan = self.plan  # a fault without url= is only for the test's own context
-        hit = plan.next_http_fault(method, shown, foreign=current_plan() is not plan)
+        plan = self.plan  # a fault without url= is only for the test's own context, and
+        # not for the test's own calls to an app it serves in process (`serves_an_app`)
+        app = kind == OWN and serves_an_app(transport) and not is_sdk_request(request)
+        plan.app_requests += app
+        hit = plan.next_http_fault(method, shown, foreign=app or current_plan() is not plan)
         if hit is not None:
             outcome = self._inject(library, request, shown, *hit)
             if outcome.delay is not None:  # recorded once answered (`_slow`)
