@@ -30,7 +30,7 @@ cure, as an exception of a tool is in the other frameworks).
 
 A call the server refuses before its tool runs takes no fault: it is traced, and the
 server's answer read, but it is neither counted by ``times=`` / ``at=`` nor replaced,
-as the Agents SDK's refused arguments are (`refused_arguments`). The client tells one from the
+as the Agents SDK's refused arguments are. The client tells one from the
 tool's input schema in the session's last listing (the hook on ``list_tools`` keeps
 them; a session that listed nothing is listed once, as the SDK itself does after a
 call): a name the full listing lacks, or arguments every reading of the schema refuses,
