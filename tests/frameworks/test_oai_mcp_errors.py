@@ -20,6 +20,7 @@ from agents.mcp.server import _MCPServerWithClientSession
 from mcp.client._memory import InMemoryTransport
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
 
 from pytest_agentfaults.testing import call_tool, malformed, say
 
@@ -32,6 +33,7 @@ FLAKY: list[bool] = []  # one entry: the next "flaky" search fails, once
 def _no_flaky_left():
     yield
     FLAKY.clear()
+    SHIPPED.clear()
 
 
 @server.tool()
@@ -44,6 +46,21 @@ def search(query: str) -> str:
     if query == "flaky" and FLAKY and FLAKY.pop():
         raise ToolError("index temporarily unavailable")
     return f"3 pages about {query}"
+
+
+class Address(BaseModel):
+    street: str
+    zip: int
+
+
+SHIPPED: list[Address] = []
+
+
+@server.tool()
+def ship(to: Address) -> str:
+    """Ship to an address: a nested model, which the SDK does not check."""
+    SHIPPED.append(to)
+    return f"shipped to {to.street}"
 
 
 class InProcessMCPServer(_MCPServerWithClientSession):
@@ -176,6 +193,32 @@ def test_arguments_refused_before_the_tool_runs_take_no_fault(llm_server, trace,
     errors = [e.error for e in trace.of("tool.error")]
     assert [error.type for error in errors] == ["UserError", "ConnectionError"]
     assert "missing required parameters: query" in errors[0].message
+
+
+@pytest.mark.inject_fault(tool="ship", raises=ConnectionError("reset"), times=1)
+def test_nested_arguments_the_server_refuses_take_no_fault(llm_server, trace, faults):
+    # The zip missing inside the address: the SDK checks only the top-level "to", so the
+    # call reaches the server, which refuses it before the tool runs (the same decision
+    # as the MCP session's). The fault is left for the call that reaches the tool.
+    main = {"street": "Main", "zip": 1}
+    run_agent(
+        llm_server,
+        [
+            call_tool("ship", to={"street": "Main"}),
+            call_tool("ship", to=main),
+            call_tool("ship", to=main),
+        ],
+    )
+
+    refused, injected = [e.error for e in trace.errors("ship")]
+    assert (refused.type, injected.type) == ("InvalidArgsError", "ConnectionError")
+    assert "validation error" in refused.message
+    assert told_text(llm_server)[1:] == [
+        "An error occurred while running the tool. Please try again.",
+        "shipped to Main",
+    ]
+    assert faults.fired[0].occurrence == 1
+    assert len(SHIPPED) == 1
 
 
 def told_text(llm_server):

@@ -71,3 +71,30 @@ def test_arguments_the_server_refuses_take_no_fault(trace: af.Trace, faults) -> 
         "tool.call",
     ]
     assert "validation error" in trace.of("tool.error")[0].error.message
+
+
+def _zip_missing_first(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Ships to an address without its zip, then with it."""
+    parts = [p for m in messages for p in m.parts]
+    answered = [p for p in parts if getattr(p, "part_kind", "") == "tool-return"]
+    if answered and answered[-1].outcome != "retried":
+        return ModelResponse(parts=[TextPart(str(answered[-1].content))])
+    asked = sum(isinstance(p, ToolCallPart) for p in parts)
+    to = {"street": "Main"} if not asked else {"street": "Main", "zip": 1}
+    return ModelResponse(parts=[ToolCallPart("ship", {"to": to})])
+
+
+@pytest.mark.inject_fault(tool="ship", raises=ModelRetry("server busy"), times=1)
+def test_nested_arguments_the_server_refuses_take_no_fault(trace: af.Trace, faults) -> None:
+    # The zip missing inside the address: pydantic-ai checks only that the arguments are an
+    # object, and the server refuses the call against its schema's $defs before the tool
+    # runs. That call is no occurrence of the fault, left for the call that reaches the tool.
+    toolset = MCPToolset(StdioTransport(command=sys.executable, args=[str(SERVER)]), max_retries=3)
+    result = Agent(FunctionModel(_zip_missing_first), toolsets=[toolset]).run_sync("ship")
+
+    assert result.output == "shipped to Main"
+    assert faults.fired[0].occurrence == 1  # the refused call was no occurrence
+    refused, injected = [e.error for e in trace.of("tool.error")]
+    assert "validation error" in refused.message
+    assert injected.message == "server busy"
+    assert trace.tool_attempts("ship") == 3

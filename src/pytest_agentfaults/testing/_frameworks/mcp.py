@@ -30,12 +30,15 @@ cure, as an exception of a tool is in the other frameworks).
 
 A call the server refuses before its tool runs takes no fault: it is traced, and the
 server's answer read, but it is neither counted by ``times=`` / ``at=`` nor replaced,
-as the Agents SDK's refused arguments are (`refused_arguments`). The client tells one from the
+as the Agents SDK's refused arguments are. The client tells one from the
 tool's input schema in the session's last listing (the hook on ``list_tools`` keeps
 them; a session that listed nothing is listed once, as the SDK itself does after a
-call): a name the full listing lacks, a required argument missing, or a value no
-reading can make the declared type (a number for a text). A value the server's pydantic
-may read (``"5"`` for an integer) is not a refusal the client can be sure of: faulted.
+call): a name the full listing lacks, or arguments every reading of the schema refuses,
+at any depth (`refused_arguments`): a required property missing in a nested model, an
+item of a kind its list never holds, a union no branch of which fits, a value outside an
+``enum`` or past a ``minimum`` / ``maxLength`` / ``maxItems``. A value the server's
+pydantic may read (``"5"`` for an integer, a text of JSON for a model) is not a refusal
+the client can be sure of: faulted.
 
 A call made inside another framework's attempt at the same tool (an Agents SDK agent's
 MCP tool, a pydantic-ai MCP toolset's) is that framework's attempt, counted once, there
@@ -51,7 +54,7 @@ import json
 import re
 import sys
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
@@ -61,9 +64,10 @@ from pytest_agentfaults.testing._fault import ToolFault
 from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._claims import claim_of
 from pytest_agentfaults.testing._frameworks._core import arun_attempt
+from pytest_agentfaults.testing._frameworks._refusals import refused_arguments
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
-__all__ = ["FRAMEWORK", "install", "refused_arguments"]
+__all__ = ["FRAMEWORK", "install"]
 
 FRAMEWORK: Final = "mcp"
 _HOOKED: Final = "__agentfaults_hook__"
@@ -71,17 +75,6 @@ _HOOKED: Final = "__agentfaults_hook__"
 _REFUSED_ARGUMENTS: Final = re.compile(r"\b\d+ validation errors? for ")
 # the SDK's server's text for a name it has no tool of
 _UNKNOWN_TOOL: Final = "Unknown tool: "
-# The JSON kinds of value a server's pydantic reads as each schema type (lax, as the SDK's
-# server validates); a text may be read as anything (a number in it, JSON in it).
-_READS: Final = {
-    "string": frozenset({"string"}),
-    "integer": frozenset({"integer", "number", "boolean"}),
-    "number": frozenset({"integer", "number", "boolean"}),
-    "boolean": frozenset({"boolean", "integer", "number"}),
-    "array": frozenset({"array"}),
-    "object": frozenset({"object"}),
-    "null": frozenset({"null"}),
-}
 
 
 def install() -> Callable[[], None]:
@@ -169,53 +162,6 @@ def install() -> Callable[[], None]:
             setattr(ClientSession, "list_tools", listing)  # noqa: B010
 
     return undo
-
-
-def refused_arguments(schema: Mapping[str, Any], arguments: Any) -> bool:
-    """Whether a server surely refuses ``arguments`` for a tool of input ``schema``.
-
-    Sure only of what any reading refuses: a required argument missing, or a value (not
-    a text) of a kind the declared type never reads from. Nested schemas, unions and
-    constraints are the server's to judge. The Agents SDK's and pydantic-ai's MCP tools
-    ask it too: neither checks an MCP tool's arguments before its server does.
-    """
-    given = arguments if arguments is not None else {}
-    if not isinstance(given, Mapping):
-        return False  # the session's own request model refuses it, in the client
-    required = schema.get("required", ())
-    if isinstance(required, list) and any(key not in given for key in required):
-        return True
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return False
-    for key, value in given.items():
-        declared = properties.get(key)
-        kinds = declared.get("type") if isinstance(declared, Mapping) else None
-        kinds = [kinds] if isinstance(kinds, str) else kinds
-        if not isinstance(kinds, list) or isinstance(value, str):
-            continue
-        reads = set().union(*(_READS.get(kind, {_ANY}) for kind in kinds))
-        if _ANY not in reads and _kind(value) not in reads:
-            return True
-    return False
-
-
-_ANY: Final = "*"
-
-
-def _kind(value: object) -> str:
-    """The JSON kind of ``value``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, Mapping):
-        return "object"
-    return "array" if isinstance(value, (list, tuple)) else _ANY
 
 
 def _outcome(name: str) -> Callable[[Any], tuple[str, BaseException | None] | None]:

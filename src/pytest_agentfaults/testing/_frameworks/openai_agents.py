@@ -43,7 +43,7 @@ from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing._fault import ToolFault
 from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
-from pytest_agentfaults.testing._frameworks.mcp import refused_arguments
+from pytest_agentfaults.testing._frameworks._refusals import refused_arguments
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORK", "ToolFailureError", "install"]

@@ -28,7 +28,7 @@ from typing import Any, Final, NoReturn
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
-from pytest_agentfaults.testing._frameworks.mcp import refused_arguments
+from pytest_agentfaults.testing._frameworks._refusals import refused_arguments
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
