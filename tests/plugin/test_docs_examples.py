@@ -12,7 +12,8 @@ Every ```python block of every page (docs/ and the README) runs, in one of three
 
 A block marked `<!-- fails -->` is a test module whose tests fail on purpose: it runs for
 the output shown after it, which every such block must have, and that run must fail. A ```text block marked `<!-- output of FILE: ARGS -->` is
-what pytest prints for the page's python block before it, saved as FILE and run with ARGS:
+what pytest prints for the page's python block before it, saved as FILE and run with ARGS
+(`<!-- output of the examples suite: ARGS -->`: what the repository's examples/ print):
 every line of the block, in order, is a line of the real output (leading and trailing
 spaces aside), and a `...` line stands for any lines.
 
@@ -47,6 +48,12 @@ OUTPUT = re.compile(
     r"<!-- output of (?P<file>[\w/.]+): (?P<args>[^\n]*?) -->\s*^```text\n(?P<shown>.*?)\n```",
     re.DOTALL | re.MULTILINE,
 )
+# the output of the repository's examples/ suite, run with ARGS
+SUITE_OUTPUT = re.compile(
+    r"<!-- output of the examples suite: (?P<args>[^\n]*?) -->\s*^```text\n(?P<shown>.*?)\n```",
+    re.DOTALL | re.MULTILINE,
+)
+EXAMPLES = ROOT / "examples"
 TEST_FUNCTION = re.compile(r"^(?:async )?def test_", re.MULTILINE)
 TEST_NAME = re.compile(r"^(?:async )?def (test_\w+)", re.MULTILINE)
 FAILS_BLOCK = re.compile(
@@ -149,9 +156,19 @@ def test_every_failing_block_runs_for_the_output_it_shows():
             )
 
 
+def suite_outputs() -> list[tuple[str, str, str]]:
+    """(where, args, shown) for every output a page shows of the examples suite."""
+    found = []
+    for name, text in pages():
+        for match in SUITE_OUTPUT.finditer(text):
+            line = text.count("\n", 0, match.start("shown")) + 1
+            found.append((f"{name}:{line}", match["args"], match["shown"]))
+    return found
+
+
 def test_every_shown_output_is_checked():
     marked = sum(text.count("<!-- output of ") for _, text in pages())
-    assert len(outputs()) == marked >= 3
+    assert len(outputs()) + len(suite_outputs()) == marked >= 4
 
 
 @pytest.mark.parametrize(
@@ -169,6 +186,26 @@ def test_the_output_a_page_shows_is_what_pytest_prints(
         f"{where}: the page says this run {'fails' if fails else 'passes'}; pytest exited "
         f"{result.ret!r}\n{result.stdout.str()}"
     )
+    _assert_shown(where, shown, result)
+
+
+@pytest.mark.parametrize(
+    ("where", "args", "shown"), suite_outputs(), ids=[o[0] for o in suite_outputs()]
+)
+def test_the_output_a_page_shows_for_the_examples_suite_is_what_it_prints(
+    pytester, where, args, shown
+):
+    suite = pytester.mkdir("examples")
+    for source in sorted(EXAMPLES.glob("*.py")):
+        (suite / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    result = pytester.runpytest("examples", *args.split(), "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.OK, f"{where}: the examples suite failed\n{result.stdout}"
+    _assert_shown(where, shown, result)
+
+
+def _assert_shown(where: str, shown: str, result: pytest.RunResult) -> None:
+    """Every line of ``shown``, in order, is a line pytest printed; ``...`` is any lines."""
+    __tracebackhide__ = True
     actual = [line.strip() for line in result.stdout.lines]
     position = 0
     for expected in (line.strip() for line in shown.splitlines()):
