@@ -17,13 +17,16 @@ what pytest prints for the page's python block before it, saved as FILE and run 
 every line of the block, in order, is a line of the real output (leading and trailing
 spaces aside), and a `...` line stands for any lines.
 
-Every module runs through pytester, as a user would paste it.
+Every module runs through pytester, as a user would paste it, and reaches no host but
+loopback: a name lookup or a connection elsewhere fails its test (docs_offline/).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -34,6 +37,13 @@ from hypothesis import settings
 for _module in ("httpcore2", "httpx2", "openai", "anthropic"):
     if importlib.util.find_spec(_module) is not None:
         __import__(_module)
+
+OFFLINE = Path(__file__).parent / "docs_offline"
+_spec = importlib.util.spec_from_file_location("docs_offline_guard", OFFLINE / "sitecustomize.py")
+assert _spec is not None
+assert _spec.loader is not None
+offline_guard = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(offline_guard)
 
 ROOT = Path(__file__).parent.parent.parent
 DOCS = ROOT / "docs"
@@ -121,6 +131,30 @@ def outputs() -> list[tuple[str, str, str, str, str, bool]]:
     return found
 
 
+@pytest.fixture
+def offline(monkeypatch, tmp_path):
+    """Refuse, and note, every name lookup and connection to a host that is not loopback.
+
+    In this process (the in-process pytest runs) and in the pythons it starts (scripts);
+    the test calls the returned check after its run: an example that swallowed the
+    refusal still fails.
+    """
+    reached = tmp_path / "reached.txt"
+    monkeypatch.setenv("AGENTFAULTS_DOCS_REACHED", str(reached))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(OFFLINE), os.environ.get("PYTHONPATH")]))
+    )
+    monkeypatch.setattr(socket, "getaddrinfo", offline_guard._guarded_getaddrinfo)
+    monkeypatch.setattr(socket.socket, "connect", offline_guard._guarded_connect)
+
+    def check(where: str) -> None:
+        __tracebackhide__ = True
+        if reached.exists():
+            pytest.fail(f"{where}: the example reached for the network:\n{reached.read_text()}")
+
+    return check
+
+
 def test_there_are_runnable_examples():
     pages = {where.split("#")[0] for where, _ in examples()}
     assert len(examples()) >= 10
@@ -175,12 +209,13 @@ def test_every_shown_output_is_checked():
     ("where", "code", "file", "args", "shown", "fails"), outputs(), ids=[o[0] for o in outputs()]
 )
 def test_the_output_a_page_shows_is_what_pytest_prints(
-    pytester, where, code, file, args, shown, fails
+    pytester, offline, where, code, file, args, shown, fails
 ):
     path = pytester.path / file
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(code + "\n", encoding="utf-8")
     result = pytester.runpytest(*args.split(), "-p", "no:randomly")
+    offline(where)
     expected_ret = pytest.ExitCode.TESTS_FAILED if fails else pytest.ExitCode.OK
     assert result.ret == expected_ret, (
         f"{where}: the page says this run {'fails' if fails else 'passes'}; pytest exited "
@@ -193,12 +228,13 @@ def test_the_output_a_page_shows_is_what_pytest_prints(
     ("where", "args", "shown"), suite_outputs(), ids=[o[0] for o in suite_outputs()]
 )
 def test_the_output_a_page_shows_for_the_examples_suite_is_what_it_prints(
-    pytester, where, args, shown
+    pytester, offline, where, args, shown
 ):
     suite = pytester.mkdir("examples")
     for source in sorted(EXAMPLES.glob("*.py")):
         (suite / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
     result = pytester.runpytest("examples", *args.split(), "-p", "no:randomly")
+    offline(where)
     assert result.ret == pytest.ExitCode.OK, f"{where}: the examples suite failed\n{result.stdout}"
     _assert_shown(where, shown, result)
 
@@ -219,15 +255,16 @@ def _assert_shown(where: str, shown: str, result: pytest.RunResult) -> None:
 
 
 @pytest.mark.parametrize(("where", "code"), scripts(), ids=[w for w, _ in scripts()])
-def test_documented_snippet_runs(pytester, where, code):
+def test_documented_snippet_runs(pytester, offline, where, code):
     assert not TEST_FUNCTION.search(code), f"{where}: a block with tests needs <!-- test -->"
     pytester.makepyfile(snippet=code)
     result = pytester.runpython(pytester.path / "snippet.py")
+    offline(where)
     assert result.ret == 0, f"{where}: the snippet raised\n{result.stderr.str()}"
 
 
 @pytest.mark.parametrize(("where", "code"), examples(), ids=[w for w, _ in examples()])
-def test_documented_example_passes(pytester, where, code):
+def test_documented_example_passes(pytester, offline, where, code):
     pytester.makepyfile(test_example=code)
     previous = settings.get_current_profile_name()
     settings.load_profile("docs-examples")
@@ -235,6 +272,7 @@ def test_documented_example_passes(pytester, where, code):
         result = pytester.runpytest("--strict-markers", "-rA")
     finally:
         settings.load_profile(previous)
+    offline(where)
     outcomes = result.parseoutcomes()
     defined = TEST_NAME.findall(code)
     assert defined, f"{where}: the example defines no test"
