@@ -77,6 +77,28 @@ def test_the_events_table_names_only_fields_events_have():
     fields = _KNOWN_FIELDS | {"occurrence"}
     for row in re.findall(r"^\| `[a-z.]+` \|.*$", section, re.MULTILINE):
         named = set(re.findall(r"`([a-z_]+)`", row.rsplit(" | ", 1)[1]))
-        named -= {"fixed", "unchanged", "failed", "error", "escalated", "ok", "max_iterations"}
+        named -= {
+            "fixed",
+            "unchanged",
+            "invalid",
+            "failed",
+            "error",
+            "escalated",
+            "ok",
+            "max_iterations",
+        }
         named -= {"budget_exceeded", "cancelled"}
         assert named <= fields, (row, named - fields)
+
+
+def test_the_events_table_lists_every_status_a_fixer_result_has():
+    from pytest_agentfaults.runtime import _fixers
+
+    source = Path(_fixers.__file__).read_text(encoding="utf-8")
+    lines = [line for line in source.splitlines() if re.search(r"\bstatus ?=", line)]
+    emitted = {word for line in lines for word in re.findall(r'"([a-z]+)"', line)}
+    text = (DOCS / "testing.md").read_text(encoding="utf-8")
+    [row] = [line for line in text.splitlines() if line.startswith("| `fixer.result` |")]
+    shown = set(re.findall(r'`"([a-z]+)"`', row))
+    assert emitted >= {"fixed", "invalid", "escalated"}  # the pattern still reads the code
+    assert shown == emitted
