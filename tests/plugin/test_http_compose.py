@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("httpcore2")
 pytest.importorskip("httpx2")
 pytest.importorskip("pytest_httpx")
+# vcrpy, loaded here too: an inner session importing yaml afresh breaks PyYAML's C loader
+import vcr  # noqa: F401
 
 HEAD = """
 import asyncio
@@ -378,3 +380,61 @@ def test_it(llm_server, httpx_mock, faults):
     )
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=1)
+
+
+CASSETTE = """\
+interactions:
+- request:
+    body: null
+    headers: {}
+    method: GET
+    uri: https://api.example.com/v1/things
+  response:
+    body:
+      string: '{"ok": true}'
+    headers:
+      Content-Type:
+      - application/json
+    status:
+      code: 200
+      message: OK
+version: 1
+"""
+
+VCR_FIXTURE = """
+
+@pytest.fixture
+def cassette():
+    import vcr
+
+    with vcr.use_cassette("cassette.yaml", record_mode="none", allow_playback_repeats=True) as tape:
+        yield tape
+"""
+
+VCR_BODY = """\
+    assert CALL(LIB) == [503, 503, 200]
+    assert_two_faults_fired(faults, trace)
+    assert cassette.play_count == 1  # the third request was played from the cassette
+    assert [e.status for e in trace.of("http.request")] == [503, 503, 200]
+"""
+
+
+@pytest.mark.parametrize("lib", ["httpx", "httpx2"])
+def test_faults_fire_then_a_vcr_cassette_answers_in_both_fixture_orders(pytester, lib):
+    """vcrpy (pytest-recording's engine) patches the transports with functools.wraps."""
+    pytester.makefile(".yaml", cassette=CASSETTE)
+    body = VCR_BODY.replace("LIB", lib)
+    result = _run(pytester, VCR_FIXTURE + _cases("cassette", body))
+    result.assert_outcomes(passed=9)
+
+
+def test_a_kit_test_plays_a_cassette_with_no_fault(pytester):
+    pytester.makefile(".yaml", cassette=CASSETTE)
+    source = VCR_FIXTURE + """
+
+def test_plays(cassette, trace):
+    assert statuses(httpx, n=2) == [200, 200]
+    assert statuses(httpx2, n=1) == [200]
+    assert cassette.play_count == 3
+"""
+    _run(pytester, source).assert_outcomes(passed=2)

@@ -31,7 +31,9 @@ def transport_kind(module: Any, library: str, transport: Any) -> str:
 
     Only the library's own, unpatched network transport is guarded; anything else (a
     MockTransport, pytest-httpx's patched HTTPTransport, respx's ``using="httpx"``
-    transport, a user's subclass) answers by itself, and the request goes on to it.
+    transport, vcrpy's cassette, a user's subclass) answers by itself, and the request
+    goes on to it. A patch is known by the module its code is in, not by its name: vcrpy's
+    wrapper takes the library's ``__module__`` and name (``functools.wraps``).
     """
     if isinstance(transport, module.HTTPTransport):
         method = type(transport).handle_request
@@ -39,9 +41,15 @@ def transport_kind(module: Any, library: str, transport: Any) -> str:
         method = type(transport).handle_async_request
     else:
         return OWN
-    if str(getattr(method, "__module__", "")).partition(".")[0] == library:
+    if _defined_in(method).partition(".")[0] == library:
         return NETWORK
     return PATCHED
+
+
+def _defined_in(method: Any) -> str:
+    """The module whose code ``method`` runs: its globals', whatever ``__module__`` says."""
+    defined = getattr(method, "__globals__", {}).get("__name__")
+    return str(defined if defined is not None else getattr(method, "__module__", ""))
 
 
 #: Transports that serve an app in process: the test's calls to the app under test.
@@ -65,7 +73,8 @@ def transport_name(transport: Any) -> str:
     """``httpx.MockTransport``, or ``HTTPTransport as patched by pytest_httpx``."""
     kind = type(transport)
     for method_name in ("handle_request", "handle_async_request"):
-        module = str(getattr(getattr(kind, method_name, None), "__module__", ""))
+        method = getattr(kind, method_name, None)
+        module = _defined_in(method) if method is not None else ""
         if module and module.partition(".")[0] != kind.__module__.partition(".")[0]:
             return f"{kind.__name__} as patched by {module.partition('.')[0]}"
     return f"{kind.__module__.partition('.')[0]}.{kind.__qualname__}"

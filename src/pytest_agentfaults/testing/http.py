@@ -29,8 +29,8 @@ the waits that matter are the client's backoff, which the test's virtual clock r
 What happens to a request no fault hits (the pass-through policy):
 
 0. when the client's transport is not the library's own network transport (a
-   MockTransport, pytest-httpx, respx's ``using="httpx"``): it goes to that transport,
-   which answers for itself;
+   MockTransport, pytest-httpx, respx's ``using="httpx"``, a vcrpy cassette): it goes to
+   that transport, which answers for itself;
 1. to a running `LLMServer`: it goes to the server untouched, which serves the faults
    and records the events itself;
 2. when a respx router is active for the client's library (``http_faults``, or the
