@@ -51,7 +51,8 @@ def test_late(faults):
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "fault on tool 'fetch' never fired: faults.tool('fetch')",
+            "fault on tool 'fetch' never fired: "
+            "faults.tool('fetch').raises(ConnectionError('x')).at(5)",
             "  what happened: fetch was called 1 time, and the fault waits for call 5 (at=5)",
             "  fix: lower at= (at=1 is the first call), or add .strict(False) *",
         ]

@@ -430,11 +430,14 @@ def test_faults_fire_then_a_vcr_cassette_answers_in_both_fixture_orders(pytester
 
 def test_a_kit_test_plays_a_cassette_with_no_fault(pytester):
     pytester.makefile(".yaml", cassette=CASSETTE)
-    source = VCR_FIXTURE + """
+    source = (
+        VCR_FIXTURE
+        + """
 
 def test_plays(cassette, trace):
     assert statuses(httpx, n=2) == [200, 200]
     assert statuses(httpx2, n=1) == [200]
     assert cassette.play_count == 3
 """
+    )
     _run(pytester, source).assert_outcomes(passed=2)

@@ -160,9 +160,9 @@ def test_an_unfired_http_fault_is_named_by_the_call_that_declared_it():
     lines = str(caught.value).splitlines()
     assert lines[0] == (
         "fault on http POST https://api.example.com/v1 never fired: "
-        "faults.http(url='https://api.example.com/v1', method='post')"
+        "faults.http(url='https://api.example.com/v1', method='post').status(503)"
     )
-    assert "fault on http (any request) never fired: faults.http()" in lines
+    assert "fault on http (any request) never fired: faults.http().status(500)" in lines
 
 
 def test_the_tool_calls_a_plan_makes_up_are_numbered_in_order():

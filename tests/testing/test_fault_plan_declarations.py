@@ -132,7 +132,9 @@ def test_the_end_of_test_check_reports_an_unrequested_route_with_the_unfired_fau
     with pytest.raises(AssertionError) as caught:
         plan.check()
     first, *rest = str(caught.value).splitlines()
-    assert first == "fault on tool 'search' never fired: faults.tool('search')"
+    assert first == (
+        "fault on tool 'search' never fired: faults.tool('search').raises(ConnectionError('down'))"
+    )
     assert "agentfaults: 1 http_faults route(s) registered but never requested:" in rest
     assert "  GET https://api.test/users" in rest
 
@@ -227,9 +229,11 @@ def test_strict_takes_a_bool_only():
         FaultPlan().tool("fetch").raises(ConnectionError).strict("false")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("options", [{"foo": 1}, {"args": 123}])
-def test_an_llm_fault_is_checked_when_declared(options):
-    with pytest.raises(UsageError, match=r"^faults\.llm\.malformed_tool_args\(\.\.\.\): "):
+@pytest.mark.parametrize(
+    ("options", "written"), [({"foo": 1}, "foo=1"), ({"args": 123}, "args=123")]
+)
+def test_an_llm_fault_is_checked_when_declared(options, written):
+    with pytest.raises(UsageError, match=rf"^faults\.llm\.malformed\('tool_args', {written}\): "):
         FaultPlan().llm.malformed("tool_args", **options)
 
 
@@ -263,3 +267,29 @@ def test_an_unfinished_fault_met_by_a_run_raises_its_usage_error_unwrapped():
         model = ScriptedModel([call_tool("fetch", url="u"), say("ok")])
         with pytest.raises(UsageError, match="says nothing to inject"):
             af.Agent("bot", model=model, tools=[fetch]).run("go")
+
+
+def test_an_unfired_fluent_fault_is_shown_as_the_whole_call_the_test_wrote():
+    plan = FaultPlan()
+    plan.tool("fetch").raises(ConnectionError).times(2)
+    plan.tool("fetch").returns("cached").at(3).strict()
+    plan.llm.server_error().times(2)
+    plan.llm.rate_limit(retry_after=2)
+    plan.http(url="https://api.example.com/v1").status(503, retry_after=1)
+    with pytest.raises(AssertionError) as caught:
+        plan.check()
+    headers = [line for line in str(caught.value).splitlines() if "never fired" in line]
+    assert [line.split(" never fired: ")[1] for line in headers] == [
+        "faults.tool('fetch').raises(ConnectionError).times(2)",
+        "faults.tool('fetch').returns('cached').at(3).strict()",
+        "faults.llm.server_error().times(2)",
+        "faults.llm.rate_limit(retry_after=2)",
+        "faults.http(url='https://api.example.com/v1').status(503, retry_after=1)",
+    ]
+
+
+def test_a_marker_fault_is_shown_as_the_marker_alone():
+    from pytest_agentfaults.testing._marker import parse_marker
+
+    fault = parse_marker((), {"http": 503, "retry_after": 1, "times": 2})
+    assert fault.written == "@pytest.mark.inject_fault(http=503, retry_after=1, times=2)"

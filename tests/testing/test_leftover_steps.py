@@ -88,7 +88,7 @@ def test_plan_check_reports_every_failure_together() -> None:
     with pytest.raises(AssertionError) as caught:
         plan.check()
     assert str(caught.value).splitlines() == [
-        "fault on tool 'fetch' never fired: faults.tool('fetch')",
+        "fault on tool 'fetch' never fired: faults.tool('fetch').raises(ConnectionError())",
         "  what happened: fetch was called 0 times: the agent never called a tool",
         "  fix: make the agent call it, or add .strict(False) if the fault may go unused",
         "  the fault watches the tools of: af.Agent",

@@ -10,7 +10,10 @@ faults.llm.rate_limit(retry_after=2).at(1)
 from __future__ import annotations
 
 import difflib
+import functools
+import inspect
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentfaults._failure import ToolFailure
@@ -24,6 +27,7 @@ from pytest_agentfaults.testing._fault import (
     LLMFault,
     ToolFault,
     is_exception_class,
+    short,
 )
 from pytest_agentfaults.testing._wire import RETRY_AFTER_FORMATS
 
@@ -54,10 +58,35 @@ def no_method(owner: object, name: str, where: str) -> AttributeError:
     return AttributeError(message, name=None, obj=None)
 
 
+def _noted(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method``, which adds its call to the fault's ``chain`` once it has taken it."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(self: _Builder, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        result = method(self, *args, **kwargs)
+        if self.noting:
+            shown = [short(a) for a in args] + [f"{k}={short(v)}" for k, v in kwargs.items()]
+            self.fault.chain += f".{name}({', '.join(shown)})"
+        return result
+
+    return call
+
+
 class _Builder:
     """The fluent part every fault shares: times, at, probability, strict."""
 
     fault: FaultBase
+    #: whether calls are the test's own (a marker builds its fault through them unnoted)
+    noting = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every public method of a builder notes its call (`FaultBase.written`)."""
+        super().__init_subclass__(**kwargs)
+        for name, value in list(vars(cls).items()):
+            if not name.startswith("_") and callable(value):
+                setattr(cls, name, _noted(value))
 
     if not TYPE_CHECKING:  # a type checker still flags a typo: to it, there is no such hook
 
@@ -67,21 +96,25 @@ class _Builder:
                 raise AttributeError(name)
             raise no_method(self, name, self.fault.source)
 
+    @_noted
     def times(self, n: int) -> _Builder:
         """Hit ``n`` consecutive occurrences (default 1)."""
         self.fault.times = positive_int(n, "times", self.fault.source)
         return self
 
+    @_noted
     def at(self, n: int) -> _Builder:
         """Start hitting at occurrence ``n`` (1-based; default 1)."""
         self.fault.at = positive_int(n, "at", self.fault.source)
         return self
 
+    @_noted
     def probability(self, p: float) -> _Builder:
         """Hit each occurrence with probability ``p``, drawn from the plan's seed."""
         self.fault.probability = probability_value(p, self.fault.source)
         return self
 
+    @_noted
     def strict(self, value: bool = True) -> _Builder:
         """Fail the test at teardown if this fault never fired (default on)."""
         if not isinstance(value, bool):  # strict("false") would read as True
@@ -356,14 +389,18 @@ class LlmFaults:
                 raise AttributeError(name)
             raise no_method(self, name, "faults.llm")
 
-    def _add(self, kind: str, **options: Any) -> LlmFaultBuilder:
+    def _add(self, kind: str, called: str = "", **options: Any) -> LlmFaultBuilder:
         __tracebackhide__ = True
-        source = f"faults.llm.{kind}"
+        if not called:  # the call as the test wrote it: options left at their defaults unsaid
+            said = inspect.signature(getattr(LlmFaults, kind)).parameters
+            given = [f"{k}={short(v)}" for k, v in options.items() if v != said[k].default]
+            called = f"faults.llm.{kind}({', '.join(given)})"
+        source = called
         fault = LLMFault(kind=kind, options=options, source=source)
         try:  # checked here, as the marker's are, not at the first model call
             fault.step()
         except (TypeError, ValueError) as exc:
-            raise UsageError(f"{source}(...): {exc}") from None
+            raise UsageError(f"{source}: {exc}") from None
         self._plan.add(fault)
         return LlmFaultBuilder(fault)
 
@@ -377,7 +414,8 @@ class LlmFaults:
         if name not in LLM_FAULT_KINDS or LLM_FAULT_KINDS[name].transient:
             valid = ", ".join(MALFORMED_LLM_KINDS)
             raise UsageError(f"faults.llm.malformed({kind!r}): unknown kind; use one of {valid}")
-        return self._add(name, **options)
+        shown = [short(kind)] + [f"{k}={short(v)}" for k, v in options.items()]
+        return self._add(name, f"faults.llm.malformed({', '.join(shown)})", **options)
 
     def rate_limit(self, retry_after: float | None = None) -> LlmFaultBuilder:
         """A 429 RateLimitError."""

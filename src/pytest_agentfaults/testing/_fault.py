@@ -130,9 +130,16 @@ class FaultBase:
     probability: float | None = None
     strict: bool = True
     source: str = ""
+    #: the fluent calls after ``source`` (``.raises(ConnectionError).times(2)``)
+    chain: str = ""
     # progress, relative to when this fault became the current one on its target
     seen: int = 0
     hits: int = 0
+
+    @property
+    def written(self) -> str:
+        """The fault as the test wrote it: the marker, or the whole fluent call."""
+        return self.source + self.chain
 
     @property
     def done(self) -> bool:
@@ -440,7 +447,8 @@ def is_exception_class(value: object) -> bool:
 def short(value: object) -> str:
     """``value`` shown short and redacted, for messages (an exception by its type)."""
     if isinstance(value, BaseException):
-        return f"{type(value).__name__}({str(value)!r})"
+        text = str(value)
+        return f"{type(value).__name__}({repr(text) if text else ''})"
     if is_exception_class(value):
         return str(getattr(value, "__name__", value))
     if isinstance(value, ToolFailure):

@@ -493,7 +493,7 @@ def why_unmatched(method: str, url: str) -> str:
             why = "its url= is not this URL, nor a prefix of it ending at '/'"
         else:
             why = "it matches, but its times=, at= or probability= left this request out"
-        reasons.append(f"{http.source} ({why})")
+        reasons.append(f"{http.written} ({why})")
     if not reasons:
         return ""
     faults_of = "fault" if len(reasons) == 1 else "faults"

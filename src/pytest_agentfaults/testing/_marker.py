@@ -133,6 +133,7 @@ def _parse_tool(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -
         )
     fault = ToolFault(tool=name, function=by_path, **common)
     builder = ToolFaultBuilder(fault)
+    builder.noting = False  # the marker is what the test wrote
     getattr(builder, actions[0])(kwargs[actions[0]])
     if "idempotent" in kwargs:
         builder.idempotent(kwargs["idempotent"])
@@ -150,6 +151,7 @@ def _parse_http(kwargs: Mapping[str, Any], shown: str, common: dict[str, Any]) -
         raise UsageError(f"{shown}: method= must be a str such as 'POST', got {method!r}")
     fault = HTTPFault(url=url, method=method.upper() if method else None, **common)
     builder = HttpFaultBuilder(fault)
+    builder.noting = False
     is_status = isinstance(spec, int) and not isinstance(spec, bool)
     if not is_status and spec not in HTTP_KINDS:
         raise UsageError(

@@ -165,7 +165,7 @@ class PlanInterceptor(Interceptor):
         )
         outcome = _respond_instead(model, call, fault.step(), model_name, self.plan)
         if type(outcome) is Inject:
-            _say_injected(outcome.error, redact(fault.source))
+            _say_injected(outcome.error, redact(fault.written))
         return outcome
 
     def llm_fault(self, agent: str) -> tuple[LLMFault, int] | None:

@@ -44,7 +44,7 @@ def explain_unfired(
     framework imported during the test ran its tools unwatched (the caller says which).
     ``refused`` the tools whose calls a framework refused before they ran (no occurrence).
     """
-    written = fault.source or fault.describe()
+    written = fault.written or fault.describe()
     lenient = "strict=False" if written.startswith("@pytest.mark") else ".strict(False)"
     seen = occurrences.get(fault.key, 0)
     happened, fix = _what_and_fix(fault, seen, tools_called, agents_called)

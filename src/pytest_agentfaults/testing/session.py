@@ -295,7 +295,7 @@ class TestState:
             fired_ids = [id(f.fault) for f in self.plan.fired]
             for fault in self.plan.faults:
                 hits = plural(fired_ids.count(id(fault)), "time")
-                line = f"  fired {hits}: {fault.describe()} ({fault.source})"
+                line = f"  fired {hits}: {fault.describe()} ({fault.written})"
                 lines.append(clip(redact_text(line, learned) if learned else line))
         lines.append("timeline:")
         lines.extend(f"  {line}" for line in render_events(events) or ["(no events)"])
