@@ -118,9 +118,12 @@ def test_where_every_thread_inherits_the_context_only_pool_workers_count(
 
     import pytest_agentfaults as af
     from pytest_agentfaults.runtime import _virtual_time
+    from pytest_agentfaults.runtime.clock import use_default_clock
 
     monkeypatch.setattr(_virtual_time, "_INHERITED", inherited)
-    with af.VirtualClock().patch_sleep() as clock:
+    clock = af.VirtualClock()
+    # as the plugin does for a test: the clock is the context's default, its sleeps virtual
+    with use_default_clock(clock), clock.patch_sleep():
         # A thread started with the context, as such a Python starts every thread.
         started = threading.Thread(target=contextvars.copy_context().run, args=(time.sleep, 0))
         started.start()

@@ -3,9 +3,10 @@
 `VirtualClock.patch_sleep()` (which the plugin calls for every test that uses the kit)
 installs a `ThreadTime`. It replaces `time.sleep`, `asyncio.sleep` and `anyio.sleep` with
 functions that wait on the clock when called on the thread that installed them, or on a
-worker thread that runs with that thread's context (`handed_over`), and that call what
-they replaced otherwise: other threads (a heartbeat, a server in the same process), and
-any call after the undo (code that kept a reference to the function).
+worker thread that runs with the test's context (its default clock is this clock:
+`handed_over`), and that call what they replaced otherwise: other threads (a heartbeat,
+a server in the same process), and any call after the undo (code that kept a reference
+to the function).
 
 * Work handed over with the context is the test's work: ``asyncio.to_thread``,
   ``anyio.to_thread.run_sync`` (pydantic-ai's sync tools), LangChain's executors, a pool
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextvars
 import heapq
 import itertools
 import math
@@ -64,10 +64,6 @@ TICK: Final = 0.01  # real seconds between two looks while real work may be unde
 QUIET_HOPS: Final = 2  # idle loop iterations in a row before a timer fires
 QUIET_TICKS: Final = 5  # idle ticks in a row (50 ms) when a socket or thread is busy
 BUSY_LIMIT: Final = 0.2  # real seconds a loop may stay busy before a due timer fires anyway
-#: The `ThreadTime` of the context: a worker thread running a copy of it is the test's work.
-_owner: contextvars.ContextVar[ThreadTime | None] = contextvars.ContextVar(
-    "agentfaults_virtual_time", default=None
-)
 #: Whether every new thread starts in its creator's context (free-threaded 3.14): then a
 #: heartbeat thread carries the test's context too, and only thread-pool workers count.
 _INHERITED: Final = bool(getattr(sys.flags, "thread_inherit_context", False))
@@ -83,11 +79,11 @@ class ThreadTime:
     """The sleeps of one thread, and of the event loops it runs, made virtual on ``clock``."""
 
     __slots__ = (
+        "_context_clock",
         "_counted",
         "_lock",
         "_since",
         "_slept",
-        "_token",
         "_undo",
         "active",
         "clock",
@@ -97,8 +93,11 @@ class ThreadTime:
         "thread",
     )
 
-    def __init__(self, clock: VirtualClock) -> None:
+    def __init__(self, clock: VirtualClock, context_clock: Callable[[], object]) -> None:
         self.clock = clock
+        #: the default clock of the calling context: ``clock`` in the test's, and in every
+        #: copy of it a worker thread runs (the plugin sets it for the test)
+        self._context_clock = context_clock
         self.thread = threading.get_ident()
         self.active = False
         #: >0 while a fixture wider than the test runs (`_plugin_scopes`): real sleeps
@@ -110,13 +109,11 @@ class ThreadTime:
         self._since = _monotonic()
         self.loops: dict[asyncio.AbstractEventLoop, _LoopTimers] = {}
         self._undo: list[tuple[object, str, object, object]] = []
-        self._token: contextvars.Token[ThreadTime | None] | None = None
         self._lock = threading.Lock()  # worker threads' sleeps, one at a time on the clock
 
     def install(self) -> None:
         """Replace the sleep functions (each wraps the one it replaces)."""
         self.active = True
-        self._token = _owner.set(self)
         # Inline, not a helper per name: every test that uses the kit installs these.
         undo = self._undo
         previous: Any = time.sleep
@@ -145,12 +142,6 @@ class ThreadTime:
         it back puts back what it replaced (`pytest_agentfaults._patches`).
         """
         self.active = False
-        token, self._token = self._token, None
-        if token is not None and _owner.get() is self:
-            try:
-                _owner.reset(token)
-            except ValueError:  # installed in another context (a task's): it ends with it
-                pass
         undo = self._undo
         while undo:
             owner, name, mine, previous = undo.pop()
@@ -166,7 +157,9 @@ class ThreadTime:
     def _mine(self) -> bool:
         if not self.active or self.suspended:
             return False
-        return threading.get_ident() == self.thread or (_owner.get() is self and handed_over())
+        if threading.get_ident() == self.thread:
+            return True
+        return self._context_clock() is self.clock and handed_over()
 
     def _spin(self) -> None:
         """`SPIN_SLEEPS` sleeps: raise `VirtualTimeSpinError` if they outran real time.

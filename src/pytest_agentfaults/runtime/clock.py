@@ -153,7 +153,7 @@ class VirtualClock:
         """
         if self._patches:
             return self
-        thread_time = ThreadTime(self)
+        thread_time = ThreadTime(self, _default.get)
         self._patches.append(thread_time)
         thread_time.install()
         return self
