@@ -14,12 +14,12 @@ import pytest
 
 from pytest_agentfaults._patches import live, replaced, retire, retired
 from pytest_agentfaults.runtime._virtual_time import ThreadTime
-from pytest_agentfaults.runtime.clock import VirtualClock
+from pytest_agentfaults.runtime.clock import VirtualClock, read_default_clock
 from pytest_agentfaults.testing._frameworks.function import patch_function
 
 
 def _virtual_time() -> tuple[str, object]:
-    thread_time = ThreadTime(VirtualClock())
+    thread_time = ThreadTime(VirtualClock(), read_default_clock)
     thread_time.install()
     return "virtual time", thread_time.uninstall
 
