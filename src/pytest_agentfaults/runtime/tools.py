@@ -101,15 +101,17 @@ def tool(
     from the docstring. ``idempotent=False`` marks a tool that must not run twice: see
     `Tool`.
     """
-    # The caller's local names, so hints naming a class defined inside a function resolve.
-    caller = sys._getframe(1).f_locals  # noqa: SLF001 - as pydantic resolves local hints
+    # The local names of the frame that decorates, so hints naming a class defined inside a
+    # function resolve. Read when decorating, not when `tool(...)` is called: a frame's
+    # f_locals is a snapshot on 3.11 and 3.12 and a live view on 3.13 (PEP 667), and a
+    # class defined in between must resolve on every one.
     if function is not None:
         return Tool(
             function,
             name=name,
             description=description,
             on_error=on_error,
-            namespace=caller,
+            namespace=sys._getframe(1).f_locals,  # noqa: SLF001 - as pydantic resolves local hints
             idempotent=idempotent,
         )
 
@@ -119,7 +121,7 @@ def tool(
             name=name,
             description=description,
             on_error=on_error,
-            namespace=caller,
+            namespace=sys._getframe(1).f_locals,  # noqa: SLF001
             idempotent=idempotent,
         )
 
