@@ -9,6 +9,7 @@ extra keys (``x-af-...``) that only `fake_args` reads, never the model.
 from __future__ import annotations
 
 import datetime  # noqa: ICN001 - named in full: dates, times and durations
+import typing
 import weakref
 from typing import Annotated, Any, Final, get_args, get_origin
 
@@ -17,6 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic.types import PathType
 from pydantic_core import core_schema
+from typing_extensions import TypeAliasType
 
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.tools import Tool
@@ -45,6 +47,9 @@ SCHEMES: Final = "x-af-schemes"
 KEYS: Final = "x-af-keys"
 
 _BOUND_NAMES: Final = ("gt", "ge", "lt", "le")
+#: A type alias, whose value pydantic validates: ``type Source = FilePath`` (Python 3.12+'s
+#: own class) or typing_extensions' (every Python).
+_ALIASES: Final = tuple({TypeAliasType, getattr(typing, "TypeAliasType", TypeAliasType)})
 _cache: weakref.WeakKeyDictionary[Tool[Any, Any], dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
@@ -99,6 +104,8 @@ def _path_in(info: FieldInfo, where: str, seen: set[type]) -> str | None:
 
 
 def _path_in_hint(hint: Any, where: str, seen: set[type]) -> str | None:
+    while isinstance(hint, _ALIASES):
+        hint = hint.__value__
     if get_origin(hint) is Annotated:
         base, *metadata = get_args(hint)
         return _path_in(FieldInfo.from_annotation(Annotated[(base, *metadata)]), where, seen)

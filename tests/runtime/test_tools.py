@@ -79,6 +79,45 @@ def test_annotated_constraints_and_nested_models_are_validated():
         place.validate({"at": {"x": 1, "y": 2}, "zoom": 99})
 
 
+def test_a_decorator_made_before_a_local_class_resolves_it_on_every_python():
+    # `@tool(...)` read its caller's locals when it was called, not when it decorated: on
+    # Python 3.11 and 3.12 that is a snapshot (a class defined in between was unknown, a
+    # UsageError), on 3.13 a live view (PEP 667), so the same code worked on one only.
+    only_lookups = af.tool(name="lookup", description="Look up a query.")
+
+    class Query(BaseModel):
+        text: str
+
+    @only_lookups
+    def lookup(query: Query) -> str:
+        return query.text.upper()
+
+    assert lookup.invoke({"query": {"text": "hi"}}) == "HI"
+    assert lookup.parameters["properties"]["query"]["$ref"].endswith("Query")
+
+
+def test_tools_made_in_a_comprehension_resolve_a_local_class_on_every_python():
+    # A list comprehension runs in a frame of its own on Python 3.11 (the enclosing
+    # function's locals are not its own) and inline on 3.12+ (PEP 709): a local class the
+    # hints name resolved on 3.12 and 3.13 only.
+    class Query(BaseModel):
+        text: str
+
+    def lookup(query: Query) -> str:
+        """Look up."""
+        return query.text.upper()
+
+    def search(query: Query) -> str:
+        """Search."""
+        return query.text.lower()
+
+    made = [af.tool(each) for each in (lookup, search)]
+    named = {af.tool(name=f"{each.__name__}_v2")(each) for each in (lookup,)}
+
+    assert [each.invoke({"query": {"text": "Hi"}}) for each in made] == ["HI", "hi"]
+    assert [each.name for each in named] == ["lookup_v2"]
+
+
 def test_a_field_written_as_the_default_constrains_the_arguments():
     # `x: int = Field(gt=0)` is how FastAPI and pydantic models write a constraint: it was
     # taken as a default of a FieldInfo, so x was optional, unchecked, and a missing y

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar, overload
 
 from pytest_agentfaults.runtime._invoke import ainvoke, invoke
 from pytest_agentfaults.runtime._tool import BaseTool
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from pytest_agentfaults.runtime.backoff import ResilienceConfig
     from pytest_agentfaults.runtime.clock import Clock
     from pytest_agentfaults.runtime.policy import OnError
@@ -101,15 +103,16 @@ def tool(
     from the docstring. ``idempotent=False`` marks a tool that must not run twice: see
     `Tool`.
     """
-    # The caller's local names, so hints naming a class defined inside a function resolve.
-    caller = sys._getframe(1).f_locals  # noqa: SLF001 - as pydantic resolves local hints
+    # The local names of the frame that decorates (`_local_names`), read when decorating,
+    # not when `tool(...)` is called: a frame's f_locals is a snapshot on 3.11 and 3.12 and
+    # a live view on 3.13 (PEP 667), and a class defined in between must resolve on each.
     if function is not None:
         return Tool(
             function,
             name=name,
             description=description,
             on_error=on_error,
-            namespace=caller,
+            namespace=_local_names(sys._getframe(1)),  # noqa: SLF001 - as pydantic does
             idempotent=idempotent,
         )
 
@@ -119,11 +122,29 @@ def tool(
             name=name,
             description=description,
             on_error=on_error,
-            namespace=caller,
+            namespace=_local_names(sys._getframe(1)),  # noqa: SLF001
             idempotent=idempotent,
         )
 
     return decorate
+
+
+#: A comprehension's own frame (Python 3.11; 3.12 runs them inline, PEP 709), called by the
+#: frame that holds the comprehension: its locals are the enclosing function's, too.
+_COMPREHENSIONS: Final = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})
+
+
+def _local_names(frame: FrameType) -> Mapping[str, Any]:
+    """The local names a tool's hints may use, so a class defined inside a function resolves.
+
+    The decorating frame's own, and from a comprehension the enclosing frame's under them,
+    as one inline comprehension sees them on 3.12+.
+    """
+    names: Mapping[str, Any] = frame.f_locals
+    while frame.f_code.co_name in _COMPREHENSIONS and frame.f_back is not None:
+        frame = frame.f_back
+        names = {**frame.f_locals, **names}
+    return names
 
 
 def as_tool(value: Tool[Any, Any] | Callable[..., Any]) -> Tool[Any, Any]:
