@@ -189,11 +189,8 @@ class ThreadTime:
             self._slept += seconds
             if self._counted >= SPIN_SLEEPS:
                 self._spin()
-            if threading.get_ident() == self.thread:
+            with self._lock:  # workers' sleeps may come at once
                 self.clock.sleep(seconds)
-            else:  # a worker's: workers' sleeps may come at once
-                with self._lock:
-                    self.clock.sleep(seconds)
             return None
 
         return sleep
