@@ -18,6 +18,8 @@ from typing import (
     ParamSpec,
     TypeVar,
     cast,
+    get_args,
+    get_origin,
     get_type_hints,
 )
 
@@ -75,6 +77,12 @@ class BaseTool(Generic[P, R]):
         self.is_async = inspect.iscoroutinefunction(function)
         self._args_model, self._field_names = _arguments_model(function, self.name, namespace)
         self._field_defaults = _field_defaults(function)
+        # what the model sends under another name (a `Field(alias=...)`) -> the parameter
+        self._renames = {
+            str(info.alias): self._field_names[internal]
+            for internal, info in self._args_model.model_fields.items()
+            if info.alias != self._field_names[internal]
+        }
         # The validator itself: model_validate_json's wrapper costs a third of a good check.
         validator = self._args_model.__pydantic_validator__
         self._validate_json = validator.validate_json
@@ -164,6 +172,9 @@ class BaseTool(Generic[P, R]):
                 checked = quick.validate_python(given)
         except ValidationError:
             return None
+        if self._renames:
+            renames = self._renames
+            checked = {renames.get(key, key): value for key, value in checked.items()}
         for name, info in self._field_defaults.items():
             if name not in checked:  # the function's own default is a FieldInfo: not that
                 checked[name] = info.get_default(call_default_factory=True)
@@ -194,6 +205,7 @@ def _arguments_model(
         ) from exc
     fields: dict[str, Any] = {}
     names: dict[str, str] = {}
+    wires: dict[str, str] = {}
     for index, (param_name, param) in enumerate(signature.parameters.items()):
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise UsageError(
@@ -211,8 +223,16 @@ def _arguments_model(
                 f"(for example `{param_name}: str`) so its schema can be built"
             )
         internal = f"p{index}"
-        fields[internal] = (hints[param_name], _field(param, param_name))
+        wire = _wire_name(tool_name, param, hints[param_name])
+        clash = next((name for key, name in names.items() if wires[key] == wire), None)
+        if clash is not None:
+            raise UsageError(
+                f"tool {tool_name!r}: parameters {clash!r} and {param_name!r} are both sent as "
+                f"{wire!r}; give them different names or Field(alias=...) values"
+            )
+        fields[internal] = (hints[param_name], _field(param, wire))
         names[internal] = param_name
+        wires[internal] = wire
     model_name = "".join(part.capitalize() for part in tool_name.replace("-", "_").split("_"))
     try:
         model = create_model(
@@ -228,18 +248,44 @@ def _arguments_model(
     return model, names
 
 
-def _field(param: inspect.Parameter, param_name: str) -> FieldInfo:
+def _wire_name(tool_name: str, param: inspect.Parameter, hint: Any) -> str:
+    """The name the model sees and sends for ``param``: its ``Field(alias=...)``, or its own.
+
+    The alias may be given as the default (``x: int = Field(alias="from")``) or in the hint
+    (``x: Annotated[int, Field(alias="from")]``), as pydantic models and pydantic-ai read it.
+    """
+    infos = [item for item in get_args(hint)[1:] if isinstance(item, FieldInfo)]
+    if get_origin(hint) is not Annotated:
+        infos = []
+    if isinstance(param.default, FieldInfo):
+        infos.append(param.default)
+    wire = param.name
+    for info in infos:
+        for other in ("validation_alias", "serialization_alias"):
+            value = getattr(info, other)
+            if value is not None and value != (info.alias or param.name):
+                shown = value if isinstance(value, str) else "<the name the model sends>"
+                raise UsageError(
+                    f"tool {tool_name!r}: parameter {param.name!r} sets {other}={value!r}; "
+                    f"a tool's argument has one name, the one the model sends: use "
+                    f"Field(alias={shown!r})"
+                )
+        if info.alias is not None:
+            wire = info.alias
+    return wire
+
+
+def _field(param: inspect.Parameter, wire: str) -> FieldInfo:
     """The parameter's field: its default, or its constraints when it is ``= Field(...)``.
 
     ``x: int = Field(gt=0)`` is a constraint (and no default) as in a pydantic model, not
-    a default value of a FieldInfo. Its alias is the parameter name: that is what the model
-    sends.
+    a default value of a FieldInfo. Its alias is ``wire``: the name the model sends.
     """
     if isinstance(param.default, FieldInfo):
-        named: FieldInfo = Field(alias=param_name, title=param_name)
+        named: FieldInfo = Field(alias=wire, title=wire)
         return FieldInfo.merge_field_infos(param.default, named)
     default = PydanticUndefined if param.default is param.empty else param.default
-    return cast("FieldInfo", Field(default, alias=param_name, title=param_name))
+    return cast("FieldInfo", Field(default, alias=wire, title=wire))
 
 
 def _field_defaults(function: Callable[..., Any]) -> dict[str, FieldInfo]:
