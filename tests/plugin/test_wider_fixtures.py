@@ -125,3 +125,49 @@ def test_a_wider_fixture_reaches_the_network_as_in_a_plain_test(pytester):
     )
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=2)
+
+
+def test_a_task_a_session_loop_keeps_running_shares_the_kit_tests_virtual_time(pytester):
+    """pytest-asyncio's session-scoped loop: a background task of a session fixture.
+
+    Its sleeps during a kit test wait on the test's virtual clock as the test's own do
+    (the loop is one: a real timer of its would hold every virtual wait back until it
+    fired), so a 50 ms heartbeat beats 600 times in the test's virtual 30 s, at once.
+    Its setup still waits in real time (above), and a plain test keeps real time.
+    """
+    pytester.makefile(
+        ".ini",
+        pytest="[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = session\n"
+        "asyncio_default_test_loop_scope = session\n",
+    )
+    pytester.makepyfile(
+        test_it="""
+        import asyncio
+        import time
+
+        import pytest_asyncio
+
+        BEATS = []
+
+        @pytest_asyncio.fixture(scope="session", loop_scope="session")
+        async def heartbeat():
+            async def beat():
+                while True:
+                    await asyncio.sleep(0.05)
+                    BEATS.append(1)
+
+            task = asyncio.create_task(beat())
+            yield
+            task.cancel()
+
+        async def test_kit(heartbeat, virtual_clock):
+            start, before = time.monotonic(), len(BEATS)
+            await asyncio.sleep(30)
+            assert 590 <= len(BEATS) - before <= 601
+            assert time.monotonic() - start < 20  # virtual: not 30 s of real time
+            assert virtual_clock.sleeps.count(30) == 1
+            assert virtual_clock.sleeps.count(0.05) == len(BEATS) - before  # recorded too
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:hypothesispytest")
+    result.assert_outcomes(passed=1)
