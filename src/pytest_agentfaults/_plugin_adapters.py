@@ -18,6 +18,7 @@ FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "langchain_core": ("langchain-core", ("langchain-core",)),
     "agents": ("openai-agents", ("openai-agents",)),
     "mcp": ("mcp", ("mcp",)),
+    "anthropic": ("anthropic", ("anthropic",)),
 }
 
 

@@ -37,6 +37,7 @@ ADAPTERS: dict[str, str] = {
     "langchain_core": f"{_HERE}.langchain:install",
     "agents": f"{_HERE}.openai_agents:install",
     "mcp": f"{_HERE}.mcp:install",
+    "anthropic": f"{_HERE}.anthropic:install",
 }
 
 #: framework module -> the ``framework`` field its tool events carry
@@ -47,6 +48,7 @@ FRAMEWORK_OF: dict[str, str] = {
     "langgraph": "langchain",
     "agents": "openai_agents",
     "mcp": "mcp",
+    "anthropic": "anthropic",
 }
 
 

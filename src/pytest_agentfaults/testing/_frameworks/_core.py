@@ -76,6 +76,7 @@ FRAMEWORK_NAMES: Final = (
     "langchain",
     "openai_agents",
     "mcp",
+    "anthropic",
     "function",
 )
 
@@ -90,12 +91,15 @@ def run_attempt(
     call: Callable[[], T],
     failure: Callable[[ToolFailure], T],
     site: Site = _UNKNOWN,
+    faultable: bool = True,
 ) -> T:
     """Make one attempt at ``tool`` of ``framework``: ``call()``, or the fault in its place.
 
     ``failure`` turns a ``returns=af.ToolFailure(...)`` fault into the framework's own
     way of reporting a failed tool (it may raise, e.g. pydantic-ai's ``ModelRetry``).
     ``site`` is what the framework says of the attempt, to tell its retries (`Site`).
+    ``faultable=False``: an attempt the framework refuses before the tool runs (as for
+    `arun_attempt`).
     """
     __tracebackhide__ = True
     plan = current_plan()
@@ -104,7 +108,7 @@ def run_attempt(
     _, token = claim((tool,))
     inside = set_framework_attempt(tool)  # an af.tool of this name invoked inside: this one
     try:
-        return _run(plan, framework, tool, args, call, failure, site)
+        return _run(plan, framework, tool, args, call, failure, site, faultable)
     finally:
         reset_framework_attempt(inside)
         release(token)
@@ -118,10 +122,11 @@ def _run(
     call: Callable[[], T],
     failure: Callable[[ToolFailure], T],
     site: Site,
+    faultable: bool,
 ) -> T:
     __tracebackhide__ = True
-    attempt = _Attempt(plan, framework, tool, args, site)
-    fault = attempt.fault()
+    attempt = _Attempt(plan, framework, tool, args, site, faultable=faultable)
+    fault = attempt.fault() if faultable else None
     if fault is not None:
         if fault.delay is None:
             return attempt.instead(fault, failure)
