@@ -19,6 +19,7 @@ FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "agents": ("openai-agents", ("openai-agents",)),
     "mcp": ("mcp", ("mcp",)),
     "anthropic": ("anthropic", ("anthropic",)),
+    "google.genai": ("google-genai", ("google-genai",)),
 }
 
 

@@ -41,7 +41,11 @@ def make_tools(calls: list[str]) -> tuple[Any, Any]:
 
 
 def tool_results(http_faults: Any) -> list[dict[str, Any]]:
-    """The tool results the runner sent the model, request by request."""
+    """The tool results the runner sent the model, in order.
+
+    Each request of the runner carries the turn's new message only (its thread keeps the
+    rest), so they are read from every request.
+    """
     found = []
     for call in http_faults.calls:
         for message in json.loads(call.request.content)["messages"]:
@@ -75,7 +79,7 @@ def test_a_raised_fault_is_fed_back_and_the_model_calls_again(
     final = run_sync(anthropic_client, make_tools(calls)[0], stream=stream)
     assert final.content[0].text == "Sunny."
     assert calls == ["Paris"]  # the faulted attempt never reached the tool
-    first, second = tool_results(http_faults)[-2:]
+    first, second = tool_results(http_faults)
     assert first["is_error"] is True
     assert "reset" in json.dumps(first["content"])
     assert second["content"] == "Sunny in Paris"

@@ -96,12 +96,15 @@ def test_an_unfired_tool_fault_lists_every_framework_the_plugin_watched():
     plan = FaultPlan()
     # as the plugin sets it: every framework with an adapter (a framework of the process
     # left out would be named as imported after the test started)
-    watched = ["agentfaults", "langchain", "pydantic_ai", "openai_agents", "mcp"]
-    plan.framework_state["watched"] = watched
+    from pytest_agentfaults.testing._frameworks import ADAPTERS, FRAMEWORK_OF
+
+    frameworks = [FRAMEWORK_OF[module] for module in ADAPTERS]
+    plan.framework_state["watched"] = ["agentfaults", *frameworks]
     plan.tool("search").raises(ConnectionError("down"))
     assert _unfired_message(plan).endswith(
-        "\n  the fault watches the tools of: af.Agent, langchain, pydantic_ai, openai_agents, mcp"
+        "\n  the fault watches the tools of: af.Agent, " + ", ".join(frameworks)
     )
+    assert "anthropic, google_genai" in _unfired_message(plan)
 
 
 def test_an_unfired_llm_fault_says_nothing_of_tools():

@@ -38,6 +38,7 @@ ADAPTERS: dict[str, str] = {
     "agents": f"{_HERE}.openai_agents:install",
     "mcp": f"{_HERE}.mcp:install",
     "anthropic": f"{_HERE}.anthropic:install",
+    "google.genai": f"{_HERE}.google_genai:install",
 }
 
 #: framework module -> the ``framework`` field its tool events carry
@@ -49,6 +50,7 @@ FRAMEWORK_OF: dict[str, str] = {
     "agents": "openai_agents",
     "mcp": "mcp",
     "anthropic": "anthropic",
+    "google.genai": "google_genai",
 }
 
 

@@ -77,6 +77,7 @@ FRAMEWORK_NAMES: Final = (
     "openai_agents",
     "mcp",
     "anthropic",
+    "google_genai",
     "function",
 )
 
