@@ -284,8 +284,11 @@ def test_fake_args_say_when_a_pattern_is_out_of_reach() -> None:
 
 
 def test_fake_args_take_a_tool() -> None:
-    with pytest.raises(af.UsageError, match="af.Tool"):
-        fake_args(lambda url: url)  # type: ignore[arg-type]
+    with pytest.raises(af.UsageError, match="takes a tool: an af.Tool, a function"):
+        fake_args(object())
+    # a function is read as @af.tool reads it: one without hints says what to add
+    with pytest.raises(af.UsageError, match="parameter 'url' has no type hint"):
+        fake_args(lambda url: url)
 
 
 def test_fake_args_do_not_depend_on_the_day_they_run(monkeypatch) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from faker import Faker
 
+from pytest_agentfaults._fakes_foreign import Foreign, read_tool
 from pytest_agentfaults._fakes_pattern import from_pattern
 from pytest_agentfaults._fakes_schema import (
     KEYS,
@@ -46,7 +47,7 @@ _default_faker: Faker | None = None
 
 
 def fake_args(
-    tool: Tool[Any, Any],
+    tool: object,
     *,
     seed: int | None = None,
     faker: Faker | None = None,
@@ -77,11 +78,16 @@ def fake_args(
     faked: an optional one is left out, a required one raises `UsageError` (pass that
     argument yourself). Raises `UsageError` too when no value that the tool accepts can be
     found (a pattern too hard to invert, say), naming the tool and what its validation said.
+
+    ``tool`` may also be another framework's tool, filled from the JSON schema it gives
+    its model and checked by its own validation where it has one: a plain function, a
+    pydantic-ai ``Tool``, a LangChain tool, an OpenAI Agents SDK ``FunctionTool``, an MCP
+    ``Tool``, an anthropic ``@beta_tool``, or a JSON schema itself.
     """
-    if not isinstance(tool, Tool):
-        raise UsageError(
-            f"fake_args() takes an af.Tool (a function decorated with @tool), got {tool!r}"
-        )
+    found = read_tool(tool)
+    if not isinstance(found, Tool):
+        return _fake_foreign(found, _faker_for(seed, faker), include_optional)
+    tool = found
     check_fakeable(tool, "fake_args()")
     left_out = set(unfakeable(tool))  # optional ones: their defaults stand
     fake = _faker_for(seed, faker)
@@ -101,6 +107,25 @@ def fake_args(
         return args
     raise UsageError(
         f"fake_args() found no valid arguments for tool {tool.name!r} in {_ATTEMPTS} tries; "
+        f"the last were rejected with: {last}"
+    )
+
+
+def _fake_foreign(found: Foreign, fake: Faker, include_optional: bool) -> dict[str, Any]:
+    """`fake_args` for another framework's tool: its schema filled, its own check passed."""
+    name, schema, check = found
+    filler = _Filler(schema, fake)
+    last: Exception | None = None
+    for _ in range(_ATTEMPTS):
+        args = filler.arguments(include_optional)
+        try:
+            check(json.dumps(args))
+        except Exception as exc:  # the framework's own validation error, whatever its type
+            last = exc
+            continue
+        return args
+    raise UsageError(
+        f"fake_args() found no valid arguments for tool {name!r} in {_ATTEMPTS} tries; "
         f"the last were rejected with: {last}"
     )
 

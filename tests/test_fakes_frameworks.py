@@ -1,0 +1,128 @@
+"""`fake_args` for tools of other frameworks: filled from their schema, passed by their own checks.
+
+Each case builds the tool with the real framework and hands the made-up arguments to that
+framework's own path (its validator, its invoke, its server), never to ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+import jsonschema
+import pytest
+from pydantic import Field
+from pydantic_ai import Agent, RunContext
+
+import pytest_agentfaults as af
+from pytest_agentfaults.fakes import fake_args
+
+
+def book(city: str, email: str, nights: Annotated[int, Field(ge=1, le=14)]) -> str:
+    """Book a hotel."""
+    return f"{city}:{email}:{nights}"
+
+
+def realistic(args: dict[str, Any]) -> None:
+    assert "@" in args["email"]
+    assert args["city"]
+    assert 1 <= args["nights"] <= 14
+
+
+def test_a_plain_function() -> None:
+    args = fake_args(book, seed=1)
+    realistic(args)
+    assert book(**args) == f"{args['city']}:{args['email']}:{args['nights']}"
+    assert fake_args(book, seed=1) == args  # the seed makes it reproducible
+
+
+def test_a_pydantic_ai_tool_with_its_run_context() -> None:
+    agent = Agent("test")
+
+    @agent.tool
+    def book_hotel(
+        ctx: RunContext[None], city: str, email: str, nights: Annotated[int, Field(ge=1, le=14)]
+    ) -> str:
+        """Book a hotel."""
+        return city
+
+    tool = agent._function_toolset.tools["book_hotel"]
+    args = fake_args(tool, seed=2)
+    assert set(args) == {"city", "email", "nights"}  # no ctx: the model never sends it
+    realistic(args)
+    tool.function_schema.validator.validate_json(json.dumps(args))  # pydantic-ai's own
+
+
+def test_a_langchain_tool() -> None:
+    from langchain_core.tools import tool
+
+    search = tool(book)
+    args = fake_args(search, seed=3)
+    realistic(args)
+    assert search.invoke(args) == f"{args['city']}:{args['email']}:{args['nights']}"
+
+
+def test_an_openai_agents_function_tool() -> None:
+    from agents import function_tool
+
+    args = fake_args(function_tool(book), seed=4)
+    realistic(args)
+    jsonschema.validate(args, function_tool(book).params_json_schema)
+
+
+def test_an_mcp_tool_as_the_server_lists_it_and_runs_it() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("hotels")
+    server.tool()(book)
+
+    async def listed_then_called() -> tuple[dict[str, Any], Any]:
+        (listed,) = await server.list_tools()
+        args = fake_args(listed, seed=5)
+        return args, await server.call_tool("book", args)
+
+    args, answer = asyncio.run(listed_then_called())
+    realistic(args)
+    assert f"{args['city']}:{args['email']}:{args['nights']}" in json.dumps(answer, default=str)
+
+
+def test_an_anthropic_beta_tool() -> None:
+    from anthropic import beta_tool
+
+    tool = beta_tool(book)
+    args = fake_args(tool, seed=6)
+    realistic(args)
+    assert tool.call(args) == f"{args['city']}:{args['email']}:{args['nights']}"
+
+
+def test_a_json_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "website": {"type": "string", "format": "uri"},
+            "size": {"type": "string", "enum": ["s", "m", "l"]},
+            "count": {"type": "integer", "minimum": 2, "maximum": 5},
+        },
+        "required": ["website", "size", "count"],
+    }
+    args = fake_args(schema, seed=7)
+    jsonschema.validate(args, schema)
+    assert args["website"].startswith(("http://", "https://"))
+
+
+def test_what_is_no_tool_is_refused_with_what_is_taken() -> None:
+    with pytest.raises(af.UsageError, match=r"takes a tool: an af.Tool, a function, .*got 42"):
+        fake_args(42)
+    with pytest.raises(af.UsageError, match="no object schema"):
+        fake_args({"city": "Paris"})
+
+
+def test_a_schema_no_value_fits_says_so() -> None:
+    impossible = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 1}},
+        "required": ["n"],
+    }
+    with pytest.raises(af.UsageError, match="found no valid arguments for tool 'the schema'"):
+        fake_args(impossible, seed=1)
