@@ -102,6 +102,8 @@ def _function(tool: Any, function: Any, name: str | None) -> Tool[Any, Any] | No
     """A function as an ``af.Tool`` (None if ``function`` is none)."""
     if not callable(function) or isinstance(function, type):
         return None
+    if name is None and not str(getattr(function, "__name__", "")).isidentifier():
+        name = "function"  # a lambda: its name is for messages only here
     return Tool(function, name=name)
 
 
