@@ -126,3 +126,50 @@ def test_a_schema_no_value_fits_says_so() -> None:
     }
     with pytest.raises(af.UsageError, match="found no valid arguments for tool 'the schema'"):
         fake_args(impossible, seed=1)
+
+
+# ---------------------------------------------------------------- the strategies take them
+
+
+def test_scripts_call_a_langchain_tool_with_arguments_it_takes() -> None:
+    from hypothesis import HealthCheck, given, settings
+    from langchain_core.tools import tool
+
+    import pytest_agentfaults.strategies as afst
+    from pytest_agentfaults.testing.steps import ToolCallStep
+
+    search = tool(book)
+    seen: list[dict[str, Any]] = []
+
+    @settings(max_examples=15, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+    @given(afst.scripts(tools=search, bad_calls=False, failures=False, min_steps=1))
+    def check(script: list[Any]) -> None:
+        for step in script:
+            calls = [step] if isinstance(step, ToolCallStep) else getattr(step, "calls", [])
+            for call in calls:
+                assert call.name == "book"
+                arguments = json.loads(call.arguments)
+                search.invoke(arguments)  # LangChain's own validation takes them
+                seen.append(arguments)
+
+    check()
+    assert seen  # some scripts did call it
+
+
+def test_fault_plans_and_configs_name_a_framework_tool_by_its_name() -> None:
+    from agents import function_tool
+    from hypothesis import given, settings
+
+    import pytest_agentfaults.strategies as afst
+
+    names: set[str] = set()
+
+    @settings(max_examples=20, derandomize=True)
+    @given(afst.fault_plans(tools=[function_tool(book)], llm=False, http=False))
+    def check(plan: af.FaultPlan) -> None:
+        names.update(fault.tool for fault in plan.faults)
+
+    check()
+    assert names == {"book"}
+    with pytest.raises(af.UsageError, match="got 42"):
+        afst.resilience_configs(tools=[42])

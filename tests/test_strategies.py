@@ -292,7 +292,7 @@ def test_scripts_shrink_to_one_call_and_an_answer() -> None:
 
 
 def test_scripts_reject_bad_arguments() -> None:
-    with pytest.raises(af.UsageError, match="tool names or af.Tool"):
+    with pytest.raises(af.UsageError, match="tool names, af.Tool objects or other frameworks'"):
         afst.scripts(tools=[42])  # type: ignore[list-item]
     with pytest.raises(af.UsageError, match="min > max"):
         afst.scripts(min_steps=3, max_steps=2)

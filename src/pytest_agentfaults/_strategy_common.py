@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from pytest_agentfaults._fakes_foreign import read_tool
 from pytest_agentfaults.errors import UsageError
 from pytest_agentfaults.runtime.tools import Tool
 
@@ -16,7 +17,8 @@ __all__ = ["ToolLike", "given_or", "one_or_many", "tool_names"]
 
 T = TypeVar("T")
 
-ToolLike = Tool[Any, Any] | str
+#: a tool's name, an ``af.Tool``, or another framework's tool (see `_fakes_foreign`)
+ToolLike = Tool[Any, Any] | str | Any
 
 
 def given_or(value: T | SearchStrategy[T] | None, default: SearchStrategy[T]) -> SearchStrategy[T]:
@@ -34,8 +36,8 @@ def one_or_many(value: Any) -> list[Any]:
     ``tools="fetch"`` iterated as is would give the tools ``f``, ``e``, ``t`` ...: a plan
     whose faults never meet the tool, which a property test passes without a word.
     """
-    if isinstance(value, str | Tool):
-        return [value]
+    if isinstance(value, str | Tool) or hasattr(value, "name") or callable(value):
+        return [value]  # one tool (a LangChain tool, a pydantic model, iterates its fields)
     return list(value)
 
 
@@ -46,8 +48,12 @@ def tool_names(tools: ToolLike | Iterable[ToolLike], where: str) -> list[str]:
             names.append(item.name)
         elif isinstance(item, str) and item:
             names.append(item)
+        elif not isinstance(item, str | Mapping) and (hasattr(item, "name") or callable(item)):
+            found = read_tool(item)  # another framework's tool, or a function
+            names.append(found.name if isinstance(found, Tool) else found[0])
         else:
             raise UsageError(
-                f"{where}(tools=...): give tool names or af.Tool objects, got {item!r}"
+                f"{where}(tools=...): give tool names, af.Tool objects or other frameworks' "
+                f"tools (a function, a LangChain or pydantic-ai tool ...), got {item!r}"
             )
     return names

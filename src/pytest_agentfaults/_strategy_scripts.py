@@ -133,35 +133,58 @@ _FINAL_ANSWERS: Final = ("done", "Here is what I found.", "All set.", "I could n
 _UNKNOWN_TOOLS: Final = ("nonexistent_tool", "delete_everything", "web_search", "send_email")
 
 
+class _Same:
+    """A tool as a cache key by identity: a LangChain tool (a pydantic model) has no hash."""
+
+    __slots__ = ("tool",)
+
+    def __init__(self, tool: object) -> None:
+        self.tool = tool
+
+    def __hash__(self) -> int:
+        return id(self.tool)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.tool is self.tool
+
+
 @functools.lru_cache(maxsize=4096)
-def _call_with_fake_args(tool: Tool[Any, Any], seed: int) -> Step:
+def _call_with_fake_args(name: str, tool: _Same, seed: int) -> Step:
     # Steps are frozen and fake_args is a function of the seed: a cached step is the same.
     from pytest_agentfaults.fakes import fake_args  # noqa: PLC0415 # lazy: Faker loads on use only
 
-    return call_tool(tool.name, **fake_args(tool, seed=seed))
+    return call_tool(name, **fake_args(tool.tool, seed=seed))
 
 
-def _tool_calls(tools: Sequence[ToolLike]) -> SearchStrategy[ToolCallStep]:
-    """One call of one of ``tools``: realistic, valid arguments for an `af.Tool`."""
+def _tool_calls(tools: Sequence[ToolLike], names: Sequence[str]) -> SearchStrategy[ToolCallStep]:
+    """One call of one of ``tools``: realistic, valid arguments for any tool but a bare name.
+
+    ``names`` are the tools' names, in the same order.
+    """
     seeds = st.integers(min_value=0, max_value=2**16 - 1)
     # Strategies are built once, outside the composite: building one per draw is slow.
-    choices = st.sampled_from(tools)
+    choices = st.sampled_from(
+        [
+            (name, item if isinstance(item, str) else _Same(item))
+            for name, item in zip(names, tools, strict=True)
+        ]
+    )
     for item in tools:
         if isinstance(item, Tool):  # refused now, not at the first draw
             check_fakeable(item, "scripts(tools=...)")
-    if any(isinstance(item, Tool) for item in tools):
+    if any(not isinstance(item, str) for item in tools):
         from pytest_agentfaults.fakes import shared_faker  # noqa: PLC0415 # lazy: Faker on use only
 
         shared_faker()  # built now, at collection, not inside the first draw
 
     @st.composite
     def build(draw: st.DrawFn) -> ToolCallStep:
-        item = draw(choices)
-        if isinstance(item, Tool):
-            step = _call_with_fake_args(item, draw(seeds))
-            assert isinstance(step, ToolCallStep)
-            return step
-        return call_tool(item)
+        name, item = draw(choices)
+        if isinstance(item, str):
+            return call_tool(item)
+        step = _call_with_fake_args(name, item, draw(seeds))
+        assert isinstance(step, ToolCallStep)
+        return step
 
     return build()
 
@@ -193,8 +216,9 @@ def scripts(
 ) -> SearchStrategy[list[Step]]:
     """Scripts for `af.ScriptedModel`: ``min_steps`` to ``max_steps`` steps, then a ``say``.
 
-    Steps call the ``tools`` (an `af.Tool` gets realistic, valid arguments from
-    `pytest_agentfaults.fakes.fake_args`; a bare name is called with no arguments), in
+    Steps call the ``tools`` (an `af.Tool`, a function or another framework's tool gets
+    realistic, valid arguments from `pytest_agentfaults.fakes.fake_args`; a bare name is
+    called with no arguments), in
     parallel too (``parallel``), send broken calls (``bad_calls``: malformed JSON
     arguments, an unknown tool) and fail the model call (``failures``: 429 / 5xx,
     timeout, connection error, empty, blocked, not-JSON and truncated answers).
@@ -219,7 +243,7 @@ def scripts(
     # example prints them as the step constructors a user writes.
     groups: list[SearchStrategy[Step]] = []
     if items:
-        single = _tool_calls(items)
+        single = _tool_calls(items, names)
 
         several = st.lists(single, min_size=2, max_size=3)
 
