@@ -254,9 +254,9 @@ def _wire_name(tool_name: str, param: inspect.Parameter, hint: Any) -> str:
     The alias may be given as the default (``x: int = Field(alias="from")``) or in the hint
     (``x: Annotated[int, Field(alias="from")]``), as pydantic models and pydantic-ai read it.
     """
-    infos = [item for item in get_args(hint)[1:] if isinstance(item, FieldInfo)]
-    if get_origin(hint) is not Annotated:
-        infos = []
+    infos = []
+    if get_origin(hint) is Annotated:
+        infos = [item for item in get_args(hint)[1:] if isinstance(item, FieldInfo)]
     if isinstance(param.default, FieldInfo):
         infos.append(param.default)
     wire = param.name
