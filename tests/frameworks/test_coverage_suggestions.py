@@ -15,6 +15,8 @@ import re
 # Loaded here, before pytester's in-process runs: a module such a run loads is dropped
 # after it, and mcp's cryptography cannot be loaded a second time in one process.
 import agents  # noqa: F401
+import anthropic  # noqa: F401
+import google.genai  # noqa: F401
 import langchain_openai  # noqa: F401
 import langgraph.prebuilt  # noqa: F401
 import mcp.server.mcpserver  # noqa: F401
@@ -119,6 +121,48 @@ def run(llm_server):
     return asyncio.run(main())
 """
 
+ANTHROPIC = """
+import warnings
+
+import anthropic
+from anthropic import beta_tool
+
+
+@beta_tool
+def search(query: str) -> str:
+    \"\"\"Search.\"\"\"
+    return "found"
+
+
+def run(llm_server):
+    client = anthropic.Anthropic(base_url=llm_server.base_url("anthropic"), api_key="k")
+    # the runner answers a call to a tool it does not have, and warns (UserWarning): under
+    # filterwarnings = error that warning would end the run (the how-to says so)
+    with client, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Tool .* not found in tool runner", UserWarning)
+        runner = client.beta.messages.tool_runner(
+            model="m", max_tokens=64, tools=[search], messages=[{"role": "user", "content": "go"}]
+        )
+        return runner.until_done()
+"""
+
+GOOGLE_GENAI = """
+from google import genai
+from google.genai import types
+
+
+def search(query: str) -> str:
+    \"\"\"Search.\"\"\"
+    return "found"
+
+
+def run(llm_server):
+    options = types.HttpOptions(base_url=llm_server.base_url("gemini"))
+    with genai.Client(api_key="k", http_options=options) as client:
+        config = types.GenerateContentConfig(tools=[search])
+        return client.models.generate_content(model="m", contents="go", config=config)
+"""
+
 # A test of the harness: the script's steps, then a run that may fail (the fault may end
 # it; what counts is that the test passes with the fault fired).
 TEST = """
@@ -133,14 +177,22 @@ def test_{name}(llm_server, trace):
 PLAIN = "[call_tool('search', query='x'), call_tool('search', query='x'), say('done')]"
 
 # What nothing of the kit covers: an MCP client's call has no model of the kit behind it;
-# the Agents SDK ends its run on a call to an unknown tool, recording no tool event.
-UNREACHABLE = {("mcp", "invalid_args"), ("mcp", "unknown_tool"), ("openai_agents", "unknown_tool")}
+# the Agents SDK ends its run on a call to an unknown tool, recording no tool event, and
+# google-genai's automatic function calling raises KeyError on one.
+UNREACHABLE = {
+    ("mcp", "invalid_args"),
+    ("mcp", "unknown_tool"),
+    ("openai_agents", "unknown_tool"),
+    ("google_genai", "unknown_tool"),
+}
 
 FRAMEWORKS = {
     "pydantic_ai": PYDANTIC_AI,
     "langchain": LANGCHAIN,
     "openai_agents": OPENAI_AGENTS,
     "mcp": MCP,
+    "anthropic": ANTHROPIC,
+    "google_genai": GOOGLE_GENAI,
 }
 
 

@@ -56,6 +56,8 @@ _FRAMEWORK_TOOL: Final = {
 _UNREACHABLE: Final = {
     ("mcp", "invalid_args"): "an MCP tool (no model of the kit is behind an MCP client's calls)",
     ("mcp", "unknown_tool"): "an MCP tool (no model of the kit is behind an MCP client's calls)",
+    ("google_genai", "unknown_tool"): "a google-genai function (automatic function calling "
+    "raises KeyError on a call to a function it does not have, and records no tool event)",
     ("openai_agents", "unknown_tool"): "an Agents SDK tool (the SDK ends the run on a call "
     "to a tool it does not have, and records no tool event)",
 }
