@@ -213,6 +213,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     plugin costs it next to nothing; a kit fixture it asks for later builds the state then.
     """
     __tracebackhide__ = True
+    if _fixtures.ENDED in item.stash:  # a rerun (pytest-rerunfailures): a fresh attempt
+        _end.forget_last_attempt(item)
     marks = _kit_marks(item)  # one walk up the tree for all our markers
     declared = _declares_kit(item, marks)
     if declared:
