@@ -22,6 +22,7 @@ from pytest_agentfaults import _plugin_fixtures as _fixtures
 from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults import _plugin_options as _options
 from pytest_agentfaults import _plugin_paths as _paths
+from pytest_agentfaults import _plugin_peers as _peers
 from pytest_agentfaults import _plugin_scopes as _scopes
 from pytest_agentfaults import _plugin_secrets as _secrets
 from pytest_agentfaults import _plugin_totals as _totals
@@ -217,11 +218,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         _end.forget_last_attempt(item)
     marks = _kit_marks(item)  # one walk up the tree for all our markers
     declared = _declares_kit(item, marks)
+    may_use = declared
     if declared:
         state = _start_state(item, marks, declared)
         # the kit's fixtures it names, filled in here (`_plugin_fixtures`)
         _fixtures.fill_kit_fixtures(item, state, item.config.stash[_SESSION])
     elif _may_use_kit(item, marks, declared):
+        may_use = True
         if _uses_the_kit(item, marks):  # a fixture of a kit fixture's name: virtual time now
             _start_state(item, marks, declared)
         else:
@@ -230,6 +233,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     # every test once the runtime is loaded: an unrelated test keeps its network, whatever
     # ran before it (our own model clients refuse real hosts in every test regardless).
     _network.start_network(item, declared, allowed="allow_network" in marks)
+    if may_use:  # an IsolatedAsyncioTestCase runs in the context switched on here
+        _peers.hand_over_context(item)
 
 
 @pytest.hookimpl(wrapper=True)
