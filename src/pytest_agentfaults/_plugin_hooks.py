@@ -233,8 +233,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     # every test once the runtime is loaded: an unrelated test keeps its network, whatever
     # ran before it (our own model clients refuse real hosts in every test regardless).
     _network.start_network(item, declared, allowed="allow_network" in marks)
-    if may_use:  # an IsolatedAsyncioTestCase runs in the context switched on here
-        _peers.hand_over_context(item)
+    if may_use:  # unittest's cases and subtests (`_plugin_peers`)
+        _peers.prepare(item)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -303,7 +303,8 @@ def pytest_runtest_makereport(
     stash = item.stash
     if not ending:
         if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
-            if call.when == "call":  # a guarded test without kit state (ini block)
+            # a guarded test without kit state (ini block); not a subtest's report
+            if call.when == "call" and _peers.IN_CALL not in stash:
                 _network.note_call(item, report)
             return report
         state = stash[_STATE]
@@ -311,6 +312,11 @@ def pytest_runtest_makereport(
         return report
     session = item.config.stash[_SESSION]
     failed = report.outcome == "failed"
+    if _peers.IN_CALL in stash:  # a subtest's report, made during the call: not the test's
+        if failed:
+            state.failed = True
+            _add_trace_section(item, report, state, session, subtest=True)
+        return report
     if failed or session.trace_mode == "always":  # else no section is wanted
         _add_trace_section(item, report, state, session)
     when = report.when

@@ -134,12 +134,19 @@ def replay(item: pytest.Item, session: Session) -> str:
 
 
 def add_trace_section(
-    item: pytest.Item, report: pytest.TestReport, state: TestState, session: Session
+    item: pytest.Item,
+    report: pytest.TestReport,
+    state: TestState,
+    session: Session,
+    *,
+    subtest: bool = False,
 ) -> None:
     """The "recovery trace" section, for a test that recorded something or uses the kit.
 
     On the call report (or a failed setup), and on a failed teardown (a strict check)
     when the test's report has none yet. It opens with the command that replays the test.
+    A failed ``subtest``'s report gets the trace so far, and the test's own still gets it
+    whole.
     """
     mode = session.trace_mode
     if mode == "never" or item.stash.get(SHOWN, False):
@@ -150,7 +157,8 @@ def add_trace_section(
         wanted = (report.when == "call" or report.failed) and (mode == "always" or report.failed)
     if wanted and (state.recorded() or state.declared):
         report.sections.append(("recovery trace", state.render(replay=replay(item, session))))
-        item.stash[SHOWN] = True
+        if not subtest:
+            item.stash[SHOWN] = True
 
 
 def ship(
