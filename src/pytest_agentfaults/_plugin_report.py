@@ -130,7 +130,21 @@ def replay(item: pytest.Item, session: Session) -> str:
     The session seed, not the test's own: each test's seed is derived from the session
     seed and the test id, so this reproduces it whatever else runs (or runs first).
     """
-    return f"pytest --agentfaults-seed={session.seed} {shlex.quote(item.nodeid)}"
+    return f"pytest --agentfaults-seed={session.seed}{_repeated(item)} {shlex.quote(item.nodeid)}"
+
+
+def _repeated(item: pytest.Item) -> str:
+    """pytest-repeat's ``--count``, without which a repetition's id (``[2-3]``) is not found.
+
+    A repetition made by its ``repeat`` marker needs nothing: the marker makes it again.
+    """
+    callspec = getattr(item, "callspec", None)  # pytest-repeat parametrizes its fixture
+    if callspec is None or "__pytest_repeat_step_number" not in callspec.params:
+        return ""
+    count = item.config.getoption("count", None)
+    if not count or item.get_closest_marker("repeat") is not None:
+        return ""
+    return f" --count={count}"
 
 
 def add_trace_section(
