@@ -3,7 +3,8 @@
 * The ``trace`` fixture is session-scoped, so Hypothesis' health check for function-scoped
   fixtures lets a ``@given`` test name it; while an example runs, it reads that example's
   events (`EXAMPLE`), as each example is a test of its own to the user. The test's own
-  trace (its report, its trace file) still holds every example's.
+  trace (its report, its trace file) still holds every example's. (Not in a test that
+  shares the kit's function-scoped state with every example, `_SHARED`.)
 * A marker's faults belong to the test, not to each example: its ``times=`` budget is
   spent by the first examples and the others run without the fault. A test whose body
   enters ``af.fault_scope()`` has a fresh kit per example (the markers are then its
@@ -38,8 +39,14 @@ __all__ = [
 
 #: set by the plugin's setup on a ``@given`` test with ``inject_fault`` markers
 GIVEN = pytest.StashKey[bool]()
-#: set by the plugin's setup on every ``@given`` test with the kit's state
+#: set by the plugin's setup on a ``@given`` test with the kit's state whose trace is
+#: read per example
 _EXAMPLES = pytest.StashKey[bool]()
+#: The kit's function-scoped fixtures holding the test's state: a ``@given`` test taking
+#: one has told Hypothesis' health check that its examples share it (it fails otherwise),
+#: and its trace is shared with them, so the plan's fired faults and the clock's waits
+#: still match the trace.
+_SHARED = frozenset(("faults", "virtual_clock", "http_faults", "llm_server"))
 #: the running example's trace, while one runs (what the ``trace`` fixture reads then)
 EXAMPLE: pytest.StashKey[Trace] = pytest.StashKey()
 
@@ -63,7 +70,8 @@ def watch_given(item: pytest.Item, *, marked: bool) -> None:
     not at start-up, where it would wrap every test's call, and such tests are rare.
     Registered during that test's setup, it wraps that test's call already.
     """
-    item.stash[_EXAMPLES] = True
+    if _SHARED.isdisjoint(getattr(item, "fixturenames", ())):
+        item.stash[_EXAMPLES] = True
     if marked:
         item.stash[GIVEN] = True  # warned after its call, unless it used fault_scope
     config = item.config

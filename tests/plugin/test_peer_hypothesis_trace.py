@@ -5,7 +5,9 @@ check for function-scoped fixtures does not stop a ``@given`` test that names it
 example is a test of its own to the user: reading ``trace`` in one shows that example's
 runs, not the sum of every example before it (which made the second example's
 ``trace.count("run.end") == 1`` fail with ``2 == 1`` and Hypothesis shrink a failure
-that no example had). The test's own report still shows every example's events.
+that no example had). The test's own report still shows every example's events. A test
+that takes the function-scoped ``faults`` (Hypothesis' health check suppressed) shares
+the plan with every example, and its trace with it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import pytest
 pytest.importorskip("hypothesis")
 
 GIVEN = """
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 EXAMPLES = []
+EXAMPLES_SHARED = []
 
 @settings(max_examples=5, database=None)
 @given(calls=st.integers(1, 3))
@@ -35,7 +38,18 @@ def test_a_failing_example_shows_the_whole_test_in_its_report(calls, trace):
     make().run("go")
     assert calls < 3
 
+@settings(max_examples=3, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(calls=st.integers(1, 3))
+def test_shared_fixtures_share_the_trace_too(calls, faults, trace):
+    # faults is shared by every example (the health check suppressed): the trace with it,
+    # so the plan's fired faults and the trace's fault events still agree
+    faults.tool("fetch").raises(ConnectionError("reset")).times(1)
+    make().run("go")
+    assert len(faults.fired) == trace.count("tool.fault") == len(EXAMPLES_SHARED) + 1
+    EXAMPLES_SHARED.append(calls)
+
 def test_z_ran_several_examples():
+    assert len(EXAMPLES_SHARED) > 1
     assert len(EXAMPLES) > 1
 """
 
@@ -46,7 +60,7 @@ def test_the_trace_fixture_is_per_example_in_a_given_test(suite, pytester):
         pytest="[pytest]\nasyncio_default_fixture_loop_scope = function\nfilterwarnings = error\n",
     )
     result = suite(GIVEN).runpytest("-p", "no:randomly")
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=3, failed=1)
     out = result.stdout.str()
     assert "test_a_failing_example_shows_the_whole_test_in_its_report(" in out  # its name
     assert "calls=3" in out  # the one failing example, not a sum of earlier ones
