@@ -69,7 +69,7 @@ def test_a_timeout_in_a_blocked_tool_fails_the_test_and_leaves_nothing_patched(s
     result = suite(
         TOOLS
         + """
-@pytest.mark.timeout(0.05, method="signal")
+@pytest.mark.timeout(0.2, method="signal", func_only=True)  # the call alone: load-proof
 @pytest.mark.inject_fault(tool="blocks", raises=ConnectionError("reset"))
 def test_blocked(trace):
     agent(blocks, timeout_seconds=None, max_retries=3).run("go")
@@ -83,7 +83,7 @@ def test_z_nothing_left():
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*Failed: Timeout (>0.05s) from pytest-timeout*",
+            "*Failed: Timeout (>0.2s) from pytest-timeout*",
             "*tool.error*blocks  attempt 2  Failed: Timeout*",
             "*aborted: tool 'blocks' stopped in attempt 2, not retried: Failed: Timeout*",
         ]
