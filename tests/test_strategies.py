@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Annotated, Any
@@ -430,8 +431,11 @@ print(json.dumps(seen))
 
 
 def test_each_module_loads_only_its_own_heavy_dependency() -> None:
+    # Without other packages' Hypothesis plugins, which `import hypothesis` loads: trio's
+    # (in the test extra) imports trio.testing, and with it pytest; theirs, not ours.
+    env = {**os.environ, "HYPOTHESIS_NO_PLUGINS": "1"}
     out = subprocess.run(
-        [sys.executable, "-c", LAYERS], check=True, capture_output=True, text=True
+        [sys.executable, "-c", LAYERS], check=True, capture_output=True, text=True, env=env
     ).stdout
     schedules, fakes, strategies = (set(loaded) for loaded in json.loads(out))
     never = {"pytest", "_pytest", "respx"}

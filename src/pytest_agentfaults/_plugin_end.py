@@ -18,14 +18,32 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 from pytest_agentfaults import _plugin_network as _network
+from pytest_agentfaults._plugin_coverage import SCRIPTED
 from pytest_agentfaults._plugin_fixtures import ENDED
+from pytest_agentfaults._plugin_report import SHOWN
 from pytest_agentfaults._plugin_state import STATE, unpend
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.session import TestState
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
-__all__ = ["end_test", "note_xpass", "switch_off"]
+__all__ = ["end_test", "forget_last_attempt", "note_xpass", "switch_off"]
+
+
+def forget_last_attempt(item: pytest.Item) -> None:
+    """A rerun of ``item`` (pytest-rerunfailures runs the same item again): a fresh attempt.
+
+    How the last attempt ended is its own: left on the item, its end (`ENDED`) would make
+    the rerun's safety net skip switching it off (a KeyboardInterrupt would leave its
+    patches on) and a late read of its trace an error, and its shown trace section
+    (`SHOWN`) would keep the rerun's failure from showing its own.
+    """
+    stash = item.stash
+    del stash[ENDED]
+    if SHOWN in stash:
+        del stash[SHOWN]
+    if SCRIPTED in stash:
+        del stash[SCRIPTED]
 
 
 def end_test(item: pytest.Item, call: pytest.CallInfo[None]) -> TestState | None:

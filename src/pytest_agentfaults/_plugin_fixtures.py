@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agentfaults import _plugin_network as _network
+from pytest_agentfaults._plugin_given import EXAMPLE
 from pytest_agentfaults._plugin_state import STATE, Session, running_item, switch_on_late
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ def running_trace() -> Trace:
     """The trace of the test running in this context (what the ``trace`` view reads)."""
     __tracebackhide__ = True
     item = running_item("trace")
+    if EXAMPLE in item.stash:  # a Hypothesis example runs: its own events (`_plugin_given`)
+        return item.stash[EXAMPLE]
     state = item.stash.get(STATE, None)
     if state is None:  # the test asked for it late (request.getfixturevalue), or ended
         if item.stash.get(ENDED, False):

@@ -22,6 +22,7 @@ from pytest_agentfaults import _plugin_fixtures as _fixtures
 from pytest_agentfaults import _plugin_network as _network
 from pytest_agentfaults import _plugin_options as _options
 from pytest_agentfaults import _plugin_paths as _paths
+from pytest_agentfaults import _plugin_peers as _peers
 from pytest_agentfaults import _plugin_scopes as _scopes
 from pytest_agentfaults import _plugin_secrets as _secrets
 from pytest_agentfaults import _plugin_totals as _totals
@@ -213,13 +214,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     plugin costs it next to nothing; a kit fixture it asks for later builds the state then.
     """
     __tracebackhide__ = True
+    if _fixtures.ENDED in item.stash:  # a rerun (pytest-rerunfailures): a fresh attempt
+        _end.forget_last_attempt(item)
     marks = _kit_marks(item)  # one walk up the tree for all our markers
     declared = _declares_kit(item, marks)
+    may_use = declared
     if declared:
         state = _start_state(item, marks, declared)
         # the kit's fixtures it names, filled in here (`_plugin_fixtures`)
         _fixtures.fill_kit_fixtures(item, state, item.config.stash[_SESSION])
     elif _may_use_kit(item, marks, declared):
+        may_use = True
         if _uses_the_kit(item, marks):  # a fixture of a kit fixture's name: virtual time now
             _start_state(item, marks, declared)
         else:
@@ -228,6 +233,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     # every test once the runtime is loaded: an unrelated test keeps its network, whatever
     # ran before it (our own model clients refuse real hosts in every test regardless).
     _network.start_network(item, declared, allowed="allow_network" in marks)
+    if may_use:  # unittest's cases and subtests (`_plugin_peers`)
+        _peers.prepare(item)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -296,7 +303,8 @@ def pytest_runtest_makereport(
     stash = item.stash
     if not ending:
         if _STATE not in stash:  # (a `stash.get` that misses raises and catches a KeyError)
-            if call.when == "call":  # a guarded test without kit state (ini block)
+            # a guarded test without kit state (ini block); not a subtest's report
+            if call.when == "call" and _peers.IN_CALL not in stash:
                 _network.note_call(item, report)
             return report
         state = stash[_STATE]
@@ -304,6 +312,11 @@ def pytest_runtest_makereport(
         return report
     session = item.config.stash[_SESSION]
     failed = report.outcome == "failed"
+    if _peers.IN_CALL in stash:  # a subtest's report, made during the call: not the test's
+        if failed:
+            state.failed = True
+            _add_trace_section(item, report, state, session, subtest=True)
+        return report
     if failed or session.trace_mode == "always":  # else no section is wanted
         _add_trace_section(item, report, state, session)
     when = report.when

@@ -130,16 +130,37 @@ def replay(item: pytest.Item, session: Session) -> str:
     The session seed, not the test's own: each test's seed is derived from the session
     seed and the test id, so this reproduces it whatever else runs (or runs first).
     """
-    return f"pytest --agentfaults-seed={session.seed} {shlex.quote(item.nodeid)}"
+    return f"pytest --agentfaults-seed={session.seed}{_repeated(item)} {shlex.quote(item.nodeid)}"
+
+
+def _repeated(item: pytest.Item) -> str:
+    """pytest-repeat's ``--count``, without which a repetition's id (``[2-3]``) is not found.
+
+    A repetition made by its ``repeat`` marker needs nothing: the marker makes it again.
+    """
+    callspec = getattr(item, "callspec", None)  # pytest-repeat parametrizes its fixture
+    if callspec is None or "__pytest_repeat_step_number" not in callspec.params:
+        return ""
+    count = item.config.getoption("count", None)
+    if not count or item.get_closest_marker("repeat") is not None:
+        return ""
+    return f" --count={count}"
 
 
 def add_trace_section(
-    item: pytest.Item, report: pytest.TestReport, state: TestState, session: Session
+    item: pytest.Item,
+    report: pytest.TestReport,
+    state: TestState,
+    session: Session,
+    *,
+    subtest: bool = False,
 ) -> None:
     """The "recovery trace" section, for a test that recorded something or uses the kit.
 
     On the call report (or a failed setup), and on a failed teardown (a strict check)
     when the test's report has none yet. It opens with the command that replays the test.
+    A failed ``subtest``'s report gets the trace so far, and the test's own still gets it
+    whole.
     """
     mode = session.trace_mode
     if mode == "never" or item.stash.get(SHOWN, False):
@@ -150,7 +171,8 @@ def add_trace_section(
         wanted = (report.when == "call" or report.failed) and (mode == "always" or report.failed)
     if wanted and (state.recorded() or state.declared):
         report.sections.append(("recovery trace", state.render(replay=replay(item, session))))
-        item.stash[SHOWN] = True
+        if not subtest:
+            item.stash[SHOWN] = True
 
 
 def ship(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from pytest_agentfaults._plugin_given import GIVEN, watch_given
+from pytest_agentfaults._plugin_given import watch_given
 
 if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
@@ -307,9 +307,9 @@ def start_state(
         for mark in fault_marks(item):  # a loop, not a comprehension: its frame hides
             faults.append(parsed(mark, kit, item))
         state.add_faults(faults)
-        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
-            item.stash[GIVEN] = True  # warned after its call, unless it used fault_scope
-            watch_given(item.config)  # its call hook, registered on the first such test
+    if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+        # its trace read per example; its markers warned about unless it used fault_scope
+        watch_given(item, marked="inject_fault" in marks)
     item.stash[STATE] = state
     if uses_the_kit(item, marks):
         # before the plan's function faults patch: a fault on time:sleep wraps the

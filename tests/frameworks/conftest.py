@@ -16,7 +16,8 @@ def _inner_ini(request: pytest.FixtureRequest) -> None:
     pytester: pytest.Pytester = request.getfixturevalue("pytester")
     pytester.makefile(
         ".ini",
-        pytest="[pytest]\naddopts = -p no:hypothesispytest\n"
+        # (pytest-rerunfailures: see tests/plugin/conftest.py)
+        pytest="[pytest]\naddopts = -p no:hypothesispytest -p no:rerunfailures\n"
         "asyncio_default_fixture_loop_scope = function\nfilterwarnings = error\n",
     )
 

@@ -28,8 +28,10 @@ def make(steps=None, **kw):
 def _inner_ini(pytester):
     pytester.makefile(
         ".ini",
-        # hypothesis' pytest plugin costs ~1 s per in-process session; no inner test needs it
-        pytest="[pytest]\naddopts = -p no:hypothesispytest\n"
+        # hypothesis' pytest plugin costs ~1 s per in-process session; no inner test needs it.
+        # pytest-rerunfailures, beside xdist, starts a loopback status server per session
+        # that it never stops: only the tests of it let it load (test_peer_reruns.py)
+        pytest="[pytest]\naddopts = -p no:hypothesispytest -p no:rerunfailures\n"
         "asyncio_default_fixture_loop_scope = function\nfilterwarnings = error\n",
     )
 

@@ -36,6 +36,7 @@ def test_importing_the_entry_point_loads_only_the_stdlib_and_pytest():
         "pytest_agentfaults._plugin_network",
         "pytest_agentfaults._plugin_options",
         "pytest_agentfaults._plugin_paths",
+        "pytest_agentfaults._plugin_peers",
         "pytest_agentfaults._plugin_report",
         "pytest_agentfaults._plugin_scopes",
         "pytest_agentfaults._plugin_secrets",

@@ -307,10 +307,26 @@ def _model_call_sync(effect: ModelCall) -> ModelResponse:
 
 # ------------------------------------------------------------------------ async driver
 
+# Awaited where no asyncio loop runs (trio, or a coroutine driven by hand): the runtime's
+# backoff, tool deadlines and parallel calls are asyncio's, and would fail at the first
+# wait with the other library's error, after the run had started.
+_NOT_ASYNCIO: Final = (
+    "agent.arun() and tool.ainvoke() need an asyncio event loop, and none is running "
+    "here (a trio run? anyio's pytest plugin runs a test under trio when its "
+    "anyio_backend fixture says 'trio'): the runtime's backoff, tool timeouts and "
+    "parallel tool calls wait on asyncio. Run the test on asyncio (anyio_backend = "
+    "'asyncio', or pytest-asyncio), or call the sync agent.run() instead"
+)
+
 
 async def adrive(steps: Steps[T]) -> T:
-    """Run ``steps`` to completion, awaiting each effect."""
+    """Run ``steps`` to completion, awaiting each effect (on asyncio: `_NOT_ASYNCIO`)."""
     __tracebackhide__ = True
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        steps.close()
+        raise UsageError(_NOT_ASYNCIO) from None
     value: Any = None
     error: BaseException | None = None
     while True:

@@ -56,7 +56,9 @@ def exhausted_after(events: Sequence[Event]) -> dict[int, str]:
 
     ``retries exhausted``: a tool call, or a run's model calls, whose last attempt failed
     after at least one retry. ``not retried``: one that failed with a retryable error and
-    was never retried (no retry configured for it).
+    was never retried (no retry configured for it). ``aborted``: one whose last attempt was
+    stopped from outside (a KeyboardInterrupt, pytest-timeout's failure, a cancelled
+    task, a budget cap), which no policy retries: its retries did not run out.
     """
     found: dict[int, str] = {}
     last_error: dict[tuple[str, str], int] = {}
@@ -88,7 +90,10 @@ def exhausted_after(events: Sequence[Event]) -> dict[int, str]:
         cause = f": {error}" if error is not None else ""
         if key in explicit:
             continue
-        if key in retried:
+        if error is not None and error.kind == "aborted":
+            tried = event.attempt or attempts.get(key, 1)
+            found[index] = f"aborted: {what} stopped in attempt {tried}, not retried{cause}"
+        elif key in retried:
             tried = event.attempt or attempts.get(key, 1)
             found[index] = f"retries exhausted: {what} failed all {tried} attempts{cause}"
         elif error is not None and error.retryable:
