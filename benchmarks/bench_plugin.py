@@ -101,9 +101,15 @@ markers =
     inject_fault: registered here too so the run without the plugin is identical
 """
 
-# The other plugins installed beside this one load in both runs alike; these two are off
-# in both, since hypothesis' costs ~1 s per in-process session whatever the suite.
-COMMON = ["-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest"]
+# The other plugins installed beside this one load in both runs alike; these are off in
+# both: hypothesis' costs ~1 s per in-process session whatever the suite, and the three
+# peers the test extras install so the kit's own tests can run beside them (reruns,
+# timeouts, repeats) add ~225k instructions to every test (+10%, callgrind), which would
+# dilute every ratio below with a cost a plain pytest suite does not have.
+COMMON = [
+    *("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest"),
+    *("-p", "no:rerunfailures", "-p", "no:timeout", "-p", "no:repeat"),
+]
 # For the start-up figure, also off in both runs: the other installed plugins whose own
 # start-up is long and varies from run to run (langsmith's alone imports ~0.5 s), which
 # made a 2.3 s session whose pairs differed by +-150 ms. Without them the difference of a
