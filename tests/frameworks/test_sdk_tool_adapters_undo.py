@@ -9,16 +9,6 @@ import pytest
 from anthropic.lib.tools import _beta_functions, _beta_runner
 from google.genai import _extra_utils
 
-ORIGINALS = {
-    "call": _beta_functions.BetaFunctionTool.__dict__["call"],
-    "acall": _beta_functions.BetaAsyncFunctionTool.__dict__["call"],
-    "run_tool": _beta_runner.BaseSyncToolRunner.__dict__["_run_tool"],
-    "invoke": _extra_utils.invoke_function_from_dict_args,
-    "ainvoke": _extra_utils.invoke_function_from_dict_args_async,
-    "parts": _extra_utils.get_function_response_parts,
-}
-
-
 def current():
     return {
         "call": _beta_functions.BetaFunctionTool.__dict__["call"],
@@ -28,6 +18,9 @@ def current():
         "ainvoke": _extra_utils.invoke_function_from_dict_args_async,
         "parts": _extra_utils.get_function_response_parts,
     }
+
+
+ORIGINALS = current()  # at import, before any test
 
 
 @pytest.fixture
