@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
-__all__ = ["FRAMEWORK_NAMES", "Outcome", "Site", "arun_attempt", "run_attempt"]
+__all__ = ["FRAMEWORK_NAMES", "Outcome", "Site", "arun_attempt", "failure_text", "run_attempt"]
 
 T = TypeVar("T")
 
@@ -83,6 +83,13 @@ FRAMEWORK_NAMES: Final = (
 
 
 _UNKNOWN: Final = Site()
+
+
+def failure_text(failure: ToolFailure) -> str:
+    """What the model reads of a ``returns=af.ToolFailure(...)``, in every framework alike."""
+    if not failure.recommendations:
+        return failure.error
+    return failure.error + " Recommendations: " + "; ".join(failure.recommendations)
 
 
 def run_attempt(

@@ -26,8 +26,13 @@ from contextvars import ContextVar
 from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
-from pytest_agentfaults.testing._frameworks import Unhookable
-from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt, run_attempt
+from pytest_agentfaults.testing._frameworks._core import (
+    Site,
+    arun_attempt,
+    failure_text,
+    run_attempt,
+)
+from pytest_agentfaults.testing._frameworks._hook import hook_attribute
 from pytest_agentfaults.testing._frameworks._refusals import refused_arguments
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
@@ -35,7 +40,6 @@ __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTR
 __all__ = ["FRAMEWORK", "install"]
 
 FRAMEWORK: Final = "anthropic"
-_HOOKED: Final = "__agentfaults_hook__"
 _UNKNOWN: Final = Site()
 
 #: what the runner running a tool now knows of the attempt (`_run_tool`'s hook sets it)
@@ -48,12 +52,15 @@ def install() -> Callable[[], None]:
 
     undos: list[Callable[[], None]] = []
     try:
-        undos.append(_hook(_beta_functions, "BetaFunctionTool", _sync_call))
-        undos.append(_hook(_beta_functions, "BetaAsyncFunctionTool", _async_call))
+        for name, make in (
+            ("BetaFunctionTool", _sync_call),
+            ("BetaAsyncFunctionTool", _async_call),
+        ):
+            missing = f"anthropic's {name} has no call of its own in this version"
+            undos.append(hook_attribute(_class(_beta_functions, name), "call", make, missing))
         # the runners' Site is a refinement: a version without `_run_tool` still has faults
         for name, make in (("BaseSyncToolRunner", _sync_run), ("BaseAsyncToolRunner", _async_run)):
-            if isinstance(getattr(_beta_runner, name, None), type):
-                undos.append(_hook(_beta_runner, name, make, method="_run_tool", required=False))
+            undos.append(hook_attribute(_class(_beta_runner, name), "_run_tool", make, None))
     except BaseException:
         raise_together(run_all(reversed(undos)), "undoing the anthropic hooks failed")
         raise
@@ -61,35 +68,6 @@ def install() -> Callable[[], None]:
     def undo() -> None:
         steps, undos[:] = list(reversed(undos)), []
         raise_together(run_all(steps), "undoing the anthropic hooks failed")
-
-    return undo
-
-
-def _hook(
-    module: Any,
-    owner_name: str,
-    make: Callable[[Any], Any],
-    *,
-    method: str = "call",
-    required: bool = True,
-) -> Callable[[], None]:
-    owner = getattr(module, owner_name, None)
-    original = owner.__dict__.get(method) if isinstance(owner, type) else None
-    if original is None:
-        if required:
-            raise Unhookable(f"anthropic's {owner_name} has no {method} of its own in this version")
-        return _nothing
-    if getattr(original, _HOOKED, False):
-        return _nothing  # hooked already (an enclosing session)
-    hooked = make(original)
-    setattr(hooked, _HOOKED, True)
-    hooked.__doc__ = original.__doc__
-    hooked.__wrapped__ = original
-    setattr(owner, method, hooked)
-
-    def undo() -> None:
-        if owner.__dict__.get(method) is hooked:
-            setattr(owner, method, original)
 
     return undo
 
@@ -173,11 +151,9 @@ def _tool_error(failure: ToolFailure) -> NoReturn:
     """An `af.ToolFailure` as the SDK's own ``ToolError``: the ``is_error`` result's content."""
     from anthropic.lib.tools import ToolError  # noqa: PLC0415 - anthropic is loaded by now
 
-    text = failure.error
-    if failure.recommendations:
-        text += " Recommendations: " + "; ".join(failure.recommendations)
-    raise ToolError(text)
+    raise ToolError(failure_text(failure))
 
 
-def _nothing() -> None:
-    return None
+def _class(module: Any, name: str) -> type[Any] | None:
+    found = getattr(module, name, None)
+    return found if isinstance(found, type) else None

@@ -31,15 +31,19 @@ from contextvars import ContextVar
 from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
-from pytest_agentfaults.testing._frameworks import Unhookable
-from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt, run_attempt
+from pytest_agentfaults.testing._frameworks._core import (
+    Site,
+    arun_attempt,
+    failure_text,
+    run_attempt,
+)
+from pytest_agentfaults.testing._frameworks._hook import hook_attribute
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORK", "install"]
 
 FRAMEWORK: Final = "google_genai"
-_HOOKED: Final = "__agentfaults_hook__"
 _UNKNOWN: Final = Site()
 
 #: the model response whose calls are being answered (`_answering`'s hook sets it)
@@ -52,14 +56,18 @@ def install() -> Callable[[], None]:
 
     undos: list[Callable[[], None]] = []
     try:
-        undos.append(_hook(_extra_utils, "invoke_function_from_dict_args", _sync_invoke))
-        undos.append(_hook(_extra_utils, "invoke_function_from_dict_args_async", _async_invoke))
+        for name, make in (
+            ("invoke_function_from_dict_args", _sync_invoke),
+            ("invoke_function_from_dict_args_async", _async_invoke),
+        ):
+            missing = f"google-genai's _extra_utils has no {name} in this version"
+            undos.append(hook_attribute(_extra_utils, name, make, missing))
         # which response asked: a refinement, so a version without these still has faults
         for name, make in (
             ("get_function_response_parts", _sync_answering),
             ("get_function_response_parts_async", _async_answering),
         ):
-            undos.append(_hook(_extra_utils, name, make, required=False))
+            undos.append(hook_attribute(_extra_utils, name, make, None))
     except BaseException:
         raise_together(run_all(reversed(undos)), "undoing the google-genai hooks failed")
         raise
@@ -67,28 +75,6 @@ def install() -> Callable[[], None]:
     def undo() -> None:
         steps, undos[:] = list(reversed(undos)), []
         raise_together(run_all(steps), "undoing the google-genai hooks failed")
-
-    return undo
-
-
-def _hook(
-    module: Any, name: str, make: Callable[[Any], Any], *, required: bool = True
-) -> Callable[[], None]:
-    original = module.__dict__.get(name)
-    if not callable(original):
-        if required:
-            raise Unhookable(f"google-genai's _extra_utils has no {name} in this version")
-        return _nothing
-    if getattr(original, _HOOKED, False):
-        return _nothing  # hooked already (an enclosing session)
-    hooked = make(original)
-    setattr(hooked, _HOOKED, True)
-    hooked.__wrapped__ = original
-    setattr(module, name, hooked)
-
-    def undo() -> None:
-        if module.__dict__.get(name) is hooked:
-            setattr(module, name, original)
 
     return undo
 
@@ -184,11 +170,4 @@ class _FunctionFailed(Exception):
 
 
 def _failed(failure: ToolFailure) -> NoReturn:
-    text = failure.error
-    if failure.recommendations:
-        text += " Recommendations: " + "; ".join(failure.recommendations)
-    raise _FunctionFailed(text)
-
-
-def _nothing() -> None:
-    return None
+    raise _FunctionFailed(failure_text(failure))

@@ -39,7 +39,12 @@ from typing import Any, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._frameworks import Unhookable
-from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt, run_attempt
+from pytest_agentfaults.testing._frameworks._core import (
+    Site,
+    arun_attempt,
+    failure_text,
+    run_attempt,
+)
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
@@ -71,7 +76,7 @@ def install() -> Callable[[], None]:
 
     def failure(tf: ToolFailure) -> NoReturn:
         __tracebackhide__ = True
-        raise ToolException(_failure_text(tf))
+        raise ToolException(failure_text(tf))
 
     original_run = BaseTool.__dict__.get("run")
     original_arun = BaseTool.__dict__.get("arun")
@@ -254,16 +259,6 @@ def _tool_input(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, A
     elif args:
         shown.setdefault("args", list(args))
     return shown
-
-
-def _failure_text(tf: ToolFailure) -> str:
-    """A `ToolFailure`'s text as the ``ToolException`` message the model will read.
-
-    The same text as the pydantic-ai adapter's ``ModelRetry``: one wording everywhere.
-    """
-    if not tf.recommendations:
-        return tf.error
-    return tf.error + " Recommendations: " + "; ".join(tf.recommendations)
 
 
 def _put_back(owner: type, name: str, original: object) -> None:

@@ -63,7 +63,7 @@ from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing._fault import ToolFault
 from pytest_agentfaults.testing._frameworks import Unhookable
 from pytest_agentfaults.testing._frameworks._claims import claim_of
-from pytest_agentfaults.testing._frameworks._core import arun_attempt
+from pytest_agentfaults.testing._frameworks._core import arun_attempt, failure_text
 from pytest_agentfaults.testing._frameworks._refusals import refused_arguments
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
@@ -196,10 +196,7 @@ def _text(result: Any) -> str:
 
 
 def _failure_result(failure: ToolFailure) -> Any:
-    text = failure.error
-    if failure.recommendations:
-        text += " Recommendations: " + "; ".join(failure.recommendations)
-    return _result(text, is_error=True)
+    return _result(failure_text(failure), is_error=True)
 
 
 def _crash_result(name: str, exc: Exception) -> Any:

@@ -42,7 +42,7 @@ from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._current import current_plan
 from pytest_agentfaults.testing._fault import ToolFault
 from pytest_agentfaults.testing._frameworks import Unhookable
-from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
+from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt, failure_text
 from pytest_agentfaults.testing._frameworks._refusals import refused_arguments
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
@@ -59,10 +59,7 @@ class ToolFailureError(Exception):
     """
 
     def __init__(self, failure: ToolFailure) -> None:
-        text = failure.error
-        if failure.recommendations:
-            text += " Recommendations: " + "; ".join(failure.recommendations)
-        super().__init__(text)
+        super().__init__(failure_text(failure))
         self.failure = failure
 
 

@@ -27,7 +27,7 @@ from typing import Any, Final, NoReturn
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._frameworks import Unhookable
-from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt
+from pytest_agentfaults.testing._frameworks._core import Site, arun_attempt, failure_text
 from pytest_agentfaults.testing._frameworks._refusals import refused_arguments
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
@@ -130,7 +130,4 @@ def _model_retry(failure: ToolFailure) -> NoReturn:
     """An `af.ToolFailure` as pydantic-ai's own: a ``ModelRetry`` the model reads."""
     from pydantic_ai import ModelRetry  # noqa: PLC0415 - pydantic-ai is loaded by now
 
-    text = failure.error
-    if failure.recommendations:
-        text += " Recommendations: " + "; ".join(failure.recommendations)
-    raise ModelRetry(text)
+    raise ModelRetry(failure_text(failure))
