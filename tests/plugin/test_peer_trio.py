@@ -4,7 +4,7 @@ On asyncio, ``agent.arun`` recovers from a fault with its backoff in virtual tim
 runtime's async side (backoff, tool deadlines, parallel tool calls) is asyncio's: under
 trio it refuses at once with a `UsageError` naming the fix, instead of failing at its
 first backoff with trio's "unrecognized yield message". (Under trio, ``anyio.sleep`` in
-the test itself stays real: docs/howto/virtual-time.md.)
+the test itself is virtual: tests/plugin/test_virtual_time_trio.py.)
 """
 
 from __future__ import annotations

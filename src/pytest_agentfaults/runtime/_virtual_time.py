@@ -20,6 +20,8 @@ to the function).
   and looptime). Concurrent sleeps overlap: three concurrent 1 s sleeps take 1 s.
   "Idle" means nothing ready, no task moving, no real timer due before the virtual end,
   and, while a socket or the default executor is busy, 50 ms of real time like that.
+* Under trio (anyio's trio backend), ``anyio.sleep`` is a timer of the trio run, fired
+  the same way (`_virtual_trio`).
 * Only sleeps are virtual. The loop's own clock keeps real time, so I/O timeouts,
   `asyncio.timeout` and `asyncio.wait_for` stay real; `time.monotonic` too.
 * Inside a tool attempt with a deadline, a sleep crossing it ends at the deadline and the
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pytest_agentfaults._patches import live, replaced, retire
 from pytest_agentfaults.errors import VirtualTimeSpinError
 from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded, attempt_deadline
+from pytest_agentfaults.runtime._virtual_trio import TrioTimers, running_trio
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import VirtualClock
@@ -88,6 +91,7 @@ class ThreadTime:
         "active",
         "clock",
         "loops",
+        "runs",
         "spun",
         "suspended",
         "thread",
@@ -108,6 +112,7 @@ class ThreadTime:
         self._slept = 0.0
         self._since = _monotonic()
         self.loops: dict[asyncio.AbstractEventLoop, _LoopTimers] = {}
+        self.runs: dict[object, TrioTimers] = {}  # trio runs, by their root task
         self._undo: list[tuple[object, str, object, object]] = []
         self._lock = threading.Lock()  # worker threads' sleeps, one at a time on the clock
 
@@ -153,6 +158,10 @@ class ThreadTime:
             loops, self.loops = self.loops, {}
             for timers in loops.values():
                 timers.close(self.clock.now())
+        if self.runs:
+            runs, self.runs = self.runs, {}
+            for run in runs.values():
+                run.close(self.clock.now())
 
     def _mine(self) -> bool:
         if not self.active or self.suspended:
@@ -214,9 +223,13 @@ class ThreadTime:
             __tracebackhide__ = True
             seconds = _seconds(delay, allow_zero=False)
             loop = self._loop() if seconds is not None else None
-            if loop is None or seconds is None:
+            if loop is not None and seconds is not None:
+                await self._wait(loop, seconds)
+                return None
+            trio = running_trio() if seconds is not None and self._mine() else None
+            if trio is None or seconds is None:  # not ours, or under neither asyncio nor trio
                 return await previous(delay)
-            await self._wait(loop, seconds)
+            await self._wait(None, seconds, trio)
             return None
 
         return sleep
@@ -230,7 +243,9 @@ class ThreadTime:
         except RuntimeError:
             return None
 
-    async def _wait(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+    async def _wait(
+        self, loop: asyncio.AbstractEventLoop | None, seconds: float, trio: Any = None
+    ) -> None:
         __tracebackhide__ = True
         clock = self.clock
         self._counted += 1
@@ -244,7 +259,11 @@ class ThreadTime:
         cut = limit is not None and end > limit
         if limit is not None and cut:
             end = max(start, limit)
-        if readable(loop):
+        if trio is not None:
+            left = await self._trio_timers(trio).until(end, clock.now)
+            if left:  # the test ended first: the rest of the wait is real
+                await trio.sleep(left)
+        elif loop is not None and readable(loop):
             timers = self.loops.get(loop)
             if timers is None:
                 timers = self.loops[loop] = _LoopTimers(self, loop)
@@ -255,6 +274,20 @@ class ThreadTime:
             clock._store(end)
         if limit is not None and cut:
             raise AttemptDeadlineExceeded(limit)
+
+    def _trio_timers(self, trio: Any) -> TrioTimers:
+        """The timers of the trio run this call is in (its root task names it)."""
+        root = trio.lowlevel.current_root_task()
+        timers = self.runs.get(root)
+        if timers is None:
+            runs = self.runs
+
+            def forget(done: TrioTimers) -> None:
+                if runs.get(root) is done:
+                    del runs[root]
+
+            timers = self.runs[root] = TrioTimers(trio, forget)
+        return timers
 
 
 def handed_over() -> bool:

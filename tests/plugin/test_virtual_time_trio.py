@@ -1,0 +1,170 @@
+"""Virtual time under trio: ``anyio.sleep`` in a kit test waits on the test's clock.
+
+The official SDKs' async clients back off with ``anyio.sleep``. Under anyio's trio backend
+(or a ``trio.run`` of the test's own) those waits stayed real: a 503, 503, 200 test slept
+its backoff, and the verdict read the real gaps. They are now timers on the test's virtual
+clock, as on asyncio: recorded in ``virtual_clock.sleeps``, concurrent ones overlap, and
+the earliest ends once the trio run is idle.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("trio")
+pytest.importorskip("anyio")
+
+BODY = """
+import threading
+import time
+
+import pytest
+
+import anyio
+import trio
+
+@pytest.fixture
+def anyio_backend():
+    return "trio"
+
+def quick(started):
+    return time.perf_counter() - started < 1   # well under the 30 s asked for
+
+@pytest.mark.anyio
+async def test_a_sleep_is_virtual(virtual_clock):
+    started = time.perf_counter()
+    await anyio.sleep(30)
+    assert quick(started)
+    assert virtual_clock.sleeps == [30]
+    assert virtual_clock.now() == 30
+
+@pytest.mark.anyio
+async def test_concurrent_waits_overlap_and_end_in_order(virtual_clock):
+    ended = []
+    async def wait(delay):
+        await anyio.sleep(delay)
+        ended.append((delay, virtual_clock.now()))
+    started = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for delay in (3, 1, 2):
+            group.start_soon(wait, delay)
+    assert quick(started)
+    assert ended == [(1, 1), (2, 2), (3, 3)]
+    assert virtual_clock.now() == 3
+    assert sorted(virtual_clock.sleeps) == [1, 2, 3]
+
+def test_a_trio_run_of_the_test_own(virtual_clock):
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(anyio.sleep, 5)
+            nursery.start_soon(anyio.sleep, 5)
+    started = time.perf_counter()
+    trio.run(main)
+    assert quick(started)
+    assert virtual_clock.now() == 5
+
+@pytest.mark.anyio
+async def test_a_run_kept_busy_by_polling_still_reaches_its_timers(virtual_clock):
+    done = []
+    async def later():
+        await anyio.sleep(1)
+        done.append(virtual_clock.now())
+    async with anyio.create_task_group() as group:
+        group.start_soon(later)
+        while not done:
+            await anyio.sleep(0)   # never idle: the timer fires after a short while
+    assert done == [1]
+
+@pytest.mark.anyio
+async def test_a_real_deadline_before_the_virtual_end_comes_first(virtual_clock):
+    with anyio.move_on_after(0.01) as scope:   # real time, as timeouts are
+        await anyio.sleep(30)
+    assert scope.cancelled_caught
+    assert virtual_clock.now() < 30            # the sleep never ended
+
+@pytest.mark.anyio
+async def test_a_cancelled_sleep_leaves_the_others_on_time(virtual_clock):
+    ended = []
+    async def wait(delay):
+        await anyio.sleep(delay)
+        ended.append((delay, virtual_clock.now()))
+    async with anyio.create_task_group() as group:
+        group.start_soon(wait, 2)
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await anyio.sleep(1)            # cancelled before it could end
+        group.start_soon(wait, 3)
+    assert ended == [(2, 2), (3, 3)]
+
+@pytest.mark.anyio
+async def test_a_worker_thread_at_work_finishes_before_a_virtual_timer(virtual_clock):
+    order = []
+    def work():
+        threading.Event().wait(0.02)   # 20 ms of real work, no sleep
+        order.append("thread")
+    async def wait():
+        await anyio.sleep(1)
+        order.append("sleep")
+    async with anyio.create_task_group() as group:
+        group.start_soon(anyio.to_thread.run_sync, work)
+        group.start_soon(wait)
+    assert order == ["thread", "sleep"]
+
+@pytest.mark.real_time
+@pytest.mark.anyio
+async def test_real_time_keeps_the_real_sleep(trace):
+    assert "agentfaults" not in (anyio.sleep.__doc__ or "")
+
+@pytest.mark.anyio
+async def test_a_test_without_the_kit_keeps_the_real_sleep():
+    assert "agentfaults" not in (anyio.sleep.__doc__ or "")
+"""
+
+
+def test_anyio_sleep_under_trio_is_virtual_in_a_kit_test(pytester):
+    pytester.makepyfile(test_trio=BODY)
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=9)
+
+
+SDK = """
+import time
+
+import pytest
+
+import anyio
+
+CHAT = {
+    "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+    "choices": [{"index": 0, "finish_reason": "stop",
+                 "message": {"role": "assistant", "content": "It is sunny."}}],
+}
+
+@pytest.fixture
+def anyio_backend():
+    return "trio"
+
+@pytest.mark.anyio
+@pytest.mark.inject_fault(http=503, times=2)
+async def test_the_async_sdk_backs_off_in_virtual_time(
+    async_openai_client, http_faults, virtual_clock, trace
+):
+    http_faults.post("https://api.openai.com/v1/chat/completions").respond(200, json=CHAT)
+    started = time.perf_counter()
+    answer = await async_openai_client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "Weather in Paris?"}]
+    )
+    assert answer.choices[0].message.content == "It is sunny."
+    assert time.perf_counter() - started < 0.5     # the SDK's ~1.5 s of backoff
+    assert len(virtual_clock.sleeps) == 2
+    assert virtual_clock.now() == sum(virtual_clock.sleeps)
+    verdict = trace.verdict()
+    assert verdict.passed, verdict
+"""
+
+
+def test_the_async_openai_sdk_under_trio_backs_off_virtually(pytester):
+    pytest.importorskip("openai")
+    pytester.makepyfile(test_sdk_trio=SDK)
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1)
