@@ -160,11 +160,32 @@ async def test_the_async_sdk_backs_off_in_virtual_time(
     assert virtual_clock.now() == sum(virtual_clock.sleeps)
     verdict = trace.verdict()
     assert verdict.passed, verdict
+
+@pytest.mark.anyio
+@pytest.mark.inject_fault(http=529, times=2)
+async def test_over_the_loopback_server_too(llm_server, trace, virtual_clock):
+    import anthropic
+    from pytest_agentfaults.testing import say
+
+    llm_server.script([say("Sunny.")])
+    started = time.perf_counter()
+    async with anthropic.AsyncAnthropic(
+        base_url=llm_server.base_url("anthropic"), api_key="k"
+    ) as client:
+        message = await client.messages.create(
+            model="claude-haiku-4-5", max_tokens=50, messages=[{"role": "user", "content": "Hi"}]
+        )
+    assert message.content[0].text == "Sunny."
+    assert time.perf_counter() - started < 0.5     # the SDK's backoff, virtual
+    assert [r.fault for r in llm_server.requests] == ["529", "529", None]
+    assert len(virtual_clock.sleeps) == 2
+    trace.assert_resilient()
 """
 
 
-def test_the_async_openai_sdk_under_trio_backs_off_virtually(pytester):
+def test_the_async_sdks_under_trio_back_off_virtually(pytester):
     pytest.importorskip("openai")
+    pytest.importorskip("anthropic")
     pytester.makepyfile(test_sdk_trio=SDK)
     result = pytester.runpytest("-p", "no:randomly")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
