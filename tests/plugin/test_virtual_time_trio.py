@@ -110,6 +110,19 @@ async def test_a_worker_thread_at_work_finishes_before_a_virtual_timer(virtual_c
         group.start_soon(wait)
     assert order == ["thread", "sleep"]
 
+def test_a_run_on_trio_mock_clock_keeps_its_time(virtual_clock):
+    from trio.testing import MockClock
+
+    async def main():
+        await anyio.sleep(4)               # the run's autojump moves trio's clock...
+        return trio.current_time()
+
+    started = time.perf_counter()
+    assert trio.run(main, clock=MockClock(autojump_threshold=0)) == 4
+    assert quick(started)
+    assert virtual_clock.sleeps == [4]     # ...and the kit's clock follows it
+    assert virtual_clock.now() == 4
+
 @pytest.mark.real_time
 @pytest.mark.anyio
 async def test_real_time_keeps_the_real_sleep(trace):
@@ -124,7 +137,7 @@ async def test_a_test_without_the_kit_keeps_the_real_sleep():
 def test_anyio_sleep_under_trio_is_virtual_in_a_kit_test(pytester):
     pytester.makepyfile(test_trio=BODY)
     result = pytester.runpytest("-p", "no:randomly")
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=10)
 
 
 SDK = """

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pytest_agentfaults._patches import live, replaced, retire
 from pytest_agentfaults.errors import VirtualTimeSpinError
 from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded, attempt_deadline
-from pytest_agentfaults.runtime._virtual_trio import TrioTimers, running_trio
+from pytest_agentfaults.runtime._virtual_trio import TrioTimers, mock_clock, running_trio
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import VirtualClock
@@ -260,9 +260,15 @@ class ThreadTime:
         if limit is not None and cut:
             end = max(start, limit)
         if trio is not None:
-            left = await self._trio_timers(trio).until(end, clock.now)
-            if left:  # the test ended first: the rest of the wait is real
-                await trio.sleep(left)
+            mock = mock_clock(trio)
+            if mock is not None:  # the run's own MockClock (pytest-trio's): its time rules
+                before = mock.current_time()
+                await trio.sleep(end - start)
+                end = start + (mock.current_time() - before)
+            else:
+                left = await self._trio_timers(trio).until(end, clock.now)
+                if left:  # the test ended first: the rest of the wait is real
+                    await trio.sleep(left)
         elif loop is not None and readable(loop):
             timers = self.loops.get(loop)
             if timers is None:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
-__all__ = ["TrioTimers", "running_trio"]
+__all__ = ["TrioTimers", "mock_clock", "running_trio"]
 
 QUIET: Final = 0.05  # real seconds of quiet while a socket is watched (`QUIET_TICKS` * `TICK`)
 BUSY_LIMIT: Final = 0.2  # real seconds a run may stay busy before a due timer fires anyway
@@ -49,6 +49,20 @@ def running_trio() -> Any | None:
     if trio is None or not trio.lowlevel.in_trio_task():
         return None
     return trio
+
+
+def mock_clock(trio: Any) -> Any | None:
+    """The run's clock if it is trio's ``MockClock`` (pytest-trio's ``autojump_clock``).
+
+    A test that gives its run a ``MockClock`` has virtual time already, and reads it with
+    ``trio.current_time()``: a sleep then waits on that clock (autojumping or moved by
+    hand, as the test set it), and the kit's clock follows it.
+    """
+    testing: Any = sys.modules.get("trio.testing")  # no MockClock without it
+    if testing is None:
+        return None
+    clock = trio.lowlevel.current_clock()
+    return clock if isinstance(clock, testing.MockClock) else None
 
 
 class TrioTimers:
