@@ -135,20 +135,13 @@ def running_item(fixture: str) -> pytest.Item:
 KIT_FIXTURES = frozenset(
     ("faults", "trace", "virtual_clock", "http_faults", "llm_server", "scripted_model")
 )
-# The official SDKs' clients (`_plugin_sdk`): kit fixtures too, unless the user's own
-# fixture of the same name overrides ours.
+# The official SDKs' clients (`_plugin_sdk`): kit fixtures too.
 SDK_FIXTURES = frozenset(
     ("openai_client", "async_openai_client", "anthropic_client", "async_anthropic_client")
 )
-
-
-# Tests that use the kit get virtual time: a marker, or any kit fixture (the SDK clients too).
-_VIRTUAL_TIME_FIXTURES = KIT_FIXTURES | {
-    "openai_client",
-    "async_openai_client",
-    "anthropic_client",
-    "async_anthropic_client",
-}
+# Every name of a kit fixture; a user's own fixture of one of these names is not ours.
+_NAMED = KIT_FIXTURES | SDK_FIXTURES
+_OURS = frozenset(("pytest_agentfaults._plugin_hooks", "pytest_agentfaults._plugin_sdk"))
 
 
 # The plugin's own markers: one walk up the tree finds which of them apply to a test.
@@ -178,7 +171,33 @@ def uses_the_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool
     """An ``inject_fault`` marker or a kit fixture: its waits are virtual by default."""
     if "inject_fault" in (kit_marks(item) if marks is None else marks):
         return True
-    return not _VIRTUAL_TIME_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+    return names_our_fixture(item)
+
+
+def names_our_fixture(item: pytest.Item) -> bool:
+    """Whether the test asks for one of the kit's fixtures (not a user's of its name)."""
+    names = getattr(item, "fixturenames", ())
+    if _NAMED.isdisjoint(names):  # nearly every test of a suite: one set operation
+        return False
+    return any(our_fixture(item, name) for name in _NAMED.intersection(names))
+
+
+def our_fixture(item: pytest.Item, name: str) -> bool:
+    """Whether the fixture ``name`` of ``item`` is the kit's, or a user's built on it.
+
+    A user's fixture of the same name (in a conftest, a module, a class) or a parametrized
+    argument of that name hides ours: the test gets theirs, and does not use the kit. One
+    that asks for the name itself (``def faults(faults): ...``) extends ours: it does.
+    """
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:  # not a pytest function (no fixture information): by its name
+        return name in getattr(item, "fixturenames", ())
+    for definition in reversed(info.name2fixturedefs.get(name, ())):
+        if getattr(definition.func, "__module__", "") in _OURS:
+            return True
+        if name not in definition.argnames:  # it does not build on the one it overrides
+            return False
+    return False
 
 
 def may_use_kit(
@@ -222,10 +241,7 @@ def declares_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool
     marks = kit_marks(item) if marks is None else marks
     if "inject_fault" in marks or "real_time" in marks:
         return True
-    names = getattr(item, "fixturenames", ())
-    if not KIT_FIXTURES.isdisjoint(names):
-        return True
-    return not SDK_FIXTURES.isdisjoint(names) and uses_our_sdk_fixture(item)
+    return names_our_fixture(item)
 
 
 def reports_as_kit(item: pytest.Item, state: TestState | None = None) -> bool:
@@ -255,15 +271,6 @@ def running_uses_kit() -> bool:
 _RUNTIME = "pytest_agentfaults.runtime.clock"  # every agent reads its default clock there
 
 
-def uses_our_sdk_fixture(item: pytest.Item) -> bool:
-    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    for name in SDK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
-        found = definitions.get(name)
-        if found and getattr(found[-1].func, "__module__", "") == "pytest_agentfaults._plugin_sdk":
-            return True
-    return False
-
-
 def imports_the_kit(module: ModuleType, session: Session) -> bool:
     cached = session.kit_modules.get(module.__name__)
     if cached is None:
@@ -287,7 +294,7 @@ def start_state(
     """
     __tracebackhide__ = True
     marks = kit_marks(item) if marks is None else marks
-    if "real_time" in marks and "virtual_clock" in getattr(item, "fixturenames", ()):
+    if "real_time" in marks and our_fixture(item, "virtual_clock"):
         # said here, by the setup hook, not by the fixture: a fixture's error shows the
         # fixture machinery (another plugin's setup wrapper), not the user's test
         no_virtual_clock(item)
