@@ -53,11 +53,18 @@ __all__ = [
     "handed_over",
     "is_bookkeeping",
     "next_timer",
+    "real_now",
     "spin_message",
+    "tick_later",
     "wake",
 ]
 
-_monotonic = time.monotonic  # the real clock, whatever a test patches later
+#: The real clock, whatever a test patches later. In a tuple: freezegun replaces every
+#: module attribute that *is* ``time.monotonic`` with its frozen one, but looks no deeper.
+_REAL_CLOCK: Final = (time.monotonic,)
+#: What the standard event loops read their clock with (``time.monotonic`` inside).
+_LOOP_TIME: Final = (asyncio.BaseEventLoop.time,)
+_PAUSE: Final = threading.Event()  # never set: waits on it take real time
 #: How many virtual sleeps of one test's thread, outrunning real time, make a spin (`_spin`).
 SPIN_SLEEPS: Final = 100_000
 TICK: Final = 0.01  # real seconds between two looks while real work may be under way
@@ -67,6 +74,26 @@ BUSY_LIMIT: Final = 0.2  # real seconds a loop may stay busy before a due timer 
 #: Whether every new thread starts in its creator's context (free-threaded 3.14): then a
 #: heartbeat thread carries the test's context too, and only thread-pool workers count.
 _INHERITED: Final = bool(getattr(sys.flags, "thread_inherit_context", False))
+
+
+def real_now() -> float:
+    """The real monotonic clock, even under freezegun (which stops ``time.monotonic``)."""
+    return _REAL_CLOCK[0]()
+
+
+def tick_later(
+    loop: asyncio.AbstractEventLoop, callback: Callable[..., object], *args: Any
+) -> asyncio.Handle:
+    """``loop.call_later(TICK, callback, *args)``, after a tick of real time in any case.
+
+    Where the loop's clock stands still (freezegun without ``real_asyncio=True``, a
+    mocked ``time.monotonic``), a timer on it never comes due: the tick is waited for
+    here, in real time, and the callback called soon.
+    """
+    if time.monotonic is not _REAL_CLOCK[0] and type(loop).time is _LOOP_TIME[0]:
+        _PAUSE.wait(TICK)
+        return loop.call_soon(callback, *args)
+    return loop.call_later(TICK, callback, *args)
 
 
 def wake(tick: asyncio.Future[None]) -> None:
@@ -106,7 +133,7 @@ class ThreadTime:
         self.spun: VirtualTimeSpinError | None = None
         self._counted = 0  # sleeps since `_since` (real), and the virtual seconds they took
         self._slept = 0.0
-        self._since = _monotonic()
+        self._since = real_now()
         self.loops: dict[asyncio.AbstractEventLoop, _LoopTimers] = {}
         self._undo: list[tuple[object, str, object, object]] = []
         self._lock = threading.Lock()  # worker threads' sleeps, one at a time on the clock
@@ -169,9 +196,9 @@ class ThreadTime:
         time that passed are no spin: counted afresh.
         """
         __tracebackhide__ = True
-        real = _monotonic() - self._since
+        real = real_now() - self._since
         if self.spun is None and self._slept <= real:
-            self._counted, self._slept, self._since = 0, 0.0, _monotonic()
+            self._counted, self._slept, self._since = 0, 0.0, real_now()
             return
         message = str(self.spun) if self.spun is not None else spin_message(self._slept, real)
         error = VirtualTimeSpinError(message)
@@ -360,7 +387,7 @@ def _step(timers: _LoopTimers) -> None:
     if look == "ready":
         # A task polling with asyncio.sleep(0) keeps the loop busy for ever: after a while
         # the earliest timer fires anyway, as its real counterpart would have.
-        now = time.monotonic()
+        now = real_now()
         timers.busy_since = timers.busy_since or now
         overdue = now - timers.busy_since >= BUSY_LIMIT
     else:
@@ -375,7 +402,7 @@ def _step(timers: _LoopTimers) -> None:
     if look in ("ready", "idle"):
         timers.handle = loop.call_soon(_step, timers)
     else:
-        timers.handle = loop.call_later(TICK, _step, timers)
+        timers.handle = tick_later(loop, _step, timers)
 
 
 def _look(loop: asyncio.AbstractEventLoop, clock: VirtualClock, end: float) -> str:
