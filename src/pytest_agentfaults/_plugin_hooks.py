@@ -27,6 +27,7 @@ from pytest_agentfaults import _plugin_scopes as _scopes
 from pytest_agentfaults import _plugin_secrets as _secrets
 from pytest_agentfaults import _plugin_totals as _totals
 from pytest_agentfaults._plugin_adapters import adapters_header as _adapters_header
+from pytest_agentfaults._plugin_names import warn_shadowed as _warn_shadowed
 from pytest_agentfaults._plugin_report import (
     add_trace_section as _add_trace_section,
 )
@@ -217,6 +218,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     declared = _declares_kit(item, marks)
     may_use = declared
     if declared:
+        _warn_shadowed(item)  # a suite's own fixture of a kit fixture's name: said
         state = _start_state(item, marks, declared)
         # the kit's fixtures it names, filled in here (`_plugin_fixtures`)
         _fixtures.fill_kit_fixtures(item, state, item.config.stash[_SESSION])

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from pytest_agentfaults._plugin_given import watch_given
+from pytest_agentfaults._plugin_names import names_our_fixture, our_fixture
 
 if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
@@ -131,19 +132,6 @@ def running_item(fixture: str) -> pytest.Item:
     return item
 
 
-# The fixtures that read the test's state: asking for one means using the kit.
-KIT_FIXTURES = frozenset(
-    ("faults", "trace", "virtual_clock", "http_faults", "llm_server", "scripted_model")
-)
-# The official SDKs' clients (`_plugin_sdk`): kit fixtures too.
-SDK_FIXTURES = frozenset(
-    ("openai_client", "async_openai_client", "anthropic_client", "async_anthropic_client")
-)
-# Every name of a kit fixture; a user's own fixture of one of these names is not ours.
-_NAMED = KIT_FIXTURES | SDK_FIXTURES
-_OURS = frozenset(("pytest_agentfaults._plugin_hooks", "pytest_agentfaults._plugin_sdk"))
-
-
 # The plugin's own markers: one walk up the tree finds which of them apply to a test.
 _MARKERS = frozenset(("inject_fault", "real_time", "allow_network"))
 _NO_MARKS: frozenset[str] = frozenset()
@@ -172,32 +160,6 @@ def uses_the_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool
     if "inject_fault" in (kit_marks(item) if marks is None else marks):
         return True
     return names_our_fixture(item)
-
-
-def names_our_fixture(item: pytest.Item) -> bool:
-    """Whether the test asks for one of the kit's fixtures (not a user's of its name)."""
-    names = getattr(item, "fixturenames", ())
-    if _NAMED.isdisjoint(names):  # nearly every test of a suite: one set operation
-        return False
-    return any(our_fixture(item, name) for name in _NAMED.intersection(names))
-
-
-def our_fixture(item: pytest.Item, name: str) -> bool:
-    """Whether the fixture ``name`` of ``item`` is the kit's, or a user's built on it.
-
-    A user's fixture of the same name (in a conftest, a module, a class) or a parametrized
-    argument of that name hides ours: the test gets theirs, and does not use the kit. One
-    that asks for the name itself (``def faults(faults): ...``) extends ours: it does.
-    """
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:  # not a pytest function (no fixture information): by its name
-        return name in getattr(item, "fixturenames", ())
-    for definition in reversed(info.name2fixturedefs.get(name, ())):
-        if getattr(definition.func, "__module__", "") in _OURS:
-            return True
-        if name not in definition.argnames:  # it does not build on the one it overrides
-            return False
-    return False
 
 
 def may_use_kit(

@@ -105,3 +105,40 @@ def test_a_users_fixture_that_extends_the_kits_keeps_the_test_a_kit_test(pyteste
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*agentfaults: seed=*"])
+
+
+CLASH_CONFTEST = """
+import pytest
+import pytest_agentfaults as af
+
+@pytest.fixture
+def virtual_clock():  # from before the kit had one: a clock the kit never waits on
+    return af.VirtualClock()
+"""
+
+CLASH = """
+import time
+import pytest
+
+@pytest.mark.inject_fault(tool="fetch", raises=OSError, strict=False)
+def test_marked(virtual_clock):
+    time.sleep(3)  # on the kit's clock, not on the suite's
+    assert virtual_clock.sleeps == []
+"""
+
+
+def test_a_kit_test_given_a_users_fixture_of_a_kit_name_is_warned_naming_it(pytester):
+    pytester.makeconftest(CLASH_CONFTEST)
+    pytester.makepyfile(test_clash=CLASH)
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-W", "default::pytest_agentfaults.AgentFaultsWarning"
+    )
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*AgentFaultsWarning: test_clash.py::test_marked uses the kit (an inject_fault "
+            "marker or a kit fixture), but its fixture 'virtual_clock' is not the kit's: it "
+            "is the one at conftest.py:*, and shows none of the test's faults, trace or virtual "
+            "waits. Rename yours, or build it on the kit's: def virtual_clock(virtual_clock): *",
+        ]
+    )
