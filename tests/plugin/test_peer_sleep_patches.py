@@ -127,5 +127,7 @@ def test_nothing_is_left_patched():  # in a later module: the module-wide mock i
 
 def test_a_patch_in_place_before_the_kit_lies_under_it_and_is_undone(pytester):
     pytester.makepyfile(test_under=HEAD + UNDER, test_zz_after=AFTER)
-    result = pytester.runpytest("-p", "no:randomly")
+    # in a process of its own: the module-wide mock puts back a retired wrapper of the kit's
+    # (see AFTER), which would stay in this process's time module after the session
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=4)
