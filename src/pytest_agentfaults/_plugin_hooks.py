@@ -27,6 +27,7 @@ from pytest_agentfaults import _plugin_scopes as _scopes
 from pytest_agentfaults import _plugin_secrets as _secrets
 from pytest_agentfaults import _plugin_totals as _totals
 from pytest_agentfaults._plugin_adapters import adapters_header as _adapters_header
+from pytest_agentfaults._plugin_names import warn_shadowed as _warn_shadowed
 from pytest_agentfaults._plugin_report import (
     add_trace_section as _add_trace_section,
 )
@@ -74,9 +75,6 @@ from pytest_agentfaults._plugin_state import (
 )
 from pytest_agentfaults._plugin_state import (
     start_state as _start_state,
-)
-from pytest_agentfaults._plugin_state import (
-    uses_the_kit as _uses_the_kit,
 )
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
@@ -220,15 +218,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     declared = _declares_kit(item, marks)
     may_use = declared
     if declared:
+        _warn_shadowed(item)  # a suite's own fixture of a kit fixture's name: said
         state = _start_state(item, marks, declared)
         # the kit's fixtures it names, filled in here (`_plugin_fixtures`)
         _fixtures.fill_kit_fixtures(item, state, item.config.stash[_SESSION])
     elif _may_use_kit(item, marks, declared):
         may_use = True
-        if _uses_the_kit(item, marks):  # a fixture of a kit fixture's name: virtual time now
-            _start_state(item, marks, declared)
-        else:
-            _pend(item, marks)  # its state is built on its first use of the runtime
+        _pend(item, marks)  # its state is built on its first use of the runtime
     # The httpx guard is for tests that use the kit (a marker or a kit fixture), not for
     # every test once the runtime is loaded: an unrelated test keeps its network, whatever
     # ran before it (our own model clients refuse real hosts in every test regardless).

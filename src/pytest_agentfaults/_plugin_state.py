@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from pytest_agentfaults._plugin_given import watch_given
+from pytest_agentfaults._plugin_names import names_our_fixture, our_fixture
 
 if TYPE_CHECKING:
     from pytest_agentfaults._redact import LearnedSecrets
@@ -131,26 +132,6 @@ def running_item(fixture: str) -> pytest.Item:
     return item
 
 
-# The fixtures that read the test's state: asking for one means using the kit.
-KIT_FIXTURES = frozenset(
-    ("faults", "trace", "virtual_clock", "http_faults", "llm_server", "scripted_model")
-)
-# The official SDKs' clients (`_plugin_sdk`): kit fixtures too, unless the user's own
-# fixture of the same name overrides ours.
-SDK_FIXTURES = frozenset(
-    ("openai_client", "async_openai_client", "anthropic_client", "async_anthropic_client")
-)
-
-
-# Tests that use the kit get virtual time: a marker, or any kit fixture (the SDK clients too).
-_VIRTUAL_TIME_FIXTURES = KIT_FIXTURES | {
-    "openai_client",
-    "async_openai_client",
-    "anthropic_client",
-    "async_anthropic_client",
-}
-
-
 # The plugin's own markers: one walk up the tree finds which of them apply to a test.
 _MARKERS = frozenset(("inject_fault", "real_time", "allow_network"))
 _NO_MARKS: frozenset[str] = frozenset()
@@ -178,7 +159,7 @@ def uses_the_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool
     """An ``inject_fault`` marker or a kit fixture: its waits are virtual by default."""
     if "inject_fault" in (kit_marks(item) if marks is None else marks):
         return True
-    return not _VIRTUAL_TIME_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+    return names_our_fixture(item)
 
 
 def may_use_kit(
@@ -222,10 +203,7 @@ def declares_kit(item: pytest.Item, marks: frozenset[str] | None = None) -> bool
     marks = kit_marks(item) if marks is None else marks
     if "inject_fault" in marks or "real_time" in marks:
         return True
-    names = getattr(item, "fixturenames", ())
-    if not KIT_FIXTURES.isdisjoint(names):
-        return True
-    return not SDK_FIXTURES.isdisjoint(names) and uses_our_sdk_fixture(item)
+    return names_our_fixture(item)
 
 
 def reports_as_kit(item: pytest.Item, state: TestState | None = None) -> bool:
@@ -255,15 +233,6 @@ def running_uses_kit() -> bool:
 _RUNTIME = "pytest_agentfaults.runtime.clock"  # every agent reads its default clock there
 
 
-def uses_our_sdk_fixture(item: pytest.Item) -> bool:
-    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    for name in SDK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
-        found = definitions.get(name)
-        if found and getattr(found[-1].func, "__module__", "") == "pytest_agentfaults._plugin_sdk":
-            return True
-    return False
-
-
 def imports_the_kit(module: ModuleType, session: Session) -> bool:
     cached = session.kit_modules.get(module.__name__)
     if cached is None:
@@ -287,7 +256,7 @@ def start_state(
     """
     __tracebackhide__ = True
     marks = kit_marks(item) if marks is None else marks
-    if "real_time" in marks and "virtual_clock" in getattr(item, "fixturenames", ()):
+    if "real_time" in marks and our_fixture(item, "virtual_clock"):
         # said here, by the setup hook, not by the fixture: a fixture's error shows the
         # fixture machinery (another plugin's setup wrapper), not the user's test
         no_virtual_clock(item)

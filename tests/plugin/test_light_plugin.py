@@ -33,6 +33,7 @@ def test_importing_the_entry_point_loads_only_the_stdlib_and_pytest():
         "pytest_agentfaults._plugin_fixtures",
         "pytest_agentfaults._plugin_given",
         "pytest_agentfaults._plugin_hooks",
+        "pytest_agentfaults._plugin_names",
         "pytest_agentfaults._plugin_network",
         "pytest_agentfaults._plugin_options",
         "pytest_agentfaults._plugin_paths",

@@ -255,13 +255,7 @@ def test_a_hanging_async_tool_is_cut_by_its_timeout_in_virtual_time(suite):
 
 @pytest.mark.parametrize("fixture", ["openai_client", "async_anthropic_client"])
 def test_the_sdk_client_fixtures_count_as_kit_fixtures(pytester, fixture):
-    pytester.makeconftest(f"""
-import pytest
-
-@pytest.fixture
-def {fixture}():
-    return object()
-""")
+    # the kit's own (a suite's own fixture of that name does not: test_users_fixture_names.py)
     pytester.makepyfile(f"""
 import time
 

@@ -25,7 +25,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Final, TypeVar
 
 from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded
-from pytest_agentfaults.runtime._virtual_time import executor_busy as _executor_busy
+from pytest_agentfaults.runtime._loop_facts import executor_busy as _executor_busy
+from pytest_agentfaults.runtime._loop_facts import tick_later
 from pytest_agentfaults.runtime._virtual_time import is_bookkeeping, next_timer
 from pytest_agentfaults.runtime._virtual_time import wake as _wake
 from pytest_agentfaults.runtime.clock import VirtualClock
@@ -174,7 +175,7 @@ async def await_virtual_deadline(
         while not task.done():
             tick: asyncio.Future[None] = loop.create_future()
             ticks[:] = [tick]
-            handle = loop.call_later(TICK, _wake, tick)
+            handle = tick_later(loop, _wake, tick)  # on real time, frozen loop or not
             try:
                 await tick
             finally:

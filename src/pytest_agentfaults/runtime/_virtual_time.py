@@ -31,7 +31,6 @@ to the function).
 from __future__ import annotations
 
 import asyncio
-import collections
 import heapq
 import itertools
 import math
@@ -44,6 +43,14 @@ from typing import TYPE_CHECKING, Any, Final
 from pytest_agentfaults._patches import live, replaced, retire
 from pytest_agentfaults.errors import VirtualTimeSpinError
 from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded, attempt_deadline
+from pytest_agentfaults.runtime._loop_facts import (
+    executor_busy,
+    io_pending,
+    readable,
+    real_now,
+    tasks_state,
+    tick_later,
+)
 from pytest_agentfaults.runtime._virtual_trio import TrioTimers, mock_clock, running_trio
 
 if TYPE_CHECKING:
@@ -52,7 +59,6 @@ if TYPE_CHECKING:
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "ThreadTime",
-    "executor_busy",
     "handed_over",
     "is_bookkeeping",
     "next_timer",
@@ -60,10 +66,8 @@ __all__ = [
     "wake",
 ]
 
-_monotonic = time.monotonic  # the real clock, whatever a test patches later
 #: How many virtual sleeps of one test's thread, outrunning real time, make a spin (`_spin`).
 SPIN_SLEEPS: Final = 100_000
-TICK: Final = 0.01  # real seconds between two looks while real work may be under way
 QUIET_HOPS: Final = 2  # idle loop iterations in a row before a timer fires
 QUIET_TICKS: Final = 5  # idle ticks in a row (50 ms) when a socket or thread is busy
 BUSY_LIMIT: Final = 0.2  # real seconds a loop may stay busy before a due timer fires anyway
@@ -110,7 +114,7 @@ class ThreadTime:
         self.spun: VirtualTimeSpinError | None = None
         self._counted = 0  # sleeps since `_since` (real), and the virtual seconds they took
         self._slept = 0.0
-        self._since = _monotonic()
+        self._since = real_now()
         self.loops: dict[asyncio.AbstractEventLoop, _LoopTimers] = {}
         self.runs: dict[object, TrioTimers] = {}  # trio runs, by their root task
         self._undo: list[tuple[object, str, object, object]] = []
@@ -178,9 +182,9 @@ class ThreadTime:
         time that passed are no spin: counted afresh.
         """
         __tracebackhide__ = True
-        real = _monotonic() - self._since
+        real = real_now() - self._since
         if self.spun is None and self._slept <= real:
-            self._counted, self._slept, self._since = 0, 0.0, _monotonic()
+            self._counted, self._slept, self._since = 0, 0.0, real_now()
             return
         message = str(self.spun) if self.spun is not None else spin_message(self._slept, real)
         error = VirtualTimeSpinError(message)
@@ -392,14 +396,14 @@ def _step(timers: _LoopTimers) -> None:
             del timers.owner.loops[loop]
         return
     look = _look(loop, timers.owner.clock, end)
-    state = _tasks_state(loop) if look in ("idle", "busy_io") else None
+    state = tasks_state(loop) if look in ("idle", "busy_io") else None
     timers.quiet = timers.quiet + 1 if state is not None and state == timers.last else 0
     timers.last = state
     needed = QUIET_HOPS if look == "idle" else QUIET_TICKS
     if look == "ready":
         # A task polling with asyncio.sleep(0) keeps the loop busy for ever: after a while
         # the earliest timer fires anyway, as its real counterpart would have.
-        now = time.monotonic()
+        now = real_now()
         timers.busy_since = timers.busy_since or now
         overdue = now - timers.busy_since >= BUSY_LIMIT
     else:
@@ -414,7 +418,7 @@ def _step(timers: _LoopTimers) -> None:
     if look in ("ready", "idle"):
         timers.handle = loop.call_soon(_step, timers)
     else:
-        timers.handle = loop.call_later(TICK, _step, timers)
+        timers.handle = tick_later(loop, _step, timers)
 
 
 def _look(loop: asyncio.AbstractEventLoop, clock: VirtualClock, end: float) -> str:
@@ -428,7 +432,7 @@ def _look(loop: asyncio.AbstractEventLoop, clock: VirtualClock, end: float) -> s
     for handle in loop._scheduled:  # type: ignore[attr-defined]
         if not handle.cancelled() and not is_bookkeeping(handle) and handle.when() < horizon:
             return "wait"  # a real timer fires before the virtual end would come
-    if _io_pending(loop) or executor_busy(loop):
+    if io_pending(loop) or executor_busy(loop):
         return "busy_io"
     return "idle"
 
@@ -447,38 +451,3 @@ def next_timer(loop: asyncio.AbstractEventLoop, clock: VirtualClock) -> float:
         if end is not None:
             return end
     return math.inf
-
-
-def readable(loop: asyncio.AbstractEventLoop) -> bool:
-    """Whether ``loop`` is a standard asyncio loop, whose queues tell when it is idle."""
-    ready, scheduled = getattr(loop, "_ready", None), getattr(loop, "_scheduled", None)
-    return isinstance(ready, collections.deque) and isinstance(scheduled, list)
-
-
-def _io_pending(loop: asyncio.AbstractEventLoop) -> bool:
-    """Whether a socket (other than the loop's own wake-up pipe) is being watched."""
-    selector = getattr(loop, "_selector", None)
-    if selector is None:
-        return True  # cannot tell: assume so, and give real I/O its grace
-    own = getattr(loop, "_ssock", None)
-    own_fd = own.fileno() if own is not None else -1
-    return any(fd != own_fd for fd in selector.get_map())
-
-
-def executor_busy(loop: asyncio.AbstractEventLoop) -> bool:
-    """Whether the loop's default executor runs something (``asyncio.to_thread``)."""
-    executor = getattr(loop, "_default_executor", None)
-    if executor is None:
-        return False
-    threads = getattr(executor, "_threads", None)
-    idle = getattr(getattr(executor, "_idle_semaphore", None), "_value", None)
-    pending = getattr(executor, "_work_queue", None)
-    if threads is None or idle is None:
-        return False
-    return len(threads) > idle or (pending is not None and not pending.empty())
-
-
-def _tasks_state(loop: asyncio.AbstractEventLoop) -> tuple[Any, ...]:
-    """What each task awaits: equal on two looks means no task moved in between."""
-    tasks = sorted(asyncio.all_tasks(loop), key=id)
-    return tuple((each, getattr(each, "_fut_waiter", None)) for each in tasks)
