@@ -16,3 +16,17 @@ def test_each_framework_is_named_by_the_distribution_whose_version_it_shows() ->
     assert f"pydantic-ai {metadata.version('pydantic-ai-slim')}" in header
     assert f"openai-agents {metadata.version('openai-agents')}" in header
     assert f"mcp {metadata.version('mcp')}" in header
+
+
+def test_a_namespace_package_that_is_not_installed_leaves_the_header_alone(monkeypatch) -> None:
+    # google-genai's module is google.genai: looking it up imports the parent `google`,
+    # which raises where no google package is installed at all (a plain user's venv);
+    # `None` in sys.modules is how Python says "not importable", and monkeypatch undoes it
+    import sys
+
+    monkeypatch.delitem(sys.modules, "google.genai", raising=False)
+    monkeypatch.setitem(sys.modules, "google", None)
+    header = adapters_header()
+    assert header is not None
+    assert "google-genai" not in header
+    assert f"mcp {metadata.version('mcp')}" in header
