@@ -32,7 +32,7 @@ def adapters_header() -> str | None:
     """
     found = []
     for module, (shown, distributions) in FRAMEWORKS.items():
-        if util.find_spec(module) is None:
+        if not _installed(module):
             continue
         for distribution in distributions:
             try:
@@ -46,3 +46,15 @@ def adapters_header() -> str | None:
         f"agentfaults: tool faults also reach {', '.join(found)} "
         "(each adapter loads in the tests that import its framework)"
     )
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it.
+
+    ``find_spec("google.genai")`` imports the parent package ``google``, and raises
+    ModuleNotFoundError, not None, where no ``google`` package is installed at all.
+    """
+    try:
+        return util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False

@@ -163,16 +163,21 @@ class Boundary:
         from pytest_agentfaults._redact import redact_shapes  # noqa: PLC0415 - the kit loads on first use
 
         writer = self.writer = terminal._tw  # noqa: SLF001 - what config.get_terminal_writer() gives
-        write, write_raw = writer.write, writer.write_raw
+        write = writer.write
 
         def redacting_write(msg: str, **markup: bool) -> None:
             write(redact_shapes(msg, learned), **markup)
 
-        def redacting_write_raw(msg: str, *, flush: bool = False) -> None:
-            write_raw(redact_shapes(msg, learned), flush=flush)
-
         writer.write = redacting_write
-        writer.write_raw = redacting_write_raw
+        # pytest 8 has no write_raw (its write does it all); pytest 9's progress line goes
+        # through write_raw, not through write
+        write_raw = getattr(writer, "write_raw", None)
+        if write_raw is not None:
+
+            def redacting_write_raw(msg: str, *, flush: bool = False) -> None:
+                write_raw(redact_shapes(msg, learned), flush=flush)
+
+            writer.write_raw = redacting_write_raw
 
     def pytest_unconfigure(self) -> None:
         """Give the terminal writer back its own methods (`pytest_sessionstart`)."""
@@ -260,8 +265,12 @@ def redact_ours(session: Session, learned: LearnedSecrets | None) -> None:
 
 
 def _locate(report: Any, learned: LearnedSecrets) -> None:
-    """Redact the test name a report's header shows (its location, not its node id)."""
-    location = getattr(report, "location", None)
+    """Redact the test name a report's header shows (its location, not its node id).
+
+    A test's report holds its location; a collection report's is a read-only property
+    made from its path, which names no test, and is left as it is.
+    """
+    location = vars(report).get("location")
     if location is not None and location[2]:
         from pytest_agentfaults._redact import redact_shapes  # noqa: PLC0415 - the kit loads on first use
 

@@ -16,3 +16,24 @@ def test_each_framework_is_named_by_the_distribution_whose_version_it_shows() ->
     assert f"pydantic-ai {metadata.version('pydantic-ai-slim')}" in header
     assert f"openai-agents {metadata.version('openai-agents')}" in header
     assert f"mcp {metadata.version('mcp')}" in header
+
+
+def test_a_namespace_package_that_is_not_installed_leaves_the_header_alone(monkeypatch) -> None:
+    # google-genai's module is google.genai: looking it up imports the parent `google`,
+    # which raises where no google package is installed at all (a plain user's venv);
+    # `None` in sys.modules is how Python says "not importable", and monkeypatch undoes it
+    import sys
+
+    before = adapters_header() or ""
+    monkeypatch.delitem(sys.modules, "google.genai", raising=False)
+    monkeypatch.setitem(sys.modules, "google", None)
+    after = adapters_header() or ""
+    assert "google-genai" not in after
+    # every other framework is still named, as before
+    assert _named(after) == [name for name in _named(before) if not name.startswith("google")]
+
+
+def _named(header: str) -> list[str]:
+    """The frameworks a header names: ``["pydantic-ai 2.68.0", ...]``."""
+    listed = header.removeprefix("agentfaults: tool faults also reach ").split(" (each")[0]
+    return listed.split(", ") if listed else []

@@ -157,9 +157,10 @@ def test_start_loaders():
         if name.startswith("pytest_agentfaults.")
         and type(sys.modules[name].__loader__).__name__ == "AssertionRewritingHook"
     )
-    # the entry point, and the module it imports first, which unmarks the rest: pytest
-    # loads them through its rewriter before the package can say no
-    assert ours == ["pytest_agentfaults._plugin_unrewritten", "pytest_agentfaults.plugin"]
+    # at most the entry point, and the module it imports first, which unmarks the rest:
+    # pytest 9 loads them through its rewriter before the package can say no (pytest 8
+    # marks neither)
+    assert set(ours) <= {"pytest_agentfaults._plugin_unrewritten", "pytest_agentfaults.plugin"}
     assert "pytest_agentfaults._plugin_state" in sys.modules  # loaded at the start
 """
 

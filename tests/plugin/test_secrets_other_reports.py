@@ -73,6 +73,19 @@ def test_a_key_in_a_report_that_is_no_traceback_is_redacted(pytester, source, ou
     assert "[REDACTED]" in texts["stdout"]
 
 
+def test_a_collection_error_in_a_session_that_learned_a_key_is_reported(pytester, monkeypatch):
+    # a key in the environment (learned at the session's start) and a module that fails to
+    # import: its CollectReport's location is a read-only property, and the session's end
+    # used to crash assigning it (INTERNALERROR) instead of reporting the error
+    monkeypatch.setenv("AF_COLLECT_KEY", GATEWAY_KEY)
+    pytester.makepyfile(test_keys=IMPORTS)
+    result = pytester.runpytest("-p", "no:randomly", "-rA")
+    result.assert_outcomes(errors=1)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # pytest stops at a collection error
+    assert PROVIDER_KEY not in result.stdout.str()
+
+
 TOOL_QUOTES = f"""
 import pytest_agentfaults as af
 from pytest_agentfaults import ScriptedModel, call_tool, say

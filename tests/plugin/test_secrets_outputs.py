@@ -341,8 +341,11 @@ def test_the_terminal_writer_gets_its_own_methods_back(pytester):
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
     seen = _Writer()
     pytester.runpytest("-p", "no:randomly", plugins=[seen]).assert_outcomes(passed=1)
-    assert {"write", "write_raw"} <= seen.during  # redacting while the session ran
-    assert {"write", "write_raw"}.isdisjoint(vars(seen.writer))
+    # pytest 9's writer has write_raw beside write; pytest 8's has write only
+    methods = {"write", "write_raw"} & set(dir(type(seen.writer)))
+    assert "write" in methods
+    assert methods <= seen.during  # redacting while the session ran
+    assert methods.isdisjoint(vars(seen.writer))
 
 
 # A key shape written in a plain suite's source, shown by pytest's own terminal lines:

@@ -79,7 +79,8 @@ def test_a_pending_answer_keeps_the_arguments_as_given():
     ],
 )
 def test_arguments_respx_refuses_are_refused_at_respond(arguments):
-    with pytest.raises((TypeError, UnicodeEncodeError)):
+    # httpx < 0.28 refuses an int header with an AttributeError
+    with pytest.raises((TypeError, UnicodeEncodeError, AttributeError)):
         LightRoute(method="GET", url=API).respond(200, **arguments)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import http.server
+import json
 import threading
 import zlib
 from collections.abc import Iterator
@@ -71,7 +72,8 @@ def test_a_route_sees_an_httpx_request_and_records_the_call(http_faults, lib):
     assert response.request.url == API  # the client's own request, as ever
     (call,) = route.calls
     assert type(call.request) is httpx.Request
-    assert call.request.content == b'{"name":"a"}'
+    assert call.request.content == response.request.content  # the bytes the client sent
+    assert json.loads(call.request.content) == {"name": "a"}
     assert call.request.headers["x-who"] == "me"
     assert call.response.status_code == 201
     assert http_faults.calls.call_count == 1
