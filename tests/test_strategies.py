@@ -358,10 +358,13 @@ def test_probabilities_are_drawn_only_when_asked_for() -> None:
         afst.fault_plans(tools=["fetch"], llm=False, probability=True),
         lambda p: any(f.probability is not None for f in p.faults),
     )
-    assert pretty(plan) == (
-        "FaultPlan(seed=0, strict=False, faults=[\n"
-        "    tool('fetch').raises(ConnectionError('connection reset by peer'))"
-        ".probability(0.25)])"
+    printed = pretty(plan)
+    # The drawn probability prints as the fluent call that sets it. Whether the shrunk
+    # plan keeps a fault without one before it is the shrinker's choice, and it differs
+    # between Hypothesis releases (6.107, our floor, keeps one; 6.170 does not).
+    assert printed.startswith("FaultPlan(seed=0, strict=False, faults=[\n    tool('fetch')")
+    assert printed.endswith(
+        "tool('fetch').raises(ConnectionError('connection reset by peer')).probability(0.25)])"
     )
     with pytest.raises(NoSuchExample):
         find(
