@@ -25,8 +25,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Final, TypeVar
 
 from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded
+from pytest_agentfaults.runtime._loop_facts import QUIET_TICKS, TICK, tick_later
 from pytest_agentfaults.runtime._loop_facts import executor_busy as _executor_busy
-from pytest_agentfaults.runtime._loop_facts import tick_later
 from pytest_agentfaults.runtime._virtual_time import is_bookkeeping, next_timer
 from pytest_agentfaults.runtime._virtual_time import wake as _wake
 from pytest_agentfaults.runtime.clock import VirtualClock
@@ -36,8 +36,6 @@ __all__ = ["GRACE", "DeadlineExpired", "await_virtual_deadline", "call_in_worker
 
 T = TypeVar("T")
 
-TICK: Final = 0.01  # real seconds between two looks at the loop
-QUIET_TICKS: Final = 5  # idle looks in a row before time jumps
 GRACE: Final = TICK * QUIET_TICKS  # the real time a loop must stay idle: 50 ms
 _IDLE_EXIT: Final = 30.0  # a worker with no job for this long ends
 

@@ -17,6 +17,8 @@ from typing import Any, Final
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
+    "BUSY_LIMIT",
+    "QUIET_TICKS",
     "TICK",
     "executor_busy",
     "io_pending",
@@ -27,6 +29,8 @@ __all__ = [
 ]
 
 TICK: Final = 0.01  # real seconds between two looks while real work may be under way
+QUIET_TICKS: Final = 5  # idle ticks in a row (50 ms) when a socket or thread is busy
+BUSY_LIMIT: Final = 0.2  # real seconds a loop may stay busy before a due timer fires anyway
 #: The real clock, whatever a test patches later. In a tuple: freezegun replaces every
 #: module attribute that *is* ``time.monotonic`` with its frozen one, but looks no deeper.
 _REAL_CLOCK: Final = (time.monotonic,)

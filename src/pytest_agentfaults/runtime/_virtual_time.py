@@ -44,6 +44,8 @@ from pytest_agentfaults._patches import live, replaced, retire
 from pytest_agentfaults.errors import VirtualTimeSpinError
 from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded, attempt_deadline
 from pytest_agentfaults.runtime._loop_facts import (
+    BUSY_LIMIT,
+    QUIET_TICKS,
     executor_busy,
     io_pending,
     readable,
@@ -69,8 +71,6 @@ __all__ = [
 #: How many virtual sleeps of one test's thread, outrunning real time, make a spin (`_spin`).
 SPIN_SLEEPS: Final = 100_000
 QUIET_HOPS: Final = 2  # idle loop iterations in a row before a timer fires
-QUIET_TICKS: Final = 5  # idle ticks in a row (50 ms) when a socket or thread is busy
-BUSY_LIMIT: Final = 0.2  # real seconds a loop may stay busy before a due timer fires anyway
 #: Whether every new thread starts in its creator's context (free-threaded 3.14): then a
 #: heartbeat thread carries the test's context too, and only thread-pool workers count.
 _INHERITED: Final = bool(getattr(sys.flags, "thread_inherit_context", False))

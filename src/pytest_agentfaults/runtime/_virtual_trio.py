@@ -29,15 +29,15 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
+from pytest_agentfaults.runtime._loop_facts import BUSY_LIMIT, QUIET_TICKS, TICK
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["TrioTimers", "mock_clock", "running_trio"]
 
-QUIET: Final = 0.05  # real seconds of quiet while a socket is watched (`QUIET_TICKS` * `TICK`)
-BUSY_LIMIT: Final = 0.2  # real seconds a run may stay busy before a due timer fires anyway
-TICK: Final = 0.01  # real seconds between two looks while a real deadline comes first
+QUIET: Final = QUIET_TICKS * TICK  # real seconds of quiet while a socket is watched (50 ms)
 _PENDING: Final = 0.0  # a sleeper's state: waiting (any other float: real seconds left)
 _FIRED: Final = -1.0
 _GONE: Final = -2.0  # cancelled before its end
