@@ -16,7 +16,8 @@ refused before it is sent:
 
 With ``sockets=True`` (as the plugin starts it) ``socket.socket.connect`` refuses
 non-loopback addresses too, before any packet goes out, for every other client (urllib,
-requests, a raw socket). Loopback (127.0.0.0/8, ``::1``, ``localhost``) is always
+requests, a raw socket), and so do ``socket.getaddrinfo``, ``gethostbyname`` and
+``gethostbyname_ex`` for a name that is not loopback's: no DNS query leaves either. Loopback (127.0.0.0/8, ``::1``, ``localhost``) is always
 allowed. The code under test may swallow any refusal, so a test that passed also fails
 at teardown, naming each refused request (`check`). In a test with a fault plan, the
 refused attempt is an ``http.request`` of its trace (``refused: True``): recorded by the
@@ -25,6 +26,7 @@ plan's HTTP layer, or here for a ``socket.connect`` (`connect_fields`).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import socket
 from collections.abc import Sequence
@@ -263,6 +265,7 @@ _HTTPX_MOCKS: Final = ("respx_mock", "httpx_mock")
 def _patch_sockets(guard: NetworkGuard) -> None:
     original_connect = socket.socket.connect
     original_connect_ex = socket.socket.connect_ex
+    lookups = {name: getattr(socket, name) for name in _LOOKUPS}
 
     # A longer-lived patch (a module-scoped monkeypatch) can wrap these wrappers and put
     # them back after this guard stopped, where they outlive its test: only while this
@@ -285,28 +288,44 @@ def _patch_sockets(guard: NetworkGuard) -> None:
             _check_address(guard, sock, address)
         return original_connect_ex(sock, address)
 
+    def lookup(name: str) -> Any:
+        original = lookups[name]
+
+        def looked_up(host: Any, *args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            if NetworkGuard._socket_key is key:
+                _check_name(guard, name, host, args[:1])
+            return original(host, *args, **kwargs)
+
+        return looked_up
+
     own = vars(socket.socket)
-    # (name, ours, what was there: the class's own attribute, or None when inherited)
+    # (owner, name, ours, what was there: the owner's own attribute, or None when inherited)
     NetworkGuard._socket_connect = (
-        ("connect", connect, own.get("connect")),
-        ("connect_ex", connect_ex, own.get("connect_ex")),
+        (socket.socket, "connect", connect, own.get("connect")),
+        (socket.socket, "connect_ex", connect_ex, own.get("connect_ex")),
+        *((socket, name, lookup(name), before) for name, before in lookups.items()),
     )
     NetworkGuard._socket_key = key
-    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
-    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
+    for owner, name, ours, _ in NetworkGuard._socket_connect:
+        setattr(owner, name, ours)
 
 
 def _unpatch_sockets() -> None:
     patched, NetworkGuard._socket_connect = NetworkGuard._socket_connect, None
     NetworkGuard._socket_key = None
-    for name, ours, before in patched or ():
-        if vars(socket.socket).get(name) is not ours:
+    for owner, name, ours, before in patched or ():
+        if vars(owner).get(name) is not ours:
             continue  # replaced since (the test's own patch, undone already): leave theirs
         if before is None:
-            delattr(socket.socket, name)  # inherited from _socket.socket: show it again
+            delattr(owner, name)  # inherited from _socket.socket: show it again
         else:
-            setattr(socket.socket, name, before)
+            setattr(owner, name, before)
 
+
+#: the `socket` functions that look a name up (a DNS query for a name not in the hosts
+#: file); a reverse lookup (``gethostbyaddr``, ``getfqdn``) of an address is left alone
+_LOOKUPS: Final = ("getaddrinfo", "gethostbyname", "gethostbyname_ex")
 
 _LOCAL_FAMILIES: Final = tuple(
     family for family in (getattr(socket, "AF_UNIX", None),) if family is not None
@@ -335,4 +354,30 @@ def _check_address(guard: NetworkGuard, sock: socket.socket, address: Any) -> No
     plan = active_plan()
     if plan is not None:  # in the test's trace, as a refused httpx request is
         emit_attempt(plan, "http.request", connect_fields(host, port, error), ("url",))
+    raise error
+
+
+def _check_name(guard: NetworkGuard, function: str, host: Any, port: tuple[Any, ...]) -> None:
+    """Refuse a lookup of ``host`` that would ask a resolver: a name, not loopback's."""
+    __tracebackhide__ = True
+    if guard.suspended or not host:
+        return  # None or "": the wildcard or this machine, which no query is sent for
+    name = (host.decode("idna") if isinstance(host, bytes) else str(host)).rstrip(".")
+    if is_loopback(name):
+        return
+    try:  # an address is not looked up: its connect, if any, decides
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        pass
+    else:
+        return
+    what = f"socket.{function}({', '.join(repr(part) for part in (host, *port))})"
+    guard.answered.append(f"{what} (NetworkBlockedError)")
+    error = NetworkBlockedError(
+        blocked_message(what, name, guard.test, socket_client=True), host=name, test=guard.test
+    )
+    plan = active_plan()
+    if plan is not None:  # in the test's trace, as a refused connect is
+        fields = connect_fields(name, port[0] if port else "?", error, what)
+        emit_attempt(plan, "http.request", fields, ("url",))
     raise error
