@@ -202,3 +202,83 @@ def test_the_async_sdks_under_trio_back_off_virtually(pytester):
     pytester.makepyfile(test_sdk_trio=SDK)
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=2)
+
+
+TRIO_SLEEP = """
+import time
+
+import pytest
+
+import anyio
+import trio
+
+@pytest.fixture
+def anyio_backend():
+    return "trio"
+
+def quick(started):
+    return time.perf_counter() - started < 1   # well under the 30 s asked for
+
+@pytest.mark.anyio
+async def test_trio_sleep_is_virtual(virtual_clock):
+    started = time.perf_counter()
+    await trio.sleep(30)
+    assert quick(started)
+    assert virtual_clock.sleeps == [30]
+    assert virtual_clock.now() == 30
+
+def test_in_a_trio_run_of_the_test_own_waits_overlap(virtual_clock):
+    ended = []
+    async def wait(delay):
+        await trio.sleep(delay)
+        ended.append((delay, virtual_clock.now()))
+    async def main():
+        async with trio.open_nursery() as nursery:
+            for delay in (3, 1, 2):
+                nursery.start_soon(wait, delay)
+            nursery.start_soon(anyio.sleep, 2.5)   # both kinds on one clock
+    started = time.perf_counter()
+    trio.run(main)
+    assert quick(started)
+    assert ended == [(1, 1), (2, 2), (3, 3)]
+    assert sorted(virtual_clock.sleeps) == [1, 2, 2.5, 3]
+
+@pytest.mark.anyio
+async def test_a_real_deadline_first_and_a_zero_sleep_pass_through(virtual_clock):
+    await trio.sleep(0)                         # a checkpoint, as ever
+    with trio.move_on_after(0.01) as scope:     # real time, as timeouts are
+        await trio.sleep(30)
+    assert scope.cancelled_caught
+    assert virtual_clock.sleeps == [30]
+    assert virtual_clock.now() < 30
+    with pytest.raises(ValueError):
+        await trio.sleep(-1)                    # trio's own refusal
+
+def test_the_run_own_mock_clock_keeps_its_time(virtual_clock):
+    from trio.testing import MockClock
+
+    async def main():
+        await trio.sleep(4)
+        return trio.current_time()
+
+    assert trio.run(main, clock=MockClock(autojump_threshold=0)) == 4
+    assert virtual_clock.now() == 4
+
+@pytest.mark.real_time
+@pytest.mark.anyio
+async def test_real_time_keeps_trio_sleep(trace):
+    assert "agentfaults" not in (trio.sleep.__doc__ or "")
+
+@pytest.mark.anyio
+async def test_a_test_without_the_kit_keeps_trio_sleep():
+    assert "agentfaults" not in (trio.sleep.__doc__ or "")
+"""
+
+
+def test_trio_sleep_is_virtual_in_a_kit_test(pytester):
+    # trio's own sleep stayed real where anyio's was virtual: a trio app's backoff (and
+    # anyio code calling the trio backend directly) waited for real in a kit test
+    pytester.makepyfile(test_trio_sleep=TRIO_SLEEP)
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=6)
+    assert "agentfaults" not in (__import__("trio").sleep.__doc__ or "")  # undone after

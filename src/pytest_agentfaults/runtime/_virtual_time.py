@@ -20,8 +20,8 @@ to the function).
   and looptime). Concurrent sleeps overlap: three concurrent 1 s sleeps take 1 s.
   "Idle" means nothing ready, no task moving, no real timer due before the virtual end,
   and, while a socket or the default executor is busy, 50 ms of real time like that.
-* Under trio (anyio's trio backend), ``anyio.sleep`` is a timer of the trio run, fired
-  the same way (`_virtual_trio`).
+* Under trio (anyio's trio backend, or a ``trio.run`` of the test's own), ``anyio.sleep``
+  and ``trio.sleep`` are timers of the trio run, fired the same way (`_virtual_trio`).
 * Only sleeps are virtual. The loop's own clock keeps real time, so I/O timeouts,
   `asyncio.timeout` and `asyncio.wait_for` stay real; `time.monotonic` too.
 * Inside a tool attempt with a deadline, a sleep crossing it ends at the deadline and the
@@ -143,6 +143,12 @@ class ThreadTime:
         mine = self._anyio_sleep(previous)
         undo.append((anyio, "sleep", replaced(mine, previous), previous))
         anyio.sleep = mine
+        trio: Any = sys.modules.get("trio")  # imported by the test's module, if it runs on trio
+        if trio is not None:
+            previous = trio.sleep
+            mine = self._trio_sleep(previous)
+            undo.append((trio, "sleep", replaced(mine, previous), previous))
+            trio.sleep = mine
 
     def uninstall(self) -> None:
         """Put back what `install` replaced; a stale reference to ours then passes through.
@@ -238,6 +244,19 @@ class ThreadTime:
 
         return sleep
 
+    def _trio_sleep(self, previous: Callable[[float], Awaitable[None]]) -> Callable[..., Any]:
+        async def sleep(seconds: float) -> None:
+            """trio.sleep, virtual in the test's trio run (pytest-agentfaults)."""
+            __tracebackhide__ = True
+            wait = _seconds(seconds, allow_zero=False)
+            trio = running_trio() if wait is not None and self._mine() else None
+            if trio is None or wait is None:  # not ours, a checkpoint, or trio's to refuse
+                return await previous(seconds)
+            await self._wait(None, wait, trio)
+            return None
+
+        return sleep
+
     def _loop(self) -> asyncio.AbstractEventLoop | None:
         """The running asyncio loop, if it runs on our thread (not under trio)."""
         if not self._mine():
@@ -267,12 +286,12 @@ class ThreadTime:
             mock = mock_clock(trio)
             if mock is not None:  # the run's own MockClock (pytest-trio's): its time rules
                 before = mock.current_time()
-                await trio.sleep(end - start)
+                await trio.sleep_until(before + end - start)  # (`trio.sleep` may be ours)
                 end = start + (mock.current_time() - before)
             else:
                 left = await self._trio_timers(trio).until(end, clock.now)
                 if left:  # the test ended first: the rest of the wait is real
-                    await trio.sleep(left)
+                    await trio.sleep_until(trio.current_time() + left)
         elif loop is not None and readable(loop):
             timers = self.loops.get(loop)
             if timers is None:

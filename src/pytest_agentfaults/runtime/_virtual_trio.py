@@ -1,4 +1,4 @@
-"""Virtual ``anyio.sleep`` under trio: timers on the test's clock, fired when the run is idle.
+"""Virtual ``anyio.sleep`` and ``trio.sleep`` under trio: timers fired when the run is idle.
 
 The asyncio side (`_virtual_time._LoopTimers`) reads the loop's queues; trio offers the
 same facts through public calls, so this side needs no private state of trio:
@@ -16,8 +16,9 @@ same facts through public calls, so this side needs no private state of trio:
 
 One driver per trio run, a system task spawned by the run's first virtual sleep, fires
 the timers one end at a time; each sleeper moves the clock in its own context, as on
-asyncio. trio's own ``trio.sleep`` stays real, as ``asyncio.tasks.sleep`` would: only the
-functions the kit replaces are virtual.
+asyncio. The kit's own real waits here (the driver's pacing, a sleep the test's end
+handed back to real time) go through ``trio.sleep_until``, which the kit leaves real: only
+the functions it replaces are virtual.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ class TrioTimers:
                 statistics = trio.lowlevel.current_statistics()
                 first = statistics.seconds_to_next_deadline
                 if first < end - now():  # a real deadline comes first: look again soon
-                    await trio.sleep(min(max(0.0, first), TICK))
+                    await trio.sleep_until(trio.current_time() + min(max(0.0, first), TICK))
                     continue
                 quiet = QUIET if _working(trio, statistics) else 0.0
                 with trio.move_on_after(BUSY_LIMIT) as overdue:

@@ -17,9 +17,10 @@ refused before it is sent:
 With ``sockets=True`` (as the plugin starts it) ``socket.socket.connect`` refuses
 non-loopback addresses too, before any packet goes out, for every other client (urllib,
 requests, a raw socket), and so do ``socket.getaddrinfo``, ``gethostbyname`` and
-``gethostbyname_ex`` for a name that is not loopback's: no DNS query leaves either. Loopback (127.0.0.0/8, ``::1``, ``localhost``) is always
-allowed. The code under test may swallow any refusal, so a test that passed also fails
-at teardown, naming each refused request (`check`). In a test with a fault plan, the
+``gethostbyname_ex`` for a name that is not loopback's: no DNS query leaves either.
+Loopback (127.0.0.0/8, ``::1``, ``localhost``) is always allowed. The code under test may
+swallow any refusal, so a test that passed also fails at teardown, naming each refused
+request (`check`). In a test with a fault plan, the
 refused attempt is an ``http.request`` of its trace (``refused: True``): recorded by the
 plan's HTTP layer, or here for a ``socket.connect`` (`connect_fields`).
 """
