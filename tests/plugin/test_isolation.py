@@ -3,8 +3,8 @@
 Each case runs an inner session of two tests: ``test_a`` switches on everything the kit
 can patch (a tool fault, an HTTP fault, the ``http_faults`` router, ``llm_server``,
 ``virtual_clock.patch_sleep()``) and then fails in one way; ``test_z`` runs next, in the
-same session, and proves that nothing of ``test_a`` is left: real sleeps, unpatched httpx
-and httpx2 transports, no active respx router, no interceptor, no plan, no bound server.
+same session, and proves that nothing of ``test_a`` is left: real sleeps, real sockets and
+name lookups, unpatched httpx and httpx2 transports, no active respx router, no interceptor, no plan, no bound server.
 """
 
 from __future__ import annotations
@@ -17,7 +17,11 @@ pytest.importorskip("httpx2")
 
 SUITE = '''
 import asyncio
+import socket
 import time
+
+import anyio
+import trio
 
 import httpcore2
 import httpx
@@ -31,6 +35,11 @@ from pytest_agentfaults import ScriptedModel, call_tool, say
 PATCHABLE = [
     (time, "sleep"),
     (asyncio, "sleep"),
+    (anyio, "sleep"),
+    (trio, "sleep"),
+    (socket.socket, "connect"),
+    (socket.socket, "connect_ex"),
+    *((socket, name) for name in ("getaddrinfo", "gethostbyname", "gethostbyname_ex")),
     *((lib.HTTPTransport, "handle_request") for lib in (httpx, httpx2)),
     *((lib.AsyncHTTPTransport, "handle_async_request") for lib in (httpx, httpx2)),
     *((lib.Client, "_send_single_request") for lib in (httpx, httpx2)),
