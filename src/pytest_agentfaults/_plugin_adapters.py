@@ -6,6 +6,7 @@ Light like ``plugin.py``: it looks up what is installed and imports no framework
 from __future__ import annotations
 
 from importlib import metadata, util
+from pathlib import Path
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORKS", "adapters_header"]
@@ -20,6 +21,7 @@ FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "mcp": ("mcp", ("mcp",)),
     "anthropic": ("anthropic", ("anthropic",)),
     "google.genai": ("google-genai", ("google-genai",)),
+    "openai.lib.responses_tool_runner": ("openai's tool runner", ("openai",)),
 }
 
 
@@ -49,12 +51,23 @@ def adapters_header() -> str | None:
 
 
 def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported, without importing it.
+    """Whether ``module`` can be imported, without importing it (nor its parents).
 
-    ``find_spec("google.genai")`` imports the parent package ``google``, and raises
-    ModuleNotFoundError, not None, where no ``google`` package is installed at all.
+    ``find_spec("a.b")`` would import ``a``: the openai SDK (a quarter of a second) to ask
+    for its tool runner, and it raises ModuleNotFoundError, not None, where no ``a`` is
+    installed at all. So only the top-level package is looked up, and its submodule is
+    looked for in its directories (a namespace package, as ``google``, has several).
     """
+    top, _, rest = module.partition(".")
     try:
-        return util.find_spec(module) is not None
-    except ModuleNotFoundError:
+        spec = util.find_spec(top)
+    except (ModuleNotFoundError, ValueError):
         return False
+    if spec is None or not rest:
+        return spec is not None
+    parts = rest.split(".")
+    for location in spec.submodule_search_locations or ():
+        path = Path(location, *parts)
+        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            return True
+    return False

@@ -37,3 +37,23 @@ def _named(header: str) -> list[str]:
     """The frameworks a header names: ``["pydantic-ai 2.68.0", ...]``."""
     listed = header.removeprefix("agentfaults: tool faults also reach ").split(" (each")[0]
     return listed.split(", ") if listed else []
+
+
+def test_a_submodule_is_looked_up_without_importing_its_package() -> None:
+    # the openai SDK's tool runner is a submodule: asking for it must not import openai
+    # (a quarter of a second at every session's start) nor anything else of the SDK
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from pytest_agentfaults._plugin_adapters import adapters_header\n"
+        "header = adapters_header()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'google')))\n"
+        "print(header)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    imported, header = done.stdout.splitlines()
+    assert imported == "[]"
+    assert f"openai's tool runner {metadata.version('openai')}" in header
+    assert f"google-genai {metadata.version('google-genai')}" in header

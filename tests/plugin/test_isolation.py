@@ -248,13 +248,15 @@ def test_the_kits_check_and_a_teardown_error_are_both_reported(pytester):
 
 # A leak check where pytest ends: after every finalizer, even of an interrupted session
 LEAK_AT_THE_END = """
-import time, httpx, httpx2, respx.mocks
+import socket, time, httpx, httpx2, respx.mocks, trio
 REAL_SLEEP = time.sleep
+REAL_NET = (socket.socket.connect, socket.getaddrinfo, socket.gethostbyname, trio.sleep)
 SEEN = []
 
 def pytest_unconfigure(config):
     from pytest_agentfaults.runtime import hooks
-    SEEN.append(time.sleep is REAL_SLEEP)
+    net = (socket.socket.connect, socket.getaddrinfo, socket.gethostbyname, trio.sleep)
+    SEEN.append(time.sleep is REAL_SLEEP and all(a is b for a, b in zip(net, REAL_NET)))
     SEEN.append(not any(m.routers for m in respx.mocks.Mocker.registry.values()))
     SEEN.append(hooks.active_interceptors() == ())
     print("LEAK CHECK", SEEN)

@@ -39,6 +39,8 @@ ADAPTERS: dict[str, str] = {
     "mcp": f"{_HERE}.mcp:install",
     "anthropic": f"{_HERE}.anthropic:install",
     "google.genai": f"{_HERE}.google_genai:install",
+    # the SDK's tool runner, not the SDK: a test that imports only openai installs nothing
+    "openai.lib.responses_tool_runner": f"{_HERE}.openai_runner:install",
 }
 
 #: framework module -> the ``framework`` field its tool events carry
@@ -51,6 +53,7 @@ FRAMEWORK_OF: dict[str, str] = {
     "mcp": "mcp",
     "anthropic": "anthropic",
     "google.genai": "google_genai",
+    "openai.lib.responses_tool_runner": "openai",
 }
 
 
