@@ -51,13 +51,13 @@ def weather(calls: list[Any]) -> Any:
 
 
 def outputs(http_faults: Any) -> list[str]:
-    """The function outputs the runner sent the model, in order."""
-    found = []
-    for call in http_faults.calls:
-        for item in json.loads(call.request.content).get("input", []):
-            if isinstance(item, dict) and item.get("type") == "function_call_output":
-                found.append(item["output"])
-    return found
+    """The function outputs the model has read by the last request (its whole history)."""
+    last = json.loads(http_faults.calls[-1].request.content).get("input", [])
+    return [
+        item["output"]
+        for item in last
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
 
 
 def script(http_faults: Any, *steps: Any) -> Any:
@@ -109,6 +109,26 @@ def test_a_returned_failure_is_the_output_the_model_reads(
     assert event.field("framework") == "openai"
 
 
+@pytest.mark.inject_fault(tool="get_weather", returns=af.ToolFailure(error="busy"), times=1)
+def test_the_model_calling_again_after_a_returned_failure_is_its_retry(
+    http_faults: Any, openai_client: Any, trace: af.Trace
+) -> None:
+    # the model read the failure and asked again in its next turn: the model's retry
+    calls: list[Any] = []
+    script(
+        http_faults,
+        call_tool("get_weather", city="Paris"),
+        call_tool("get_weather", city="Paris"),
+        say("It is sunny."),
+    )
+    runner = ResponsesToolRunner(functions=[RegisteredFunction(WEATHER, weather(calls))])
+    assert runner.run(openai_client, PARAMS).output_text == "It is sunny."
+    assert outputs(http_faults) == ["busy", "Sunny in Paris"]
+    (retry,) = trace.of("tool.retry")
+    assert retry.by == "model"
+    assert retry.field("framework") == "openai"
+
+
 @pytest.mark.inject_fault(tool="get_weather", returns="Rain in Paris")
 def test_a_returned_value_is_the_function_result(http_faults: Any, openai_client: Any) -> None:
     calls: list[Any] = []
@@ -146,6 +166,7 @@ def test_independent_calls_on_the_runner_thread_pool_take_the_fault_once(
     assert threads != [threading.current_thread().name]  # on the pool
     (error,) = trace.of("tool.error")
     assert error.error.type == "TimeoutError"
+    assert trace.of("tool.retry") == []  # two calls of one turn: neither retries the other
 
 
 @pytest.mark.inject_fault(tool="get_weather", raises=ConnectionError("reset"), times=1)

@@ -14,9 +14,11 @@ handling around it as for a real failure:
 - ``returns=<value>`` is the function's result (a text, or input blocks).
 
 The runners' ``_execute_function`` is hooked too, to know which call an ``invoke`` runs
-(its name, arguments and call id: `Site`). Computer and browser actions are not functions
-and are not hooked, nor is the Decisions runner's choice of an action. Imported only by
-`install`, once the user imported ``openai.lib.responses_tool_runner``.
+(its name, arguments, call id and model turn: `Site`), so a later turn's call after a
+failure is the model's retry, and a parallel call of the same turn is none. Computer and
+browser actions are not functions and are not hooked, nor is the Decisions runner's choice
+of an action. Imported only by `install`, once the user imported
+``openai.lib.responses_tool_runner``.
 """
 
 from __future__ import annotations
@@ -133,8 +135,29 @@ def _call_of(runner: Any, run: Any, item: Any, *, is_async: bool) -> _Call | Non
     if not isinstance(arguments, Mapping):  # a typed function's pydantic model
         dump = getattr(arguments, "model_dump", None)
         arguments = dump() if callable(dump) else None
-    site = Site(run=run, call_id=call_id if isinstance(call_id, str) else None)
+    turn = _Turn(run.arguments)
+    site = Site(run=run, turn=turn, call_id=call_id if isinstance(call_id, str) else None)
     return _Call(getattr(function, "execute", None), str(name), arguments, site, is_async)
+
+
+class _Turn:
+    """One model turn of a run, told by the dict of arguments the run makes afresh for it.
+
+    The calls of one turn (on the runner's pool) share it, so a call after a failed one of
+    the same turn is not its retry; a later turn's call is the model's. Compared by
+    identity, and holding the dict, whose id could otherwise be a later turn's.
+    """
+
+    __slots__ = ("arguments",)
+
+    def __init__(self, arguments: object) -> None:
+        self.arguments = arguments
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Turn) and other.arguments is self.arguments
+
+    def __hash__(self) -> int:
+        return id(self.arguments)
 
 
 def _failure(failure: ToolFailure) -> str:
