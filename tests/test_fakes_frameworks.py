@@ -96,6 +96,40 @@ def test_an_anthropic_beta_tool() -> None:
     assert tool.call(args) == f"{args['city']}:{args['email']}:{args['nights']}"
 
 
+def test_openai_sdk_function_tools_in_each_of_its_shapes() -> None:
+    import openai
+    from openai.lib.responses_tool_runner import RegisteredFunction
+    from pydantic import BaseModel
+
+    parameters = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "email": {"type": "string", "format": "email"},
+            "nights": {"type": "integer", "minimum": 1, "maximum": 14},
+        },
+        "required": ["city", "email", "nights"],
+    }
+    responses: Any = {"type": "function", "name": "book", "parameters": parameters}
+    chat: Any = {"type": "function", "function": {"name": "book", "parameters": parameters}}
+    registered = RegisteredFunction(responses, lambda args: book(**args))
+    for seed, tool in enumerate((responses, chat, registered)):
+        args = fake_args(tool, seed=seed)
+        realistic(args)
+        jsonschema.validate(args, parameters)
+    assert registered.execute(fake_args(registered, seed=8)).count(":") == 2  # the SDK's call
+
+    class Book(BaseModel):
+        city: str
+        email: str
+        nights: Annotated[int, Field(ge=1, le=14)]
+
+    typed = openai.pydantic_function_tool(Book)  # the SDK parses a call with the model
+    args = fake_args(typed, seed=9)
+    realistic(args)
+    Book.model_validate_json(json.dumps(args))
+
+
 def test_a_json_schema() -> None:
     schema = {
         "type": "object",

@@ -11,9 +11,11 @@ a call against it without running the tool. Read duck-typed, so no framework is 
 - a LangChain ``BaseTool``: ``tool_call_schema``, checked by that pydantic model;
 - an OpenAI Agents SDK ``FunctionTool``: ``params_json_schema``;
 - an MCP ``Tool`` (``list_tools()``): ``input_schema`` (``inputSchema`` before mcp 2);
+- an openai SDK function tool (a Responses or Chat Completions tool dict, or the tool
+  runner's ``RegisteredFunction``): its ``parameters``;
 - a JSON schema itself (a mapping with ``"properties"`` or ``"type": "object"``).
 
-The last three have no check of their own here: the values are drawn from the schema and
+The last four have no check of their own here: the values are drawn from the schema and
 a call every reading of it refuses (`refused_arguments`) is drawn again.
 """
 
@@ -36,8 +38,8 @@ Foreign = tuple[str, Mapping[str, Any], Callable[[str], object]]
 
 _TAKES = (
     "fake_args() takes a tool: an af.Tool, a function, a pydantic-ai Tool, a LangChain "
-    "tool, an OpenAI Agents SDK FunctionTool, an MCP Tool, an anthropic @beta_tool, or a "
-    "JSON schema of the arguments"
+    "tool, an OpenAI Agents SDK FunctionTool, an MCP Tool, an anthropic @beta_tool, an "
+    "openai SDK function tool, or a JSON schema of the arguments"
 )
 
 
@@ -45,6 +47,9 @@ def read_tool(tool: object) -> Tool[Any, Any] | Foreign:
     """``tool`` as an ``af.Tool`` to fill, or its name, schema and check (see the module)."""
     if isinstance(tool, Tool):
         return tool
+    function = _openai_function(tool)
+    if function is not None:
+        return function
     if isinstance(tool, Mapping):
         if "properties" not in tool and tool.get("type") != "object":
             raise UsageError(f"{_TAKES}; this mapping is no object schema: {dict(tool)!r}")
@@ -87,6 +92,24 @@ def _beta_tool(tool: Any, name: str) -> Tool[Any, Any] | None:
     if function is None or not hasattr(tool, "input_schema"):
         return None
     return _function(tool, function, name)
+
+
+def _openai_function(tool: Any) -> Foreign | None:
+    """An openai SDK function tool: a Responses or Chat Completions tool, or a registered one.
+
+    ``{"type": "function", "name": ..., "parameters": ...}`` (Responses),
+    ``{"type": "function", "function": {"name": ..., "parameters": ...}}`` (Chat
+    Completions, ``openai.pydantic_function_tool``), or the tool runner's
+    ``RegisteredFunction``, which holds the first as ``tool``.
+    """
+    spec = getattr(tool, "tool", tool) if not isinstance(tool, Mapping) else tool
+    if not isinstance(spec, Mapping) or spec.get("type") != "function":
+        return None
+    inner = spec.get("function", spec)
+    parameters = inner.get("parameters") if isinstance(inner, Mapping) else None
+    if not isinstance(parameters, Mapping):
+        return None
+    return _by_schema(str(inner.get("name") or "the function"), parameters)
 
 
 def _schema_only(tool: Any, name: str) -> Foreign | None:
