@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 import pytest_agentfaults as af
-from pytest_agentfaults import ScriptedModel, call_tools, say
+from pytest_agentfaults import ScriptedModel, call_tool, call_tools, say
 
 CITIES = ("Paris", "Rome", "Oslo")
 
@@ -77,6 +77,21 @@ def test_run_keeps_the_calls_sequential():
     assert service.most_at_once == 1
     assert tool_results(result) == [f"{city}: sunny" for city in CITIES]
     assert [kind for kind, _, _ in tool_events(result)] == ["tool.call", "tool.result"] * 3
+
+
+@pytest.mark.asyncio
+async def test_a_clock_that_ran_a_single_call_first_gives_parallel_calls_their_own_time():
+    # A clock reads a branch's own time only once a parallel turn has forked it: the same
+    # clock, used by a lone call first, must still give each concurrent call its own.
+    clock = af.VirtualClock()
+    service = Service(clock, {"Paris": 0.3, "Rome": 0.1, "Oslo": 0.2})
+    steps = [call_tool("lookup", city="Paris"), three_calls(), say("done")]
+    result = await make_agent(clock, [service.tool], steps).arun("x")
+    assert service.most_at_once == 3
+    assert clock.now() == pytest.approx(0.6)  # 0.3, then the slowest call's 0.3, not the sum
+    assert [at for kind, _, at in tool_events(result) if kind == "tool.result"] == [
+        pytest.approx(at) for at in (0.3, 0.4, 0.5, 0.6)
+    ]
 
 
 @pytest.mark.asyncio

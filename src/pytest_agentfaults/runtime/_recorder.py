@@ -133,6 +133,7 @@ _buffer: ContextVar[tuple[Trace, list[tuple[Event, Recorder]]] | None] = Context
 def buffer_events(trace: Trace) -> list[tuple[Event, Recorder]]:
     """Keep the events this context records into ``trace`` in a list, returned."""
     kept: list[tuple[Event, Recorder]] = []
+    trace._buffered = True  # noqa: SLF001 - from now on its recorders look for a buffer
     _buffer.set((trace, kept))
     return kept
 
@@ -262,7 +263,7 @@ class Recorder:
         data.update(fields)
         event = _new_event(Event)
         event.__dict__ = validated(data) if odd or at.__class__ is not float else data
-        buffer = _buffer.get()
+        buffer = _buffer.get() if trace._buffered else None  # noqa: SLF001
         if buffer is not None and buffer[0] is trace:
             buffer[1].append((event, self))  # a parallel call: merged in order later
             return event
@@ -407,7 +408,7 @@ class Recorder:
         event.at = at
         if at.__class__ is not float:
             event.__dict__ = validated(event.__dict__)
-        buffer = _buffer.get()
+        buffer = _buffer.get() if trace._buffered else None  # noqa: SLF001
         if buffer is not None and buffer[0] is trace:
             buffer[1].append((event, self))  # a parallel call: merged in order later
             return event
@@ -428,7 +429,7 @@ class Recorder:
     def deliver(self, event: Event) -> None:
         """Record an ``event`` this recorder made earlier (a buffered parallel call's)."""
         trace = self.trace
-        buffer = _buffer.get()
+        buffer = _buffer.get() if trace._buffered else None  # noqa: SLF001
         if buffer is not None and buffer[0] is trace:
             buffer[1].append((event, self))
             return

@@ -104,13 +104,16 @@ def fixer_steps(
 class Jitter:
     """A run's jitter draws in [0, 1): from its parallel call's stream, else the run's own."""
 
-    __slots__ = ("_rng",)
+    __slots__ = ("_rng", "parallel")
 
     def __init__(self) -> None:
         self._rng: Any = None
+        #: whether the run ever had a parallel turn (`Run.tool_turn`): only then may a
+        #: draw come from a parallel call's own stream
+        self.parallel = False
 
     def __call__(self) -> float:
-        stream = branch_jitter(self) or self._rng or self.stream()
+        stream = (branch_jitter(self) if self.parallel else None) or self._rng or self.stream()
         return stream.random()
 
     def stream(self) -> Any:
@@ -238,6 +241,7 @@ class Run:
         """Run several tool calls of one turn (together in ``arun``), in the model's order."""
         __tracebackhide__ = True
         turn = JitterTurn(self.uniform.stream)
+        self.uniform.parallel = True  # its calls draw from their own streams (`with_jitter`)
         branches = [
             with_jitter(self.uniform, turn, index, self.counted_call(call))
             for index, call in enumerate(calls)

@@ -98,6 +98,7 @@ def fork_virtual_time(clock: VirtualClock) -> list[float]:
     Returns the cell holding that timeline's now (read it when the branch is done).
     """
     cell = [clock.now()]
+    clock._forked = True  # noqa: SLF001 - from now on it looks for a branch's own time
     _branch.set((clock, cell))
     return cell
 
@@ -119,7 +120,7 @@ class VirtualClock:
     nothing ready and no real timer due before the deadline), time jumps to the deadline.
     """
 
-    __slots__ = ("_autojump", "_now", "_patches", "sleeps")
+    __slots__ = ("_autojump", "_forked", "_now", "_patches", "sleeps")
 
     def __init__(self, start: float = 0.0) -> None:
         __tracebackhide__ = True
@@ -135,6 +136,9 @@ class VirtualClock:
         self._patches: list[ThreadTime] = []  # the sleeps made virtual (`patch_sleep`)
         # Deadlines of async tool attempts waiting for the loop to go idle (`_deadlines`).
         self._autojump: list[float] = []
+        # Whether a parallel turn ever forked this clock (`fork_virtual_time`): only then
+        # can a context hold a branch's own time on it, and its reads look for one.
+        self._forked = False
 
     def patch_sleep(self) -> VirtualClock:
         """Make this thread's `time.sleep`, `asyncio.sleep` and `anyio.sleep` wait on this clock.
@@ -171,13 +175,14 @@ class VirtualClock:
 
     def now(self) -> float:
         """The virtual time in seconds (starts at ``start``, 0.0 by default)."""
-        branch = _branch.get()
-        if branch is not None and branch[0] is self:
-            return branch[1][0]
+        if self._forked:
+            branch = _branch.get()
+            if branch is not None and branch[0] is self:
+                return branch[1][0]
         return self._now
 
     def _store(self, now: float) -> None:
-        branch = _branch.get()
+        branch = _branch.get() if self._forked else None
         if branch is not None and branch[0] is self:
             branch[1][0] = now
         else:
@@ -206,7 +211,7 @@ class VirtualClock:
             seconds = _wait("sleep", seconds)
         self.sleeps.append(seconds)
         # `_move`, inlined: every retry's backoff waits here.
-        branch = _branch.get()
+        branch = _branch.get() if self._forked else None
         cell = branch[1] if branch is not None and branch[0] is self else None
         now = self._now if cell is None else cell[0]
         active = deadline_var.get()
@@ -220,7 +225,7 @@ class VirtualClock:
 
     def _move(self, seconds: float) -> None:
         # `now` and `_store`, inlined: every virtual wait (each retry's backoff) comes here.
-        branch = _branch.get()
+        branch = _branch.get() if self._forked else None
         cell = branch[1] if branch is not None and branch[0] is self else None
         now = self._now if cell is None else cell[0]
         active = deadline_var.get()

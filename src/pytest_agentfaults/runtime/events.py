@@ -108,13 +108,16 @@ def _renumbered(event: Event, seq: int) -> Event:
 class Trace:
     """An ordered list of events with questions a test asks of it."""
 
-    __slots__ = ("_tools", "events")
+    __slots__ = ("_buffered", "_tools", "events")
 
     def __init__(self, events: Sequence[Event] = ()) -> None:
         self.events: list[Event] = list(events)
         #: the tools of the agents whose runs this trace recorded (not in JSON: a trace
         #: read back knows none, and then answers any tool name)
         self._tools: set[str] = set()
+        #: whether a parallel turn ever kept events for this trace aside (the recorder's
+        #: `buffer_events`): only then may a context hold a buffer of its events
+        self._buffered = False
 
     # ------------------------------------------------------------------ recording
 
