@@ -20,6 +20,7 @@ import google.genai  # noqa: F401
 import langchain_openai  # noqa: F401
 import langgraph.prebuilt  # noqa: F401
 import mcp.server.mcpserver  # noqa: F401
+import openai.lib.responses_tool_runner  # noqa: F401
 import pydantic_ai.models.openai  # noqa: F401
 import pytest
 
@@ -163,6 +164,21 @@ def run(llm_server):
         return client.models.generate_content(model="m", contents="go", config=config)
 """
 
+OPENAI_RUNNER = """
+from openai.lib.responses_tool_runner import RegisteredFunction, ResponsesToolRunner
+
+SEARCH = {
+    "type": "function", "name": "search", "description": "Search.", "strict": False,
+    "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+}
+
+
+def run(llm_server):
+    with openai.OpenAI(base_url=llm_server.base_url("openai"), api_key="k") as client:
+        function = RegisteredFunction(SEARCH, lambda args: "found")
+        return ResponsesToolRunner(functions=[function]).run(client, {"model": "m", "input": "go"})
+"""
+
 # A test of the harness: the script's steps, then a run that may fail (the fault may end
 # it; what counts is that the test passes with the fault fired).
 TEST = """
@@ -178,12 +194,14 @@ PLAIN = "[call_tool('search', query='x'), call_tool('search', query='x'), say('d
 
 # What nothing of the kit covers: an MCP client's call has no model of the kit behind it;
 # the Agents SDK ends its run on a call to an unknown tool, recording no tool event, and
-# google-genai's automatic function calling raises KeyError on one.
+# google-genai's automatic function calling raises KeyError on one; the openai SDK's tool
+# runner stops its run on one, before any function.
 UNREACHABLE = {
     ("mcp", "invalid_args"),
     ("mcp", "unknown_tool"),
     ("openai_agents", "unknown_tool"),
     ("google_genai", "unknown_tool"),
+    ("openai", "unknown_tool"),
 }
 
 FRAMEWORKS = {
@@ -193,6 +211,7 @@ FRAMEWORKS = {
     "mcp": MCP,
     "anthropic": ANTHROPIC,
     "google_genai": GOOGLE_GENAI,
+    "openai": OPENAI_RUNNER,
 }
 
 

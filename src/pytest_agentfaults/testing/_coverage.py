@@ -60,6 +60,8 @@ _UNREACHABLE: Final = {
     "raises KeyError on a call to a function it does not have, and records no tool event)",
     ("openai_agents", "unknown_tool"): "an Agents SDK tool (the SDK ends the run on a call "
     "to a tool it does not have, and records no tool event)",
+    ("openai", "unknown_tool"): "a function of the openai SDK's tool runner (the runner "
+    "stops the run on a call to a function it does not have, and records no tool event)",
 }
 _MODEL_MARKERS: Final = {
     "rate_limit": 'llm="rate_limit", retry_after=2',
