@@ -218,7 +218,8 @@ class Event:
     status: str | int | None = None
     detail: str | None = None
     #: whose tool a ``tool.*`` event is about: ``"agentfaults"`` (our runtime),
-    #: ``"pydantic_ai"``, ``"langchain"``, ``"openai_agents"``, ``"mcp"`` or ``"function"``
+    #: ``"pydantic_ai"``, ``"langchain"``, ``"openai_agents"``, ``"mcp"``, ``"anthropic"``,
+    #: ``"google_genai"``, ``"openai"`` (the SDK's tool runner) or ``"function"``
     framework: str | None = None
     #: an ``http.request``'s ``x-stainless-retry-count`` (the official SDKs send it): 0 for the
     #: first attempt; the same number `llm_server.requests[i].retry_count` gives
