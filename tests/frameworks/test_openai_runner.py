@@ -213,3 +213,21 @@ def test_a_test_without_the_kit_meets_the_sdk_own_runner() -> None:
     assert module.invoke is _tool_lifecycle.invoke
     for runner in (ResponsesToolRunner, AsyncResponsesToolRunner):
         assert not hasattr(runner._execute_function, HOOKED)
+
+
+def test_a_runner_without_what_is_hooked_is_unhookable_and_left_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a future openai that no longer calls invoke(): the two methods hooked first are put
+    # back, and the fault's message will say why its tools run unwatched
+    from openai.lib import responses_tool_runner as module
+
+    from pytest_agentfaults.testing._frameworks import Unhookable
+    from pytest_agentfaults.testing._frameworks._hook import HOOKED
+    from pytest_agentfaults.testing._frameworks.openai_runner import install
+
+    monkeypatch.delattr(module, "invoke")
+    with pytest.raises(Unhookable, match="calls no invoke"):
+        install()
+    for runner in (ResponsesToolRunner, AsyncResponsesToolRunner):
+        assert not hasattr(vars(runner)["_execute_function"], HOOKED)

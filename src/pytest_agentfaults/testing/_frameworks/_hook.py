@@ -8,13 +8,14 @@ someone has patched over ours since (then the attribute stays theirs).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from pytest_agentfaults.testing._frameworks import Unhookable
+from pytest_agentfaults.testing._undo import raise_together, run_all
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
-__all__ = ["HOOKED", "hook_attribute", "nothing"]
+__all__ = ["HOOKED", "Hook", "hook_all", "hook_attribute", "nothing"]
 
 #: set on every wrapper an adapter installs: "hooked already"
 HOOKED: Final = "__agentfaults_hook__"
@@ -44,6 +45,32 @@ def hook_attribute(
     def undo() -> None:
         if vars(owner).get(name) is hooked:
             setattr(owner, name, original)
+
+    return undo
+
+
+#: one hook to make: (owner, name, make, missing), as `hook_attribute` takes them
+Hook = tuple[Any, str, Callable[[Any], Any], str | None]
+
+
+def hook_all(hooks: Iterable[Hook], what: str) -> Callable[[], None]:
+    """Make every hook of ``hooks``, all or none; returns the undo of all of them.
+
+    ``hooks`` may be a generator, so that finding an owner fails inside (the hooks made by
+    then are undone before the error goes on). ``what`` names them when undoing fails
+    ("the anthropic hooks").
+    """
+    undos: list[Callable[[], None]] = []
+    try:
+        for owner, name, make, missing in hooks:
+            undos.append(hook_attribute(owner, name, make, missing))
+    except BaseException:
+        raise_together(run_all(reversed(undos)), f"undoing {what} failed")
+        raise
+
+    def undo() -> None:
+        steps, undos[:] = list(reversed(undos)), []
+        raise_together(run_all(steps), f"undoing {what} failed")
 
     return undo
 

@@ -21,7 +21,7 @@ function tools and are not hooked. Imported only by `install`, once anthropic is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, Final, NoReturn
 
@@ -32,9 +32,8 @@ from pytest_agentfaults.testing._frameworks._core import (
     failure_text,
     run_attempt,
 )
-from pytest_agentfaults.testing._frameworks._hook import hook_attribute
+from pytest_agentfaults.testing._frameworks._hook import Hook, hook_all
 from pytest_agentfaults.testing._frameworks._refusals import refused_arguments
-from pytest_agentfaults.testing._undo import raise_together, run_all
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORK", "install"]
@@ -50,26 +49,18 @@ def install() -> Callable[[], None]:
     """Hook the function tools' ``call`` and the runners' ``_run_tool``; returns the undo."""
     from anthropic.lib.tools import _beta_functions, _beta_runner  # noqa: PLC0415 - anthropic is optional, loaded on use
 
-    undos: list[Callable[[], None]] = []
-    try:
+    def hooks() -> Iterator[Hook]:
         for name, make in (
             ("BetaFunctionTool", _sync_call),
             ("BetaAsyncFunctionTool", _async_call),
         ):
             missing = f"anthropic's {name} has no call of its own in this version"
-            undos.append(hook_attribute(_class(_beta_functions, name), "call", make, missing))
+            yield _class(_beta_functions, name), "call", make, missing
         # the runners' Site is a refinement: a version without `_run_tool` still has faults
         for name, make in (("BaseSyncToolRunner", _sync_run), ("BaseAsyncToolRunner", _async_run)):
-            undos.append(hook_attribute(_class(_beta_runner, name), "_run_tool", make, None))
-    except BaseException:
-        raise_together(run_all(reversed(undos)), "undoing the anthropic hooks failed")
-        raise
+            yield _class(_beta_runner, name), "_run_tool", make, None
 
-    def undo() -> None:
-        steps, undos[:] = list(reversed(undos)), []
-        raise_together(run_all(steps), "undoing the anthropic hooks failed")
-
-    return undo
+    return hook_all(hooks(), "the anthropic hooks")
 
 
 def _sync_call(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, Final, NoReturn
 
@@ -37,8 +37,7 @@ from pytest_agentfaults.testing._frameworks._core import (
     failure_text,
     run_attempt,
 )
-from pytest_agentfaults.testing._frameworks._hook import hook_attribute
-from pytest_agentfaults.testing._undo import raise_together, run_all
+from pytest_agentfaults.testing._frameworks._hook import Hook, hook_all
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORK", "install"]
@@ -54,29 +53,21 @@ def install() -> Callable[[], None]:
     """Hook the SDK's function invocation and its per-response answering; returns the undo."""
     from google.genai import _extra_utils  # noqa: PLC0415 - google-genai is optional, loaded on use
 
-    undos: list[Callable[[], None]] = []
-    try:
+    def hooks() -> Iterator[Hook]:
         for name, make in (
             ("invoke_function_from_dict_args", _sync_invoke),
             ("invoke_function_from_dict_args_async", _async_invoke),
         ):
             missing = f"google-genai's _extra_utils has no {name} in this version"
-            undos.append(hook_attribute(_extra_utils, name, make, missing))
+            yield _extra_utils, name, make, missing
         # which response asked: a refinement, so a version without these still has faults
         for name, make in (
             ("get_function_response_parts", _sync_answering),
             ("get_function_response_parts_async", _async_answering),
         ):
-            undos.append(hook_attribute(_extra_utils, name, make, None))
-    except BaseException:
-        raise_together(run_all(reversed(undos)), "undoing the google-genai hooks failed")
-        raise
+            yield _extra_utils, name, make, None
 
-    def undo() -> None:
-        steps, undos[:] = list(reversed(undos)), []
-        raise_together(run_all(steps), "undoing the google-genai hooks failed")
-
-    return undo
+    return hook_all(hooks(), "the google-genai hooks")
 
 
 def _sync_invoke(original: Callable[..., Any]) -> Callable[..., Any]:

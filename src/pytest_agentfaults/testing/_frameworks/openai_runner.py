@@ -23,7 +23,7 @@ of an action. Imported only by `install`, once the user imported
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, Final, NamedTuple
 
@@ -34,8 +34,7 @@ from pytest_agentfaults.testing._frameworks._core import (
     failure_text,
     run_attempt,
 )
-from pytest_agentfaults.testing._frameworks._hook import hook_attribute
-from pytest_agentfaults.testing._undo import raise_together, run_all
+from pytest_agentfaults.testing._frameworks._hook import Hook, hook_all
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORK", "install"]
@@ -61,24 +60,15 @@ def install() -> Callable[[], None]:
     """Hook the runners' ``_execute_function`` and the module's ``invoke``; returns the undo."""
     from openai.lib import responses_tool_runner as module  # noqa: PLC0415 - openai is optional, loaded on use
 
-    undos: list[Callable[[], None]] = []
-    try:
+    def hooks() -> Iterator[Hook]:
         for name, is_async in (("ResponsesToolRunner", False), ("AsyncResponsesToolRunner", True)):
-            owner = getattr(module, name, None)
             missing = f"openai's {name} has no _execute_function in this version"
             make = _async_execute if is_async else _sync_execute
-            undos.append(hook_attribute(owner, "_execute_function", make, missing))
+            yield getattr(module, name, None), "_execute_function", make, missing
         missing = "openai's responses_tool_runner calls no invoke() in this version"
-        undos.append(hook_attribute(module, "invoke", _invoke, missing))
-    except BaseException:
-        raise_together(run_all(reversed(undos)), "undoing the openai runner hooks failed")
-        raise
+        yield module, "invoke", _invoke, missing
 
-    def undo() -> None:
-        steps, undos[:] = list(reversed(undos)), []
-        raise_together(run_all(steps), "undoing the openai runner hooks failed")
-
-    return undo
+    return hook_all(hooks(), "the openai runner hooks")
 
 
 def _sync_execute(original: Callable[..., Any]) -> Callable[..., Any]:
