@@ -17,7 +17,6 @@ Two mechanisms, used by the run loop (`_drivers`) only when a timeout applies:
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextvars
 import queue
 import threading
@@ -25,7 +24,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Final, TypeVar
 
 from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded
-from pytest_agentfaults.runtime._loop_facts import QUIET_TICKS, TICK, tick_later
+from pytest_agentfaults.runtime._loop_facts import QUIET_TICKS, TICK, readable, tick_later
 from pytest_agentfaults.runtime._loop_facts import executor_busy as _executor_busy
 from pytest_agentfaults.runtime._virtual_time import is_bookkeeping, next_timer
 from pytest_agentfaults.runtime._virtual_time import wake as _wake
@@ -162,7 +161,7 @@ async def await_virtual_deadline(
     """
     loop = asyncio.get_running_loop()
     task = loop.create_task(coro)
-    if not _readable(loop):
+    if not readable(loop):
         return await task
     waiting = _pending_deadlines(clock)
     waiting.append(deadline)
@@ -201,12 +200,6 @@ async def await_virtual_deadline(
     finally:
         waiting.remove(deadline)
     return task.result()
-
-
-def _readable(loop: asyncio.AbstractEventLoop) -> bool:
-    """Whether ``loop`` is a standard asyncio loop, whose queues tell when it is idle."""
-    ready, scheduled = getattr(loop, "_ready", None), getattr(loop, "_scheduled", None)
-    return isinstance(ready, collections.deque) and isinstance(scheduled, list)
 
 
 def _pending_deadlines(clock: VirtualClock) -> list[float]:
