@@ -50,6 +50,9 @@ def test_getaddrinfo(trace):
     with pytest.raises(af.NetworkBlockedError) as caught:
         socket.getaddrinfo("api.example.com", 443)
     assert LOOKED_UP == []  # refused before the query
+    with pytest.raises(af.NetworkBlockedError):
+        socket.getaddrinfo(b"\\xffapi.example.com", 443)  # bytes that are no text: a name too
+    assert LOOKED_UP == []
     assert caught.value.host == "api.example.com"
     assert caught.value.retryable is False
     assert "@pytest.mark.allow_network" in str(caught.value)
@@ -79,10 +82,11 @@ def test_asyncio_lookup(trace):
 def test_loopback_names_and_addresses_are_looked_up(trace):
     # no query leaves for these: a loopback name, or an address (the connect decides)
     for host in ("localhost", "LOCALHOST.", "app.localhost", "127.0.0.1", "::1",
-                 "192.0.2.1", "[2001:db8::1]", "fe80::1%lo", None, "", b"localhost"):
+                 "192.0.2.1", "[2001:db8::1]", "fe80::1%lo", None, "", b"localhost",
+                 443):  # not a host at all: the resolver's to refuse, as ever
         with pytest.raises(socket.gaierror):
             socket.getaddrinfo(host, 80)
-    assert len(LOOKED_UP) == 11
+    assert len(LOOKED_UP) == 12
 
 @pytest.mark.allow_network
 def test_allowed(trace):

@@ -361,9 +361,10 @@ def _check_address(guard: NetworkGuard, sock: socket.socket, address: Any) -> No
 def _check_name(guard: NetworkGuard, function: str, host: Any, port: tuple[Any, ...]) -> None:
     """Refuse a lookup of ``host`` that would ask a resolver: a name, not loopback's."""
     __tracebackhide__ = True
-    if guard.suspended or not host:
-        return  # None or "": the wildcard or this machine, which no query is sent for
-    name = (host.decode("idna") if isinstance(host, bytes) else str(host)).rstrip(".")
+    if guard.suspended or not host or not isinstance(host, (str, bytes)):
+        return  # None or "" (the wildcard, this machine), or no host: the resolver's to say
+    # bytes go to the resolver as they are: any that are no text are a name all the same
+    name = (host.decode("utf-8", "replace") if isinstance(host, bytes) else host).rstrip(".")
     if is_loopback(name):
         return
     try:  # an address is not looked up: its connect, if any, decides
