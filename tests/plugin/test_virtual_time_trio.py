@@ -14,7 +14,8 @@ import pytest
 pytest.importorskip("trio")
 pytest.importorskip("anyio")
 
-BODY = """
+# What both inner modules start with: trio as the backend, and "it took no real time"
+TRIO_HEAD = """
 import threading
 import time
 
@@ -29,7 +30,11 @@ def anyio_backend():
 
 def quick(started):
     return time.perf_counter() - started < 1   # well under the 30 s asked for
+"""
 
+BODY = (
+    TRIO_HEAD
+    + """
 @pytest.mark.anyio
 async def test_a_sleep_is_virtual(virtual_clock):
     started = time.perf_counter()
@@ -132,6 +137,7 @@ async def test_real_time_keeps_the_real_sleep(trace):
 async def test_a_test_without_the_kit_keeps_the_real_sleep():
     assert "agentfaults" not in (anyio.sleep.__doc__ or "")
 """
+)
 
 
 def test_anyio_sleep_under_trio_is_virtual_in_a_kit_test(pytester):
@@ -204,21 +210,9 @@ def test_the_async_sdks_under_trio_back_off_virtually(pytester):
     result.assert_outcomes(passed=2)
 
 
-TRIO_SLEEP = """
-import time
-
-import pytest
-
-import anyio
-import trio
-
-@pytest.fixture
-def anyio_backend():
-    return "trio"
-
-def quick(started):
-    return time.perf_counter() - started < 1   # well under the 30 s asked for
-
+TRIO_SLEEP = (
+    TRIO_HEAD
+    + """
 @pytest.mark.anyio
 async def test_trio_sleep_is_virtual(virtual_clock):
     started = time.perf_counter()
@@ -273,6 +267,7 @@ async def test_real_time_keeps_trio_sleep(trace):
 async def test_a_test_without_the_kit_keeps_trio_sleep():
     assert "agentfaults" not in (trio.sleep.__doc__ or "")
 """
+)
 
 
 def test_trio_sleep_is_virtual_in_a_kit_test(pytester):

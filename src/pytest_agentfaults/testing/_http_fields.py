@@ -395,8 +395,8 @@ def attempt_fields(
     return fields
 
 
-def connect_fields(host: str, port: object, error: BaseException, call: str = "") -> dict[str, Any]:
-    """The ``http.request`` fields of a ``socket.connect`` (or ``call``) the guard refused.
+def connect_fields(host: str, port: object, error: BaseException, call: str) -> dict[str, Any]:
+    """The ``http.request`` fields of ``call`` (a ``socket.connect``, a lookup) the guard refused.
 
     urllib, requests or a raw socket: no method or path is known at the connect (or the
     name lookup before it), so the event names the address (``tcp://host:port``) and the
@@ -408,8 +408,8 @@ def connect_fields(host: str, port: object, error: BaseException, call: str = ""
         "client": "socket",
         "error": ErrorRecord.from_exception(error),
         "refused": True,
-        "detail": f"{call or f'socket.connect(({host!r}, {port}))'}: refused, never sent (not "
-        "a loopback address; no fault or route reaches a socket client)",
+        "detail": f"{call}: refused, never sent (not a loopback address; no fault or route "
+        "reaches a socket client)",
     }
 
 

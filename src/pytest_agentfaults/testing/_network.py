@@ -31,7 +31,7 @@ import ipaddress
 import json
 import socket
 from collections.abc import Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, NoReturn
 
 import httpx
 from respx.mocks import HTTPCoreMocker
@@ -345,17 +345,7 @@ def _check_address(guard: NetworkGuard, sock: socket.socket, address: Any) -> No
     port = address[1] if len(address) > 1 else "?"
     # closed here: the caller (socket.create_connection) only closes on an OSError
     sock.close()
-    what = f"socket.connect(({host!r}, {port}))"
-    guard.answered.append(f"{what} (NetworkBlockedError)")
-    error = NetworkBlockedError(
-        blocked_message(what, host, guard.test, socket_client=True),
-        host=host,
-        test=guard.test,
-    )
-    plan = active_plan()
-    if plan is not None:  # in the test's trace, as a refused httpx request is
-        emit_attempt(plan, "http.request", connect_fields(host, port, error), ("url",))
-    raise error
+    _refuse(guard, f"socket.connect(({host!r}, {port}))", host, port)
 
 
 def _check_name(guard: NetworkGuard, function: str, host: Any, port: tuple[Any, ...]) -> None:
@@ -374,12 +364,17 @@ def _check_name(guard: NetworkGuard, function: str, host: Any, port: tuple[Any, 
     else:
         return
     what = f"socket.{function}({', '.join(repr(part) for part in (host, *port))})"
+    _refuse(guard, what, name, port[0] if port else "?")
+
+
+def _refuse(guard: NetworkGuard, what: str, host: str, port: object) -> NoReturn:
+    """Refuse ``what`` (a connect or a lookup of ``host``): noted for `check`, traced, raised."""
+    __tracebackhide__ = True
     guard.answered.append(f"{what} (NetworkBlockedError)")
     error = NetworkBlockedError(
-        blocked_message(what, name, guard.test, socket_client=True), host=name, test=guard.test
+        blocked_message(what, host, guard.test, socket_client=True), host=host, test=guard.test
     )
     plan = active_plan()
-    if plan is not None:  # in the test's trace, as a refused connect is
-        fields = connect_fields(name, port[0] if port else "?", error, what)
-        emit_attempt(plan, "http.request", fields, ("url",))
+    if plan is not None:  # in the test's trace, as a refused httpx request is
+        emit_attempt(plan, "http.request", connect_fields(host, port, error, what), ("url",))
     raise error
