@@ -38,8 +38,17 @@ PATCHABLE = [
     (anyio, "sleep"),
     (trio, "sleep"),
     (socket.socket, "connect"),
-    (socket.socket, "connect_ex"),
-    *((socket, name) for name in ("getaddrinfo", "gethostbyname", "gethostbyname_ex")),
+    *((socket.socket, name) for name in ("connect_ex", "sendto", "sendmsg")),
+    *(
+        (socket, name)
+        for name in (
+            "getaddrinfo",
+            "gethostbyname",
+            "gethostbyname_ex",
+            "gethostbyaddr",
+            "getnameinfo",
+        )
+    ),
     *((lib.HTTPTransport, "handle_request") for lib in (httpx, httpx2)),
     *((lib.AsyncHTTPTransport, "handle_async_request") for lib in (httpx, httpx2)),
     *((lib.Client, "_send_single_request") for lib in (httpx, httpx2)),
@@ -250,12 +259,14 @@ def test_the_kits_check_and_a_teardown_error_are_both_reported(pytester):
 LEAK_AT_THE_END = """
 import socket, time, httpx, httpx2, respx.mocks, trio
 REAL_SLEEP = time.sleep
-REAL_NET = (socket.socket.connect, socket.getaddrinfo, socket.gethostbyname, trio.sleep)
+NET = lambda: (socket.socket.connect, socket.socket.sendto, socket.getaddrinfo,
+               socket.gethostbyname, socket.gethostbyaddr, trio.sleep)
+REAL_NET = NET()
 SEEN = []
 
 def pytest_unconfigure(config):
     from pytest_agentfaults.runtime import hooks
-    net = (socket.socket.connect, socket.getaddrinfo, socket.gethostbyname, trio.sleep)
+    net = NET()
     SEEN.append(time.sleep is REAL_SLEEP and all(a is b for a, b in zip(net, REAL_NET)))
     SEEN.append(not any(m.routers for m in respx.mocks.Mocker.registry.values()))
     SEEN.append(hooks.active_interceptors() == ())

@@ -16,8 +16,10 @@ refused before it is sent:
 
 With ``sockets=True`` (as the plugin starts it) ``socket.socket.connect`` refuses
 non-loopback addresses too, before any packet goes out, for every other client (urllib,
-requests, a raw socket), and so do ``socket.getaddrinfo``, ``gethostbyname`` and
-``gethostbyname_ex`` for a name that is not loopback's: no DNS query leaves either.
+requests, a raw socket), and so do ``sendto`` and ``sendmsg`` with such an address (a
+datagram needs no connect); ``socket.getaddrinfo``, ``gethostbyname`` and
+``gethostbyname_ex`` refuse a name that is not loopback's, and ``gethostbyaddr`` and
+``getnameinfo`` such a host's reverse lookup: no DNS query leaves either.
 Loopback (127.0.0.0/8, ``::1``, ``localhost``) is always allowed. The code under test may
 swallow any refusal, so a test that passed also fails at teardown, naming each refused
 request (`check`). In a test with a fault plan, the
@@ -30,7 +32,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Final, NoReturn
 
 import httpx
@@ -266,6 +268,8 @@ _HTTPX_MOCKS: Final = ("respx_mock", "httpx_mock")
 def _patch_sockets(guard: NetworkGuard) -> None:
     original_connect = socket.socket.connect
     original_connect_ex = socket.socket.connect_ex
+    original_sendto = socket.socket.sendto
+    original_sendmsg = socket.socket.sendmsg
     lookups = {name: getattr(socket, name) for name in _LOOKUPS}
 
     # A longer-lived patch (a module-scoped monkeypatch) can wrap these wrappers and put
@@ -289,13 +293,28 @@ def _patch_sockets(guard: NetworkGuard) -> None:
             _check_address(guard, sock, address)
         return original_connect_ex(sock, address)
 
+    # a datagram needs no connect: its address is the last argument of sendto (``data,
+    # address`` or ``data, flags, address``) and the fourth of sendmsg, if given
+    def sendto(sock: socket.socket, *args: Any) -> int:
+        __tracebackhide__ = True
+        if NetworkGuard._socket_key is key and args:
+            _check_address(guard, sock, args[-1], "sendto")
+        return original_sendto(sock, *args)
+
+    def sendmsg(sock: socket.socket, *args: Any) -> int:
+        __tracebackhide__ = True
+        if NetworkGuard._socket_key is key and len(args) > 3:  # the address, if given
+            _check_address(guard, sock, args[3], "sendmsg")
+        return original_sendmsg(sock, *args)
+
     def lookup(name: str) -> Any:
         original = lookups[name]
+        check = _LOOKUPS[name]
 
         def looked_up(host: Any, *args: Any, **kwargs: Any) -> Any:
             __tracebackhide__ = True
             if NetworkGuard._socket_key is key:
-                _check_name(guard, name, host, args[:1])
+                check(guard, name, host, args[:1])
             return original(host, *args, **kwargs)
 
         return looked_up
@@ -305,6 +324,8 @@ def _patch_sockets(guard: NetworkGuard) -> None:
     NetworkGuard._socket_connect = (
         (socket.socket, "connect", connect, own.get("connect")),
         (socket.socket, "connect_ex", connect_ex, own.get("connect_ex")),
+        (socket.socket, "sendto", sendto, own.get("sendto")),
+        (socket.socket, "sendmsg", sendmsg, own.get("sendmsg")),
         *((socket, name, lookup(name), before) for name, before in lookups.items()),
     )
     NetworkGuard._socket_key = key
@@ -324,16 +345,15 @@ def _unpatch_sockets() -> None:
             setattr(owner, name, before)
 
 
-#: the `socket` functions that look a name up (a DNS query for a name not in the hosts
-#: file); a reverse lookup (``gethostbyaddr``, ``getfqdn``) of an address is left alone
-_LOOKUPS: Final = ("getaddrinfo", "gethostbyname", "gethostbyname_ex")
-
 _LOCAL_FAMILIES: Final = tuple(
     family for family in (getattr(socket, "AF_UNIX", None),) if family is not None
 )
 
 
-def _check_address(guard: NetworkGuard, sock: socket.socket, address: Any) -> None:
+def _check_address(
+    guard: NetworkGuard, sock: socket.socket, address: Any, call: str = "connect"
+) -> None:
+    """Refuse a connect to (or a datagram sent to, ``call``) a host that is not loopback."""
     __tracebackhide__ = True
     if guard.suspended or sock.family in _LOCAL_FAMILIES:
         return
@@ -343,9 +363,11 @@ def _check_address(guard: NetworkGuard, sock: socket.socket, address: Any) -> No
     if is_loopback(host) or host in ("0.0.0.0", "::"):  # noqa: S104 - compared, never bound
         return
     port = address[1] if len(address) > 1 else "?"
-    # closed here: the caller (socket.create_connection) only closes on an OSError
-    sock.close()
-    _refuse(guard, f"socket.connect(({host!r}, {port}))", host, port)
+    if call == "connect":
+        # closed here: the caller (socket.create_connection) only closes on an OSError;
+        # a datagram socket stays open for its next send, as after any failed send
+        sock.close()
+    _refuse(guard, f"socket.{call}(({host!r}, {port}))", host, port)
 
 
 def _check_name(guard: NetworkGuard, function: str, host: Any, port: tuple[Any, ...]) -> None:
@@ -365,6 +387,46 @@ def _check_name(guard: NetworkGuard, function: str, host: Any, port: tuple[Any, 
         return
     what = f"socket.{function}({', '.join(repr(part) for part in (host, *port))})"
     _refuse(guard, what, name, port[0] if port else "?")
+
+
+def _check_reverse(guard: NetworkGuard, function: str, host: Any, port: tuple[Any, ...]) -> None:
+    """Refuse a reverse lookup (a PTR query) of an address or name that is not loopback's.
+
+    ``gethostbyaddr(host)``, and ``getnameinfo(sockaddr, flags)`` unless its flags ask for
+    the address as numbers (``NI_NUMERICHOST``: no query).
+    """
+    __tracebackhide__ = True
+    if guard.suspended:
+        return
+    if function == "getnameinfo":
+        if not isinstance(host, tuple) or not host or (port and port[0] & _NUMERIC_HOST):
+            return  # not an address, or no lookup asked: the function's own to answer
+        shown = f"socket.getnameinfo({host!r}, {port[0]!r})" if port else ""
+        host, port = host[0], host[1:2]
+    else:
+        shown = ""
+    if not host or not isinstance(host, (str, bytes)):
+        return  # "" (this machine), or no host: the resolver's to say
+    name = (host.decode("utf-8", "replace") if isinstance(host, bytes) else host).rstrip(".")
+    if is_loopback(name):
+        return
+    what = shown or f"socket.{function}({', '.join(repr(part) for part in (host, *port))})"
+    _refuse(guard, what, name, port[0] if port else "?")
+
+
+_Check = Callable[["NetworkGuard", str, Any, tuple[Any, ...]], None]
+
+#: the `socket` functions that ask a resolver, each with its rule: a forward lookup of a
+#: name (a DNS query for a name not in the hosts file), a reverse lookup of an address (a
+#: PTR query: ``getfqdn`` goes through ``gethostbyaddr``)
+_LOOKUPS: Final[dict[str, _Check]] = {
+    "getaddrinfo": _check_name,
+    "gethostbyname": _check_name,
+    "gethostbyname_ex": _check_name,
+    "gethostbyaddr": _check_reverse,
+    "getnameinfo": _check_reverse,
+}
+_NUMERIC_HOST: Final = socket.NI_NUMERICHOST
 
 
 def _refuse(guard: NetworkGuard, what: str, host: str, port: object) -> NoReturn:
