@@ -151,3 +151,48 @@ def test_nothing_is_left_patched():
 def test_the_kits_looks_at_a_loop_come_on_real_time_when_the_loops_clock_is_frozen(pytester):
     result = _run(pytester, FROZEN_LOOP)
     result.assert_outcomes(passed=10)
+
+
+# The loopback server's own limits run on the real clock. It bounded a request's arrival
+# with ``time.monotonic()``, which freezegun replaces in every module and thread: frozen,
+# a client dribbling a request a byte at a time held a server thread past the idle
+# timeout (the request had ``idle_timeout`` per byte, not in all); ticking
+# (``auto_tick_seconds``), every request that took two reads (a large body) got a 408.
+SERVER_CLOCK = """
+import select, socket
+from pytest_agentfaults.testing.server import LLMServer
+
+IDLE = 0.05  # the server's idle timeout here, real seconds
+REQUEST = b"POST /v1/chat/completions HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2\\r\\n\\r\\n{}"
+EVERY = dict(FREEZERS, freezegun_ticking=lambda: freezegun.freeze_time(
+    "2024-01-01", auto_tick_seconds=10))
+
+@pytest.mark.parametrize("freezer", sorted(EVERY))
+def test_a_dribbled_request_is_still_cut_off_at_the_idle_timeout(freezer):
+    with LLMServer(idle_timeout=IDLE) as server, EVERY[freezer]():
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            for byte in REQUEST:
+                sock.sendall(bytes([byte]))
+                # each byte well within the idle timeout of the one before it
+                if select.select([sock], [], [], IDLE / 5)[0]:
+                    break
+            answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:60]
+
+@pytest.mark.parametrize("freezer", sorted(EVERY))
+def test_a_large_request_is_answered(freezer, llm_server, openai_client):
+    llm_server.script([say("ok")])
+    big = [{"role": "user", "content": "x" * 400_000}]   # more than one read of the server
+    with EVERY[freezer]():
+        reply = openai_client.chat.completions.create(model="gpt-4o", messages=big)
+    assert reply.choices[0].message.content == "ok"
+    assert llm_server.requests[0].fault is None
+
+def test_nothing_is_left_patched():
+    assert untouched()
+"""
+
+
+def test_the_loopback_servers_limits_keep_real_time_under_a_freezer(pytester):
+    result = _run(pytester, SERVER_CLOCK)
+    result.assert_outcomes(passed=7)
