@@ -196,3 +196,44 @@ def test_nothing_is_left_patched():
 def test_the_loopback_servers_limits_keep_real_time_under_a_freezer(pytester):
     result = _run(pytester, SERVER_CLOCK)
     result.assert_outcomes(passed=7)
+
+
+# A ``real_time`` test keeps the real clock: its runtime and its trace read
+# ``time.monotonic()``, which freezegun replaces. Frozen, every event of the run was at the
+# same instant (the real backoff between attempts read as none); ticking, each reading
+# moved 10 s, so an attempt of a 5 s timeout that took no time "timed out" and was retried.
+REAL_TIME_RUN = """
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool
+
+EVERY = dict(FREEZERS, freezegun_ticking=lambda: freezegun.freeze_time(
+    "2024-01-01", auto_tick_seconds=10))
+
+@af.tool
+def fetch(url: str) -> str:
+    \"\"\"Fetch.\"\"\"
+    return "page"
+
+@pytest.mark.parametrize("freezer", sorted(EVERY))
+@pytest.mark.real_time
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"), times=2)
+def test_a_real_time_run_is_timed_on_the_real_clock(freezer, trace):
+    config = af.ResilienceConfig(
+        strategy="fixed", base_delay=0.01, jitter_factor=0, timeout_seconds=5
+    )
+    model = ScriptedModel([call_tool("fetch", url="u"), say("done")])
+    agent = af.Agent("bot", model=model, tools=[fetch], resilience=config)
+    with EVERY[freezer]():
+        assert agent.run("go").output == "done"
+    calls = [event.at for event in trace.events if event.type == "tool.call"]
+    assert len(calls) == 3   # two faults and the call that worked: no timeout
+    assert 0.02 <= calls[-1] - calls[0] < 5   # the two real backoff waits, as they took
+
+def test_nothing_is_left_patched():
+    assert untouched()
+"""
+
+
+def test_a_real_time_run_keeps_the_real_clock_under_a_freezer(pytester):
+    result = _run(pytester, REAL_TIME_RUN)
+    result.assert_outcomes(passed=4)
