@@ -237,3 +237,52 @@ def test_nothing_is_left_patched():
 def test_a_real_time_run_keeps_the_real_clock_under_a_freezer(pytester):
     result = _run(pytester, REAL_TIME_RUN)
     result.assert_outcomes(passed=4)
+
+
+# The kit loads its runtime at its first use, which may come under a freezer: freezegun's
+# own start reads every attribute of every module, ``pytest_agentfaults``'s lazy names
+# too, after it replaced the clocks. The real clock the kit took then was freezegun's
+# fake: every later freezer stopped it again, and once the freezer was gone the kit took
+# the real clock for a mocked one (its looks at a loop then paused the loop each time).
+LOADED_FROZEN = """
+import sys
+
+import freezegun
+import pytest
+
+import pytest_agentfaults as af
+
+def test_the_runtime_is_first_loaded_under_a_freezer():
+    assert "pytest_agentfaults.runtime.clock" not in sys.modules   # the premise
+    with freezegun.freeze_time("2024-01-01"):   # its start reads af's lazy names: loads it
+        assert "pytest_agentfaults.runtime.clock" in sys.modules
+
+def test_the_kit_still_knows_the_real_clock():
+    from pytest_agentfaults.runtime._loop_facts import real_now
+
+    with freezegun.freeze_time("2024-01-01", auto_tick_seconds=10):
+        first, second = real_now(), real_now()
+    assert 0 <= second - first < 1
+
+@pytest.mark.real_time
+def test_a_real_time_run_under_a_ticking_freezer(faults, trace):
+    faults.tool("fetch").raises(ConnectionError("reset")).times(2)
+
+    @af.tool
+    def fetch(url: str) -> str:
+        \"\"\"Fetch.\"\"\"
+        return "page"
+
+    config = af.ResilienceConfig(strategy="fixed", base_delay=0.01, timeout_seconds=5)
+    model = af.ScriptedModel([af.call_tool("fetch", url="u"), af.say("done")])
+    agent = af.Agent("bot", model=model, tools=[fetch], resilience=config)
+    with freezegun.freeze_time("2024-01-01", auto_tick_seconds=10):
+        assert agent.run("go").output == "done"
+    assert len([event for event in trace.events if event.type == "tool.call"]) == 3
+"""
+
+
+def test_the_kits_real_clock_is_real_when_first_loaded_under_a_freezer(pytester):
+    pytester.makepyfile(test_loaded_frozen=LOADED_FROZEN)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "--timeout=10", timeout=90)
+    result.assert_outcomes(passed=3)
