@@ -503,3 +503,98 @@ def test_a(ending):
     pytester.makeconftest(LEAK_AT_THE_END)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-s")
     result.stdout.fnmatch_lines(["LEAK CHECK [[]True, True, True[]]"])
+
+
+# The same cases where trio is not imported when test_a switches the kit on: the kit waits
+# for it with an import finder, and trio comes while test_a's fixtures set up (the network
+# guard and respx import httpcore, which imports trio), so its sleep is replaced
+# mid-setup. Neither the finder nor that replacement may survive the test. Each case in a
+# fresh process with no plugin autoloaded (anyio's pytest plugin imports trio at start-up).
+LATE_TRIO_SUITE = '''
+import sys
+
+import pytest
+
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool, say
+
+AT_COLLECTION = "trio" in sys.modules
+META_PATH = list(sys.meta_path)
+CALLS = []
+
+
+class LazyHttpx:  # httpx imports httpcore, which imports trio: only when a test calls it
+    def __getattr__(self, name):
+        import httpx
+
+        return getattr(httpx, name)
+
+
+httpx = LazyHttpx()
+
+
+@af.tool
+def fetch(url: str) -> str:
+    """Fetch."""
+    CALLS.append(url)
+    return "page"
+
+
+def run_agent():
+    model = ScriptedModel([call_tool("fetch", url="u"), say("done")])
+    return af.Agent("bot", model=model, tools=[fetch]).run("go")
+
+
+@pytest.fixture
+def everything(request, llm_server, http_faults, virtual_clock, faults):
+    http_faults.assert_all_called = False
+    http_faults.get("https://api.example.com/x").respond(200)
+    faults.http(url="https://api.example.com/x").status(503).times(9).strict(False)
+    assert not AT_COLLECTION
+    assert "agentfaults" in (sys.modules["trio"].sleep.__doc__ or "")  # came late, replaced
+    return llm_server
+
+
+BODY
+
+
+def test_z_nothing_leaked():
+    assert sys.meta_path == META_PATH
+    assert "agentfaults" not in (sys.modules["trio"].sleep.__doc__ or "")
+    CALLS.clear()
+    assert (run_agent().output, CALLS) == ("done", ["u"])
+'''
+
+LATE_TRIO_LEAK_AT_THE_END = """
+import sys
+META_PATH = list(sys.meta_path)
+
+def pytest_unconfigure(config):
+    trio = sys.modules["trio"]
+    print("LEAK CHECK", [sys.meta_path == META_PATH, "agentfaults" not in trio.sleep.__doc__])
+"""
+
+NO_AUTOLOAD = ("-p", "pytest_agentfaults.plugin", "-p", "pytest_asyncio.plugin")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_nothing_survives_the_test_when_trio_comes_late(pytester, monkeypatch, case):
+    body, outcomes = CASES[case]
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makepyfile(test_suite=LATE_TRIO_SUITE.replace("BODY", body))
+    result = pytester.runpytest_subprocess(*NO_AUTOLOAD, "-p", "no:cacheprovider")
+    result.assert_outcomes(**outcomes)
+    result.stdout.no_fnmatch_line("*test_z_nothing_leaked FAILED*")
+
+
+def test_nothing_survives_a_keyboard_interrupt_when_trio_comes_late(pytester, monkeypatch):
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    body = f"""
+{FAULT}
+def test_a(everything):
+    raise KeyboardInterrupt
+"""
+    pytester.makepyfile(test_suite=LATE_TRIO_SUITE.replace("BODY", body))
+    pytester.makeconftest(LATE_TRIO_LEAK_AT_THE_END)
+    result = pytester.runpytest_subprocess(*NO_AUTOLOAD, "-p", "no:cacheprovider", "-s")
+    result.stdout.fnmatch_lines(["*KeyboardInterrupt*", "LEAK CHECK [[]True, True[]]"])

@@ -151,3 +151,138 @@ def test_nothing_is_left_patched():
 def test_the_kits_looks_at_a_loop_come_on_real_time_when_the_loops_clock_is_frozen(pytester):
     result = _run(pytester, FROZEN_LOOP)
     result.assert_outcomes(passed=10)
+
+
+# The loopback server's own limits run on the real clock. It bounded a request's arrival
+# with ``time.monotonic()``, which freezegun replaces in every module and thread: frozen,
+# a client dribbling a request a byte at a time held a server thread past the idle
+# timeout (the request had ``idle_timeout`` per byte, not in all); ticking
+# (``auto_tick_seconds``), every request that took two reads (a large body) got a 408.
+SERVER_CLOCK = """
+import select, socket
+from pytest_agentfaults.testing.server import LLMServer
+
+IDLE = 0.05  # the server's idle timeout here, real seconds
+REQUEST = b"POST /v1/chat/completions HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2\\r\\n\\r\\n{}"
+EVERY = dict(FREEZERS, freezegun_ticking=lambda: freezegun.freeze_time(
+    "2024-01-01", auto_tick_seconds=10))
+
+@pytest.mark.parametrize("freezer", sorted(EVERY))
+def test_a_dribbled_request_is_still_cut_off_at_the_idle_timeout(freezer):
+    with LLMServer(idle_timeout=IDLE) as server, EVERY[freezer]():
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            for byte in REQUEST:
+                sock.sendall(bytes([byte]))
+                # each byte well within the idle timeout of the one before it
+                if select.select([sock], [], [], IDLE / 5)[0]:
+                    break
+            answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:60]
+
+@pytest.mark.parametrize("freezer", sorted(EVERY))
+def test_a_large_request_is_answered(freezer, llm_server, openai_client):
+    llm_server.script([say("ok")])
+    big = [{"role": "user", "content": "x" * 400_000}]   # more than one read of the server
+    with EVERY[freezer]():
+        reply = openai_client.chat.completions.create(model="gpt-4o", messages=big)
+    assert reply.choices[0].message.content == "ok"
+    assert llm_server.requests[0].fault is None
+
+def test_nothing_is_left_patched():
+    assert untouched()
+"""
+
+
+def test_the_loopback_servers_limits_keep_real_time_under_a_freezer(pytester):
+    result = _run(pytester, SERVER_CLOCK)
+    result.assert_outcomes(passed=7)
+
+
+# A ``real_time`` test keeps the real clock: its runtime and its trace read
+# ``time.monotonic()``, which freezegun replaces. Frozen, every event of the run was at the
+# same instant (the real backoff between attempts read as none); ticking, each reading
+# moved 10 s, so an attempt of a 5 s timeout that took no time "timed out" and was retried.
+REAL_TIME_RUN = """
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool
+
+EVERY = dict(FREEZERS, freezegun_ticking=lambda: freezegun.freeze_time(
+    "2024-01-01", auto_tick_seconds=10))
+
+@af.tool
+def fetch(url: str) -> str:
+    \"\"\"Fetch.\"\"\"
+    return "page"
+
+@pytest.mark.parametrize("freezer", sorted(EVERY))
+@pytest.mark.real_time
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"), times=2)
+def test_a_real_time_run_is_timed_on_the_real_clock(freezer, trace):
+    config = af.ResilienceConfig(
+        strategy="fixed", base_delay=0.01, jitter_factor=0, timeout_seconds=5
+    )
+    model = ScriptedModel([call_tool("fetch", url="u"), say("done")])
+    agent = af.Agent("bot", model=model, tools=[fetch], resilience=config)
+    with EVERY[freezer]():
+        assert agent.run("go").output == "done"
+    calls = [event.at for event in trace.events if event.type == "tool.call"]
+    assert len(calls) == 3   # two faults and the call that worked: no timeout
+    assert 0.02 <= calls[-1] - calls[0] < 5   # the two real backoff waits, as they took
+
+def test_nothing_is_left_patched():
+    assert untouched()
+"""
+
+
+def test_a_real_time_run_keeps_the_real_clock_under_a_freezer(pytester):
+    result = _run(pytester, REAL_TIME_RUN)
+    result.assert_outcomes(passed=4)
+
+
+# The kit loads its runtime at its first use, which may come under a freezer: freezegun's
+# own start reads every attribute of every module, ``pytest_agentfaults``'s lazy names
+# too, after it replaced the clocks. The real clock the kit took then was freezegun's
+# fake: every later freezer stopped it again, and once the freezer was gone the kit took
+# the real clock for a mocked one (its looks at a loop then paused the loop each time).
+LOADED_FROZEN = """
+import sys
+
+import freezegun
+import pytest
+
+import pytest_agentfaults as af
+
+def test_the_runtime_is_first_loaded_under_a_freezer():
+    assert "pytest_agentfaults.runtime.clock" not in sys.modules   # the premise
+    with freezegun.freeze_time("2024-01-01"):   # its start reads af's lazy names: loads it
+        assert "pytest_agentfaults.runtime.clock" in sys.modules
+
+def test_the_kit_still_knows_the_real_clock():
+    from pytest_agentfaults.runtime._loop_facts import real_now
+
+    with freezegun.freeze_time("2024-01-01", auto_tick_seconds=10):
+        first, second = real_now(), real_now()
+    assert 0 <= second - first < 1
+
+@pytest.mark.real_time
+def test_a_real_time_run_under_a_ticking_freezer(faults, trace):
+    faults.tool("fetch").raises(ConnectionError("reset")).times(2)
+
+    @af.tool
+    def fetch(url: str) -> str:
+        \"\"\"Fetch.\"\"\"
+        return "page"
+
+    config = af.ResilienceConfig(strategy="fixed", base_delay=0.01, timeout_seconds=5)
+    model = af.ScriptedModel([af.call_tool("fetch", url="u"), af.say("done")])
+    agent = af.Agent("bot", model=model, tools=[fetch], resilience=config)
+    with freezegun.freeze_time("2024-01-01", auto_tick_seconds=10):
+        assert agent.run("go").output == "done"
+    assert len([event for event in trace.events if event.type == "tool.call"]) == 3
+"""
+
+
+def test_the_kits_real_clock_is_real_when_first_loaded_under_a_freezer(pytester):
+    pytester.makepyfile(test_loaded_frozen=LOADED_FROZEN)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "--timeout=10", timeout=90)
+    result.assert_outcomes(passed=3)

@@ -277,3 +277,95 @@ def test_trio_sleep_is_virtual_in_a_kit_test(pytester):
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=6)
     assert "agentfaults" not in (__import__("trio").sleep.__doc__ or "")  # undone after
+
+
+# A module that does not import trio at its top: trio arrives while a kit test runs.
+LATE = """
+import sys
+import time
+
+import pytest
+
+AT_COLLECTION = "trio" in sys.modules
+META_PATH = list(sys.meta_path)   # the import finders before any test
+
+def mine(function):
+    return "agentfaults" in (function.__doc__ or "")
+
+def test_trio_imported_in_the_body_sleeps_virtually(virtual_clock):
+    assert not AT_COLLECTION   # the premise: trio comes with this test
+    import trio
+
+    async def main():
+        await trio.sleep(30)
+
+    started = time.perf_counter()
+    trio.run(main)
+    assert time.perf_counter() - started < 1   # well under the 30 s asked for
+    assert virtual_clock.sleeps == [30]
+    assert virtual_clock.now() == 30
+
+def test_after_it_trio_sleep_is_the_real_one_and_no_finder_is_left():
+    import trio
+    assert not mine(trio.sleep)
+    assert sys.meta_path == META_PATH
+
+def test_a_later_kit_test_finds_trio_imported(virtual_clock):
+    import trio
+    assert mine(trio.sleep)
+    trio.run(trio.sleep, 7)
+    assert virtual_clock.sleeps == [7]
+"""
+
+
+def test_trio_first_imported_in_a_kit_test_sleeps_virtually(pytester, monkeypatch):
+    # trio.sleep was replaced only if trio was imported when the test's virtual time was
+    # switched on. Where no plugin imports trio at start-up (anyio's pytest plugin does,
+    # so autoload off here, as some CI runs have it), `import trio` in the test's body,
+    # or the kit's own network guard importing httpcore (which imports trio) at setup,
+    # came too late, and a 30 s trio.sleep really slept 30 s. A fresh process, where
+    # trio is not imported yet; pytest-timeout ends a real sleep.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makepyfile(test_late_trio=LATE)
+    plugins = ("pytest_agentfaults.plugin", "pytest_asyncio.plugin", "pytest_timeout")
+    loads = [arg for plugin in plugins for arg in ("-p", plugin)]
+    result = pytester.runpytest_subprocess(*loads, "--timeout=10", timeout=90)
+    result.assert_outcomes(passed=3)
+
+
+# Where trio never comes (not installed: here its import is blocked), the finder that waits
+# for it stays for the whole test, and goes at its end whatever the test did.
+NEVER = """
+import sys
+
+import pytest
+
+sys.modules["trio"] = None   # `import trio` raises ImportError, as without trio installed
+META_PATH = list(sys.meta_path)
+
+def test_passes(virtual_clock):
+    with pytest.raises(ImportError):
+        import trio
+
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError, strict=False)
+def test_fails():
+    raise RuntimeError("the test failed")
+
+@pytest.fixture
+def broken(virtual_clock):
+    raise RuntimeError("setup failed")
+
+def test_setup_fails(broken):
+    pass
+
+def test_no_finder_is_left():
+    assert sys.meta_path == META_PATH
+"""
+
+
+def test_the_finder_waiting_for_trio_goes_with_the_test(pytester, monkeypatch):
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makepyfile(test_never=NEVER)
+    plugins = ("pytest_agentfaults.plugin", "pytest_asyncio.plugin")
+    result = pytester.runpytest_subprocess(*[a for p in plugins for a in ("-p", p)], timeout=90)
+    result.assert_outcomes(passed=2, failed=1, errors=1)

@@ -8,13 +8,13 @@ them as a run of its own, ``agent="tool:<name>"``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any, Final
 
 from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.runtime._drivers import Steps, adrive, drive, timed_out
 from pytest_agentfaults.runtime._finite import dumps
+from pytest_agentfaults.runtime._loop_facts import real_now
 from pytest_agentfaults.runtime._pending import PENDING, switch_on
 from pytest_agentfaults.runtime._recorder import Recorder, active_collectors, read_collecting
 from pytest_agentfaults.runtime._tool import BaseTool
@@ -71,7 +71,7 @@ def invoke(
     checked = tool.quick_check(arguments)
     if checked is None:
         return drive(_standalone(tool, arguments, config, clock))  # invalid: the pipeline
-    now = time.monotonic if type(clock) is RealClock else clock.now  # RealClock.now, unwrapped
+    now = real_now if type(clock) is RealClock else clock.now  # RealClock.now, unwrapped
     start = 0.0 if timeout is None else now()
     try:
         result = tool.function(**checked)

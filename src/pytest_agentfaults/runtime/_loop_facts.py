@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import threading
 import time
 from collections.abc import Callable
+from types import BuiltinFunctionType
 from typing import Any, Final
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
@@ -31,9 +33,26 @@ __all__ = [
 TICK: Final = 0.01  # real seconds between two looks while real work may be under way
 QUIET_TICKS: Final = 5  # idle ticks in a row (50 ms) when a socket or thread is busy
 BUSY_LIMIT: Final = 0.2  # real seconds a loop may stay busy before a due timer fires anyway
+
+
+def _genuine_monotonic() -> Callable[[], float]:
+    """``time.monotonic`` as Python has it, even if a freezer replaced it as this loads.
+
+    freezegun reads every module's attributes as it starts, after replacing the clocks,
+    and a read of the package's lazy names loads its runtime: this module may well load
+    under a freezer. The clock ``time.monotonic`` reads is then taken from
+    ``time.clock_gettime``, which no freezer replaces (there is none on Windows).
+    """
+    clock = time.monotonic
+    gettime = getattr(time, "clock_gettime", None)
+    if isinstance(clock, BuiltinFunctionType) or gettime is None:
+        return clock
+    return functools.partial(gettime, time.CLOCK_MONOTONIC)
+
+
 #: The real clock, whatever a test patches later. In a tuple: freezegun replaces every
 #: module attribute that *is* ``time.monotonic`` with its frozen one, but looks no deeper.
-_REAL_CLOCK: Final = (time.monotonic,)
+_REAL_CLOCK: Final = (_genuine_monotonic(),)
 #: What the standard event loops read their clock with (``time.monotonic`` inside).
 _LOOP_TIME: Final = (asyncio.BaseEventLoop.time,)
 _PAUSE: Final = threading.Event()  # never set: waits on it take real time
@@ -53,7 +72,7 @@ def tick_later(
     mocked ``time.monotonic``), a timer on it never comes due: the tick is waited for
     here, in real time, and the callback called soon.
     """
-    if time.monotonic is not _REAL_CLOCK[0] and type(loop).time is _LOOP_TIME[0]:
+    if type(time.monotonic) is not BuiltinFunctionType and type(loop).time is _LOOP_TIME[0]:
         _PAUSE.wait(TICK)
         return loop.call_soon(callback, *args)
     return loop.call_later(TICK, callback, *args)

@@ -21,7 +21,8 @@ to the function).
   "Idle" means nothing ready, no task moving, no real timer due before the virtual end,
   and, while a socket or the default executor is busy, 50 ms of real time like that.
 * Under trio (anyio's trio backend, or a ``trio.run`` of the test's own), ``anyio.sleep``
-  and ``trio.sleep`` are timers of the trio run, fired the same way (`_virtual_trio`).
+  and ``trio.sleep`` are timers of the trio run, fired the same way (`_virtual_trio`),
+  also when trio is first imported while the test runs (`TrioArrival`).
 * Only sleeps are virtual. The loop's own clock keeps real time, so I/O timeouts,
   `asyncio.timeout` and `asyncio.wait_for` stay real; `time.monotonic` too.
 * Inside a tool attempt with a deadline, a sleep crossing it ends at the deadline and the
@@ -53,7 +54,12 @@ from pytest_agentfaults.runtime._loop_facts import (
     tasks_state,
     tick_later,
 )
-from pytest_agentfaults.runtime._virtual_trio import TrioTimers, mock_clock, running_trio
+from pytest_agentfaults.runtime._virtual_trio import (
+    TrioArrival,
+    TrioTimers,
+    mock_clock,
+    running_trio,
+)
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import VirtualClock
@@ -86,6 +92,7 @@ class ThreadTime:
     """The sleeps of one thread, and of the event loops it runs, made virtual on ``clock``."""
 
     __slots__ = (
+        "_arrival",
         "_context_clock",
         "_counted",
         "_lock",
@@ -119,6 +126,7 @@ class ThreadTime:
         self.runs: dict[object, TrioTimers] = {}  # trio runs, by their root task
         self._undo: list[tuple[object, str, object, object]] = []
         self._lock = threading.Lock()  # worker threads' sleeps, one at a time on the clock
+        self._arrival: TrioArrival | None = None  # waits for trio, if it is not imported
 
     def install(self) -> None:
         """Replace the sleep functions (each wraps the one it replaces)."""
@@ -133,6 +141,12 @@ class ThreadTime:
         mine = self._asyncio_sleep(previous)
         undo.append((asyncio, "sleep", replaced(mine, previous), previous))
         asyncio.sleep = mine
+        trio: Any = sys.modules.get("trio")  # anyio's pytest plugin imports it, if installed
+        if trio is not None:
+            self._patch_trio(trio)
+        else:  # it may come while the test runs (`import trio` in its body): wait for it
+            self._arrival = TrioArrival(self._trio_arrived)
+            self._arrival.start()
         anyio: Any = sys.modules.get("anyio")  # what `import anyio` gives, cheaper
         if anyio is None:
             try:
@@ -143,12 +157,18 @@ class ThreadTime:
         mine = self._anyio_sleep(previous)
         undo.append((anyio, "sleep", replaced(mine, previous), previous))
         anyio.sleep = mine
-        trio: Any = sys.modules.get("trio")  # imported by the test's module, if it runs on trio
-        if trio is not None:
-            previous = trio.sleep
-            mine = self._trio_sleep(previous)
-            undo.append((trio, "sleep", replaced(mine, previous), previous))
-            trio.sleep = mine
+
+    def _patch_trio(self, trio: Any) -> None:
+        previous = trio.sleep
+        mine = self._trio_sleep(previous)
+        self._undo.append((trio, "sleep", replaced(mine, previous), previous))
+        trio.sleep = mine
+
+    def _trio_arrived(self, trio: Any) -> None:
+        """Replace ``trio.sleep`` too: trio was first imported while the sleeps are replaced."""
+        with self._lock:  # not while `uninstall` switches off (trio may come on a thread)
+            if self.active:
+                self._patch_trio(trio)
 
     def uninstall(self) -> None:
         """Put back what `install` replaced; a stale reference to ours then passes through.
@@ -156,6 +176,10 @@ class ThreadTime:
         A sleep someone patched over ours stays theirs, and ours is retired: whoever puts
         it back puts back what it replaced (`pytest_agentfaults._patches`).
         """
+        if self._arrival is not None:  # a trio arriving after this finds the sleeps off
+            self._arrival.stop()
+            with self._lock:
+                self.active = False
         self.active = False
         undo = self._undo
         while undo:

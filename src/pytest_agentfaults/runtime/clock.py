@@ -22,6 +22,7 @@ from pytest_agentfaults.runtime._attempt_deadline import (
     AttemptDeadlineExceeded,
     deadline_var,
 )
+from pytest_agentfaults.runtime._loop_facts import real_now
 from pytest_agentfaults.runtime._pending import switch_on
 from pytest_agentfaults.runtime._virtual_time import ThreadTime
 
@@ -62,13 +63,17 @@ class Clock(Protocol):
 
 
 class RealClock:
-    """Wall time: `time.monotonic`, `time.sleep`, `asyncio.sleep`."""
+    """Wall time: `time.monotonic`, `time.sleep`, `asyncio.sleep`.
+
+    Its `now` is the real monotonic clock even where a test froze time (freezegun replaces
+    ``time.monotonic``, not the sleeps): the time it reads is the time its sleeps take.
+    """
 
     __slots__ = ()
 
     def now(self) -> float:
-        """Seconds from `time.monotonic`."""
-        return time.monotonic()
+        """Seconds from `time.monotonic` (the real one, whatever a freezer patched)."""
+        return real_now()
 
     def sleep(self, seconds: float) -> None:
         """Block for ``seconds``."""

@@ -10,6 +10,8 @@ is bounded in time and in size:
   ``max_body_bytes``, announced by a plain ASCII ``Content-Length`` or sent chunked.
 
 A request outside these bounds is `Refused`: the server answers its 4xx and closes.
+The bounds are real seconds whatever a test froze: a freezer (freezegun) that replaces
+``time.monotonic`` in the server's thread too would stop them or make them fire at once.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import re
 import socket
 import struct
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any, Final
+
+from pytest_agentfaults.runtime._loop_facts import real_now
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
@@ -156,7 +159,7 @@ class Reader:
         """Receive more bytes; False at the end of the stream. `TimeoutError` when late."""
         wait = self._limits.idle_timeout
         if self._deadline is not None:
-            wait = min(wait, self._deadline - time.monotonic())
+            wait = min(wait, self._deadline - real_now())
             if wait <= 0:
                 raise TimeoutError("the request did not arrive in time")
         self._wait(wait)
@@ -168,7 +171,7 @@ class Reader:
             return False
         if self._deadline is None:
             # a request began: it has idle_timeout seconds from now to arrive in full
-            self._deadline = time.monotonic() + self._limits.idle_timeout
+            self._deadline = real_now() + self._limits.idle_timeout
         self._buffer += chunk
         return True
 
@@ -176,7 +179,7 @@ class Reader:
         """The request head, up to its blank line; None when the stream ends first."""
         limit = self._limits.max_header_bytes
         if self._buffer and self._deadline is None:  # pipelined: already here
-            self._deadline = time.monotonic() + self._limits.idle_timeout
+            self._deadline = real_now() + self._limits.idle_timeout
         scanned = 0
         while True:
             if self._buffer.startswith((b"\r", b"\n")):  # blank lines before a request: skipped
@@ -333,9 +336,9 @@ def drain(connection: socket.socket, seconds: float) -> None:
     never arrive.
     """
     connection.shutdown(socket.SHUT_WR)
-    deadline = time.monotonic() + seconds
+    deadline = real_now() + seconds
     drained = 0
-    while drained < _MAX_DRAIN and (left := deadline - time.monotonic()) > 0:
+    while drained < _MAX_DRAIN and (left := deadline - real_now()) > 0:
         connection.settimeout(left)
         chunk = connection.recv(65536)
         if not chunk:
