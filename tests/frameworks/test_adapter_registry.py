@@ -9,12 +9,17 @@ import pytest
 from pytest_agentfaults.testing._frameworks import ADAPTERS, install_adapters
 
 
-def test_no_framework_imported_installs_nothing_and_leaves_nothing_to_undo(
+def test_no_framework_imported_installs_nothing_and_its_undo_leaves_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ):
     for module in ADAPTERS:
         monkeypatch.delitem(sys.modules, module, raising=False)
-    assert install_adapters() == ([], None)
+    before = list(sys.meta_path)
+    watched, undo = install_adapters()
+    assert watched == []
+    assert len(sys.meta_path) == len(before) + 1  # watching for the frameworks to arrive
+    undo()
+    assert sys.meta_path == before  # ... until the undo
 
 
 UNDECLARED = '''

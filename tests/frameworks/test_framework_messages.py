@@ -45,54 +45,6 @@ def test_an_llm_fault_beside_a_framework_test_model_says_it_cannot_be_faulted() 
     assert "function=" in message  # the way to make a FunctionModel's function raise
 
 
-LATE_IMPORT = """
-import pytest
-
-
-@pytest.mark.inject_fault(tool="search", raises=ConnectionError("reset"))
-def test_imports_pydantic_ai_inside():
-    from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
-    from pydantic_ai.models.function import FunctionModel
-
-    def model(messages, info):
-        if len(messages) == 1:
-            return ModelResponse(parts=[ToolCallPart("search", {"q": "x"})])
-        return ModelResponse(parts=[TextPart("done")])
-
-    agent = Agent(FunctionModel(model))
-
-    @agent.tool_plain
-    def search(q: str) -> str:
-        return "found"
-
-    assert agent.run_sync("go").output == "done"
-"""
-
-
-def test_a_framework_imported_during_the_test_is_named_as_not_watched(
-    pytester: pytest.Pytester,
-) -> None:
-    # The adapters hook the frameworks imported when the test starts: pydantic-ai's tool
-    # ran unwatched, and the message must say why rather than "never called a tool".
-    pytester.makepyfile(test_late=LATE_IMPORT)
-    result = pytester.runpytest_subprocess("-p", "no:randomly")
-    result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*fault on tool 'search' never fired*",
-            "*the fault watches the tools of: af.Agent",
-            "*pydantic_ai was imported after the test started, so its tools were not "
-            "watched: import it at the top of the test module (or in conftest.py)*",
-        ]
-    )
-    # its tool did run: the lines above the last must not say otherwise, nor give
-    # another fix
-    result.stdout.no_fnmatch_line("*the agent never called a tool*")
-    result.stdout.no_fnmatch_line("*make the agent call it*")
-    result.stdout.fnmatch_lines(["*what happened: search was called 0 times by the tools watched*"])
-
-
 def test_a_framework_version_the_adapter_cannot_hook_is_not_called_watched(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -22,7 +22,7 @@ to the function).
   and, while a socket or the default executor is busy, 50 ms of real time like that.
 * Under trio (anyio's trio backend, or a ``trio.run`` of the test's own), ``anyio.sleep``
   and ``trio.sleep`` are timers of the trio run, fired the same way (`_virtual_trio`),
-  also when trio is first imported while the test runs (`TrioArrival`).
+  also when trio is first imported while the test runs (`ModuleArrival`).
 * Only sleeps are virtual. The loop's own clock keeps real time, so I/O timeouts,
   `asyncio.timeout` and `asyncio.wait_for` stay real; `time.monotonic` too.
 * Inside a tool attempt with a deadline, a sleep crossing it ends at the deadline and the
@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults._patches import live, replaced, retire
 from pytest_agentfaults.errors import VirtualTimeSpinError
+from pytest_agentfaults.runtime._arrival import ModuleArrival
 from pytest_agentfaults.runtime._attempt_deadline import AttemptDeadlineExceeded, attempt_deadline
 from pytest_agentfaults.runtime._loop_facts import (
     BUSY_LIMIT,
@@ -54,12 +55,7 @@ from pytest_agentfaults.runtime._loop_facts import (
     tasks_state,
     tick_later,
 )
-from pytest_agentfaults.runtime._virtual_trio import (
-    TrioArrival,
-    TrioTimers,
-    mock_clock,
-    running_trio,
-)
+from pytest_agentfaults.runtime._virtual_trio import TrioTimers, mock_clock, running_trio
 
 if TYPE_CHECKING:
     from pytest_agentfaults.runtime.clock import VirtualClock
@@ -80,6 +76,7 @@ QUIET_HOPS: Final = 2  # idle loop iterations in a row before a timer fires
 #: Whether every new thread starts in its creator's context (free-threaded 3.14): then a
 #: heartbeat thread carries the test's context too, and only thread-pool workers count.
 _INHERITED: Final = bool(getattr(sys.flags, "thread_inherit_context", False))
+_TRIO: Final = ("trio",)  # the module a `ModuleArrival` waits for, when not imported yet
 
 
 def wake(tick: asyncio.Future[None]) -> None:
@@ -126,7 +123,7 @@ class ThreadTime:
         self.runs: dict[object, TrioTimers] = {}  # trio runs, by their root task
         self._undo: list[tuple[object, str, object, object]] = []
         self._lock = threading.Lock()  # worker threads' sleeps, one at a time on the clock
-        self._arrival: TrioArrival | None = None  # waits for trio, if it is not imported
+        self._arrival: ModuleArrival | None = None  # waits for trio, if it is not imported
 
     def install(self) -> None:
         """Replace the sleep functions (each wraps the one it replaces)."""
@@ -145,7 +142,7 @@ class ThreadTime:
         if trio is not None:
             self._patch_trio(trio)
         else:  # it may come while the test runs (`import trio` in its body): wait for it
-            self._arrival = TrioArrival(self._trio_arrived)
+            self._arrival = ModuleArrival(_TRIO, self._trio_arrived)
             self._arrival.start()
         anyio: Any = sys.modules.get("anyio")  # what `import anyio` gives, cheaper
         if anyio is None:

@@ -22,31 +22,27 @@ the functions it replaces are virtual.
 
 Where trio is not imported yet when a test's virtual time switches on (no plugin imported
 it at start-up; the test imports it in its body, or httpcore does for the kit's network
-guard), `TrioArrival` waits for it: a ``sys.meta_path`` finder that is there only until
-trio arrives or the test ends, and lets its owner replace ``trio.sleep`` as soon as trio's
-own code has run, before anyone can call it.
+guard), a `ModuleArrival` waits for it (`_virtual_time`): there only until trio arrives
+or the test ends, it lets ``trio.sleep`` be replaced as soon as trio's own code has run,
+before anyone can call it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import importlib
 import itertools
 import math
 import sys
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from pytest_agentfaults.runtime._loop_facts import BUSY_LIMIT, QUIET_TICKS, TICK
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from importlib.abc import Loader
-    from importlib.machinery import ModuleSpec
-    from types import ModuleType
+    from collections.abc import Callable
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
-__all__ = ["TrioArrival", "TrioTimers", "mock_clock", "running_trio"]
+__all__ = ["TrioTimers", "mock_clock", "running_trio"]
 
 QUIET: Final = QUIET_TICKS * TICK  # real seconds of quiet while a socket is watched (50 ms)
 _PENDING: Final = 0.0  # a sleeper's state: waiting (any other float: real seconds left)
@@ -200,77 +196,3 @@ def _watching_sockets(io: object) -> bool:
 def _threads_busy(trio: Any) -> bool:
     """Whether a worker thread runs (``anyio.to_thread.run_sync`` borrows trio's default)."""
     return bool(trio.to_thread.current_default_thread_limiter().borrowed_tokens)
-
-
-# ------------------------------------------------------------------ trio's late arrival
-
-
-class TrioArrival:
-    """A ``sys.meta_path`` finder that calls ``arrived(trio)`` once ``import trio`` has run.
-
-    It finds nothing itself: asked for ``trio``, it asks the finders after it, and hands
-    the import system their spec with a loader that runs trio's own, then puts trio's own
-    back on the module and calls ``arrived``. Every other name costs one comparison.
-    `stop` takes it out of ``sys.meta_path``; it takes itself out once trio has arrived.
-    """
-
-    __slots__ = ("arrived",)
-
-    def __init__(self, arrived: Callable[[ModuleType], None]) -> None:
-        self.arrived = arrived
-
-    def start(self) -> None:
-        """Watch the imports from now on (ahead of every other finder)."""
-        sys.meta_path.insert(0, self)
-
-    def stop(self) -> None:
-        """Stop watching (a no-op when it is not watching)."""
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> ModuleSpec | None:
-        """The spec the other finders give for ``trio``, its loader watched; else None."""
-        if fullname != "trio":
-            return None
-        finders: list[Any] = list(sys.meta_path)
-        if self in finders:
-            finders = finders[finders.index(self) + 1 :]
-        for finder in finders:
-            find = getattr(finder, "find_spec", None)
-            spec: ModuleSpec | None = None
-            if find is not None and finder is not self:
-                spec = find(fullname, path, target)
-            if spec is None:
-                continue
-            loader = spec.loader
-            if hasattr(loader, "create_module") and hasattr(loader, "exec_module"):
-                spec.loader = cast("Loader", _Watched(loader, self))
-            return spec
-        return None
-
-
-class _Watched:
-    """trio's own loader; once it has run trio, the module gets it back and `arrived` runs."""
-
-    __slots__ = ("arrival", "loader")
-
-    def __init__(self, loader: Any, arrival: TrioArrival) -> None:
-        self.loader = loader
-        self.arrival = arrival
-
-    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
-        return self.loader.create_module(spec)  # type: ignore[no-any-return]
-
-    def exec_module(self, module: ModuleType) -> None:
-        loader = self.loader
-        if module.__spec__ is not None:
-            module.__spec__.loader = loader  # nothing of the kit's stays on trio
-        module.__loader__ = loader
-        loader.exec_module(module)
-        self.arrival.stop()
-        self.arrival.arrived(module)
-
-    def __getattr__(self, name: str) -> Any:  # the rest of the loader's API (get_source ...)
-        return getattr(self.loader, name)

@@ -31,11 +31,7 @@ from pytest_agentfaults.runtime._recorder import Recorder, collecting
 from pytest_agentfaults.runtime.backoff import active_seed, seeded_jitter
 from pytest_agentfaults.runtime.clock import VirtualClock, use_default_clock
 from pytest_agentfaults.runtime.events import Trace
-from pytest_agentfaults.testing._frameworks import (
-    adapters_installed,
-    install_adapters,
-    watched_frameworks,
-)
+from pytest_agentfaults.testing._frameworks import adapters_watching, install_adapters
 from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan, suspend_earlier_plans
 
@@ -100,12 +96,14 @@ class fault_scope:
             )
             handle = scope.faults.activate()
             self._undo.append(lambda *_: scope.faults.deactivate(handle))
-            if not adapters_installed():  # a test that does not use the kit, or no test
-                _, undo_adapters = install_adapters()
-                if undo_adapters is not None:
-                    self._undo.append(lambda *_: undo_adapters())
-            # for a strict fault's message, as in a test: whose tools the block watches
-            scope.faults.framework_state["watched"] = ["agentfaults", *watched_frameworks()]
+            # for a strict fault's message, as in a test: whose tools the block watches (the
+            # test's adapters, hooked already or as frameworks arrive, if it has them)
+            watched = adapters_watching()
+            if watched is None:  # a test that does not use the kit, or no test
+                watched = ["agentfaults"]
+                _, undo_adapters = install_adapters(watched)
+                self._undo.append(lambda *_: undo_adapters())
+            scope.faults.framework_state["watched"] = watched
             floor = suspend_earlier_plans(scope.faults)
             floor.__enter__()
             self._undo.append(floor.__exit__)

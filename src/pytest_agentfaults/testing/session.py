@@ -181,13 +181,12 @@ class TestState:
             # other frameworks' tools, for the frameworks the test process imported, in a
             # test that says it uses the kit: any other is left as it is (an
             # `af.fault_scope()` in it installs them for its block)
-            watched, self._adapters = install_adapters() if self.declared else ([], None)
+            if self.declared:  # for the strict message: whose tools this test watches
+                _, self._adapters = install_adapters(self._watched())
         except BaseException as error:
             for failed in self.stop():
                 error.add_note(f"pytest-agentfaults could not switch off: {failed!r}")
             raise
-        if self.declared:  # for the strict message: whose tools this test watches
-            self.plan.framework_state["watched"] = ["agentfaults", *watched]
 
     def declare(self) -> None:
         """The test asked for a kit fixture late (``request.getfixturevalue``): it uses the kit.
@@ -201,8 +200,12 @@ class TestState:
             return
         self.declared = True
         if self._adapters is None and self._plan_handles:
-            watched, self._adapters = install_adapters()
-            self.plan.framework_state["watched"] = ["agentfaults", *watched]
+            _, self._adapters = install_adapters(self._watched())
+
+    def _watched(self) -> list[str]:
+        """The plan's list of whose tools the test watches, which the adapters fill in."""
+        watched = self.plan.framework_state["watched"] = ["agentfaults"]
+        return watched
 
     def use_virtual_time(self) -> None:
         """Make the waits of this thread and its event loops virtual on the test's clock.

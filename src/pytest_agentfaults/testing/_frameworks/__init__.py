@@ -3,30 +3,35 @@
 `ADAPTERS` maps a framework's top-level module name (as in `sys.modules`) to the adapter
 that hooks its tool path, ``"<module>:install"``. ``install()`` patches the framework and
 returns the undo. `install_adapters` installs the adapters of the frameworks the test
-process has already imported, and no other: nothing here imports a framework, and an
-adapter imports its framework inside ``install()`` only.
+process has already imported, and of each other one as it is first imported while they
+are on: nothing here imports a framework, and an adapter imports its framework inside
+``install()`` only.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from pytest_agentfaults.runtime._arrival import ModuleArrival
 from pytest_agentfaults.testing._undo import raise_together, run_all
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = [
     "ADAPTERS",
     "FRAMEWORK_OF",
     "Unhookable",
-    "adapters_installed",
+    "adapters_watching",
     "imported_late",
     "install_adapters",
     "not_watched",
-    "watched_frameworks",
 ]
 
 _HERE: Final = "pytest_agentfaults.testing._frameworks"
@@ -72,27 +77,24 @@ class Unhookable(Exception):
 _unhookable: dict[str, str] = {}
 
 
-#: set while adapters installed in this context are on (by the test, or a fault_scope)
-_installed: ContextVar[bool] = ContextVar("agentfaults_adapters", default=False)
+#: while adapters installed in this context are on (by the test, or a fault_scope): the
+#: live list of the frameworks they hook, which grows as one arrives
+_installed: ContextVar[list[str] | None] = ContextVar("agentfaults_adapters", default=None)
 
 
-def adapters_installed() -> bool:
-    """Whether this context's test (or an enclosing ``fault_scope``) installed adapters."""
+def adapters_watching() -> list[str] | None:
+    """The live list of what the adapters on in this context watch, or None if none are on."""
     return _installed.get()
 
 
-def watched_frameworks() -> list[str]:
-    """The ``framework`` names whose tools the adapters reach: those imported and hooked."""
-    return [FRAMEWORK_OF.get(m, m) for m in ADAPTERS if m in sys.modules and m not in _unhookable]
-
-
 def not_watched(watched: list[str] | None) -> str:
-    """For a never-fired tool fault: the frameworks imported since the adapters went in.
+    """For a never-fired tool fault: the frameworks imported that the adapters do not hook.
 
-    The adapters hook the frameworks imported when the test (or the fault_scope) starts;
-    one imported inside the test ran its tools unwatched, which no other line explains.
-    ``watched`` is what the test or scope started with; None for a plan used by hand,
-    which installed no adapter and has nothing to say here.
+    The adapters hook the frameworks imported when the test (or the fault_scope) starts,
+    and each one imported by an ``import`` while it runs. One loaded past the import
+    system (a module made from its file by hand) ran its tools unwatched, which no other
+    line explains. ``watched`` is the test's or scope's live list; None for a plan used by
+    hand, which installed no adapter and has nothing to say here.
     """
     if watched is None:
         return ""
@@ -104,15 +106,15 @@ def not_watched(watched: list[str] | None) -> str:
     late = imported_late(watched)
     if late:
         lines.append(
-            f"\n  {', '.join(late)} {'was' if len(late) == 1 else 'were'} imported after the "
-            "test started, so its tools were not watched: import it at the top of the test "
-            "module (or in conftest.py)"
+            f"\n  {', '.join(late)} {'was' if len(late) == 1 else 'were'} loaded where the "
+            "kit could not see it (not by an import while the test ran), so its tools were "
+            "not watched: import it at the top of the test module (or in conftest.py)"
         )
     return "".join(lines)
 
 
 def imported_late(watched: list[str] | None) -> list[str]:
-    """The frameworks imported since the test (or scope) started with ``watched``: unwatched."""
+    """The frameworks imported that ``watched`` (a test's or scope's list) lacks: unwatched."""
     if watched is None:
         return []
     return [module for module in _unwatched(watched) if module not in _unhookable]
@@ -126,42 +128,63 @@ def _unwatched(watched: list[str]) -> list[str]:
     ]
 
 
-def install_adapters() -> tuple[list[str], Callable[[], None] | None]:
-    """Install the adapter of every supported framework already imported.
+def install_adapters(
+    watched: list[str] | None = None,
+) -> tuple[list[str], Callable[[], None]]:
+    """Install the adapter of every supported framework imported, now or while it is on.
 
-    Returns the names of the frameworks now watched (``framework`` field values) and
-    the undo, which removes every adapter installed here, whatever fails; None when no
-    supported framework is imported (nothing to undo: the usual test).
-    If one install fails, those already done are undone before the error goes on.
+    The frameworks the test process has imported are hooked at once; every other one as
+    it is first imported while the adapters are on (a test that imports its app, and with
+    it pydantic-ai, in its body), by a `ModuleArrival` that the undo takes out. Returns
+    ``watched`` (a new list if None), to which the ``framework`` name of each framework
+    hooked is added, then and as one arrives, and the undo, which removes every adapter
+    installed here, whatever fails. If one install fails, those already done are undone
+    before the error goes on.
     """
     __tracebackhide__ = True
-    if ADAPTERS.keys().isdisjoint(sys.modules.keys()):  # C, over ADAPTERS: every test asks
-        return [], None
-    watched: list[str] = []
+    watched = [] if watched is None else watched
     undos: list[Callable[[], None]] = []
+    lock = threading.Lock()  # a framework may arrive on another thread as the test ends
+    live = [True]
+    late: list[str] = []
     try:
-        for module, target in ADAPTERS.items():
-            if module not in sys.modules:
-                continue
-            adapter, _, name = target.partition(":")
-            install: Callable[[], Callable[[], None]] = getattr(
-                importlib.import_module(adapter), name
-            )
-            try:
-                undos.append(install())
-            except Unhookable as why:  # its tools run unwatched; the fault message says why
-                _unhookable[module] = str(why)
-                continue
-            _unhookable.pop(module, None)
-            watched.append(FRAMEWORK_OF.get(module, module))
+        if not ADAPTERS.keys().isdisjoint(sys.modules.keys()):  # C, over ADAPTERS
+            for module in ADAPTERS:
+                if module in sys.modules:
+                    _install(module, undos, watched)
+                else:
+                    late.append(module)
+        else:  # the usual test: no framework imported yet
+            late.extend(ADAPTERS)
     except BaseException:
         raise_together(run_all(reversed(undos)), "undoing the framework adapters failed")
         raise
 
-    token = _installed.set(True)
+    def arrived(framework: ModuleType) -> None:
+        __tracebackhide__ = True
+        with lock:
+            if not live[0]:
+                return
+            try:
+                _install(framework.__name__, undos, watched)
+            except Exception as error:
+                error.add_note(
+                    f"pytest-agentfaults could not hook {framework.__name__}, imported while "
+                    "a test that uses the kit ran"
+                )
+                raise
+
+    arrival = ModuleArrival(late, arrived) if late else None
+    if arrival is not None:
+        arrival.start()
+    token = _installed.set(watched)
 
     def undo() -> None:
-        steps, undos[:] = list(reversed(undos)), []
+        if arrival is not None:
+            arrival.stop()
+        with lock:
+            live[0] = False
+            steps, undos[:] = list(reversed(undos)), []
         errors = run_all(steps)
         try:
             _installed.reset(token)
@@ -170,3 +193,17 @@ def install_adapters() -> tuple[list[str], Callable[[], None] | None]:
         raise_together(errors, "undoing the framework adapters failed")
 
     return watched, undo
+
+
+def _install(module: str, undos: list[Callable[[], None]], watched: list[str]) -> None:
+    """Install ``module``'s adapter: its undo to ``undos``, its framework to ``watched``."""
+    __tracebackhide__ = True
+    adapter, _, name = ADAPTERS[module].partition(":")
+    install: Callable[[], Callable[[], None]] = getattr(importlib.import_module(adapter), name)
+    try:
+        undos.append(install())
+    except Unhookable as why:  # its tools run unwatched; the fault message says why
+        _unhookable[module] = str(why)
+        return
+    _unhookable.pop(module, None)
+    watched.append(FRAMEWORK_OF.get(module, module))
