@@ -41,6 +41,7 @@ ADAPTERS: dict[str, str] = {
     "google.genai": f"{_HERE}.google_genai:install",
     # the SDK's tool runner, not the SDK: a test that imports only openai installs nothing
     "openai.lib.responses_tool_runner": f"{_HERE}.openai_runner:install",
+    "openai.lib.decisions_tool_runner": f"{_HERE}.openai_decisions:install",
 }
 
 #: framework module -> the ``framework`` field its tool events carry
@@ -54,6 +55,7 @@ FRAMEWORK_OF: dict[str, str] = {
     "anthropic": "anthropic",
     "google.genai": "google_genai",
     "openai.lib.responses_tool_runner": "openai",
+    "openai.lib.decisions_tool_runner": "openai",
 }
 
 
