@@ -416,3 +416,44 @@ def test_the_hooks_are_undone_after_a_test_that_failed_inside_a_run(
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*DecisionsToolRunnerError: Decision run stopped*"])
+
+
+def _watched_line(message: str) -> list[str]:
+    """The frameworks an unfired tool fault's message says it watched."""
+    line = message.split("the fault watches the tools of: ")[1].split("\n", maxsplit=1)[0]
+    return line.split(";")[0].split(", ")  # a scope's line ends "; mark it .strict(False) ..."
+
+
+def test_the_runner_imported_late_is_named_though_the_sdks_other_runner_was_watched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # both runners' actions are framework "openai": the Responses runner watched from the
+    # start must not pass for the Decisions runner, imported after the scope started
+    import sys
+
+    import openai.lib.responses_tool_runner  # noqa: F401
+    from openai.lib import decisions_tool_runner as module
+
+    monkeypatch.delitem(sys.modules, module.__name__)
+
+    def the_test(scope: Any) -> None:
+        scope.faults.tool("refund").raises(ConnectionError("reset"))
+        monkeypatch.setitem(sys.modules, module.__name__, module)  # it imports the runner
+
+    with pytest.raises(AssertionError) as failed, af.fault_scope() as scope:
+        the_test(scope)
+    message = str(failed.value)
+    assert (
+        "openai.lib.decisions_tool_runner was imported after the test started, so its "
+        "tools were not watched"
+    ) in message
+    assert "openai" in _watched_line(message)  # the Responses runner's functions were
+
+
+def test_an_unfired_fault_names_the_sdk_once_for_both_its_runners() -> None:
+    import openai.lib.decisions_tool_runner
+    import openai.lib.responses_tool_runner  # noqa: F401
+
+    with pytest.raises(AssertionError) as failed, af.fault_scope() as scope:
+        scope.faults.tool("refund").raises(ConnectionError("reset"))
+    assert _watched_line(str(failed.value)).count("openai") == 1

@@ -34,7 +34,7 @@ from pytest_agentfaults.runtime.events import Trace
 from pytest_agentfaults.testing._frameworks import (
     adapters_installed,
     install_adapters,
-    watched_frameworks,
+    watched_modules,
 )
 from pytest_agentfaults.testing._undo import run_all
 from pytest_agentfaults.testing.faults import FaultPlan, suspend_earlier_plans
@@ -105,7 +105,7 @@ class fault_scope:
                 if undo_adapters is not None:
                     self._undo.append(lambda *_: undo_adapters())
             # for a strict fault's message, as in a test: whose tools the block watches
-            scope.faults.framework_state["watched"] = ["agentfaults", *watched_frameworks()]
+            scope.faults.framework_state["watched"] = ["agentfaults", *watched_modules()]
             floor = suspend_earlier_plans(scope.faults)
             floor.__enter__()
             self._undo.append(floor.__exit__)

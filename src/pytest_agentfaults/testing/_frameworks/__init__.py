@@ -26,7 +26,8 @@ __all__ = [
     "imported_late",
     "install_adapters",
     "not_watched",
-    "watched_frameworks",
+    "watched_modules",
+    "watched_names",
 ]
 
 _HERE: Final = "pytest_agentfaults.testing._frameworks"
@@ -83,9 +84,18 @@ def adapters_installed() -> bool:
     return _installed.get()
 
 
-def watched_frameworks() -> list[str]:
-    """The ``framework`` names whose tools the adapters reach: those imported and hooked."""
-    return [FRAMEWORK_OF.get(m, m) for m in ADAPTERS if m in sys.modules and m not in _unhookable]
+def watched_modules() -> list[str]:
+    """The framework modules whose tools the adapters reach: those imported and hooked.
+
+    Modules, not ``framework`` names: two modules may share a name (the openai SDK's two
+    runners are both ``"openai"``), and one of them imported late is unwatched all the same.
+    """
+    return [m for m in ADAPTERS if m in sys.modules and m not in _unhookable]
+
+
+def watched_names(watched: list[str]) -> list[str]:
+    """``watched`` (modules, and ``"agentfaults"``) as ``framework`` names, each once."""
+    return list(dict.fromkeys(FRAMEWORK_OF.get(module, module) for module in watched))
 
 
 def not_watched(watched: list[str] | None) -> str:
@@ -93,7 +103,8 @@ def not_watched(watched: list[str] | None) -> str:
 
     The adapters hook the frameworks imported when the test (or the fault_scope) starts;
     one imported inside the test ran its tools unwatched, which no other line explains.
-    ``watched`` is what the test or scope started with; None for a plan used by hand,
+    ``watched`` is what the test or scope started with (`watched_modules`, and
+    ``"agentfaults"`` for af.Agent's own tools); None for a plan used by hand,
     which installed no adapter and has nothing to say here.
     """
     if watched is None:
@@ -121,19 +132,16 @@ def imported_late(watched: list[str] | None) -> list[str]:
 
 
 def _unwatched(watched: list[str]) -> list[str]:
-    return [
-        module
-        for module in ADAPTERS
-        if module in sys.modules and FRAMEWORK_OF.get(module, module) not in watched
-    ]
+    return [module for module in ADAPTERS if module in sys.modules and module not in watched]
 
 
 def install_adapters() -> tuple[list[str], Callable[[], None] | None]:
     """Install the adapter of every supported framework already imported.
 
-    Returns the names of the frameworks now watched (``framework`` field values) and
-    the undo, which removes every adapter installed here, whatever fails; None when no
-    supported framework is imported (nothing to undo: the usual test).
+    Returns the framework modules now watched (`watched_modules`; `watched_names` gives
+    their ``framework`` field values) and the undo, which removes every adapter installed
+    here, whatever fails; None when no supported framework is imported (nothing to undo:
+    the usual test).
     If one install fails, those already done are undone before the error goes on.
     """
     __tracebackhide__ = True
@@ -155,7 +163,7 @@ def install_adapters() -> tuple[list[str], Callable[[], None] | None]:
                 _unhookable[module] = str(why)
                 continue
             _unhookable.pop(module, None)
-            watched.append(FRAMEWORK_OF.get(module, module))
+            watched.append(module)
     except BaseException:
         raise_together(run_all(reversed(undos)), "undoing the framework adapters failed")
         raise
