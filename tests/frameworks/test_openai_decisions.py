@@ -457,3 +457,31 @@ def test_an_unfired_fault_names_the_sdk_once_for_both_its_runners() -> None:
     with pytest.raises(AssertionError) as failed, af.fault_scope() as scope:
         scope.faults.tool("refund").raises(ConnectionError("reset"))
     assert _watched_line(str(failed.value)).count("openai") == 1
+
+
+@pytest.mark.inject_fault(tool="refund", raises=ConnectionError("reset"), times=1)
+def test_an_action_is_a_coverage_row_of_the_sdk(
+    http_faults: Any, openai_client: Any, trace: af.Trace
+) -> None:
+    from pytest_agentfaults.testing._coverage_observe import observe
+
+    shop = Shop()
+    choose(http_faults, "refund")
+    with pytest.raises(DecisionsToolRunnerError):
+        shop.runner().run(openai_client, PARAMS)
+    observed = observe(trace.events)
+    assert ["tool", "refund", "openai"] in observed["rows"]
+    assert ["tool", "refund", "openai", "retryable", "injected"] in observed["hits"]
+
+
+@pytest.mark.parametrize("fault_class", ["invalid_args", "unknown_tool"])
+def test_what_the_kit_cannot_cover_for_an_action_says_so_with_its_exclusion(
+    fault_class: str,
+) -> None:
+    # an action takes no arguments, and no script of the kit answers /v1/decisions: the
+    # suggestion for an "openai" row must not leave the author of an action to find out
+    from pytest_agentfaults.testing._coverage import Row, suggest
+
+    suggestion = suggest(Row("tool", "refund", "openai"), fault_class)
+    assert "Decisions runner" in suggestion
+    assert f"agentfaults_coverage_exclude = refund (openai):{fault_class}" in suggestion
