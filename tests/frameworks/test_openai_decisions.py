@@ -485,3 +485,35 @@ def test_what_the_kit_cannot_cover_for_an_action_says_so_with_its_exclusion(
     suggestion = suggest(Row("tool", "refund", "openai"), fault_class)
     assert "Decisions runner" in suggestion
     assert f"agentfaults_coverage_exclude = refund (openai):{fault_class}" in suggestion
+
+
+@pytest.mark.inject_fault(tool="refund", raises=asyncio.CancelledError(), times=1)
+def test_a_cancelled_action_is_the_runners_cancelled_error(
+    http_faults: Any, async_openai_client: Any, trace: af.Trace
+) -> None:
+    # the SDK's own handling of an action cancelled under it: its cancelled error, with the
+    # action attempted and not completed
+    from openai.lib.decisions_tool_runner import DecisionsToolRunnerCancelledError
+
+    refunded: list[int] = []
+
+    async def observe() -> str:
+        return "order 7"
+
+    async def refund() -> None:
+        refunded.append(7)
+
+    async def candidates(observation: Any) -> list[Any]:
+        return [
+            {"id": "refund", "description": "Refund order 7", "execute": refund},
+            {"id": "done", "description": "The task is complete", "done": True},
+        ]
+
+    choose(http_faults, "refund")
+    runner = AsyncDecisionsToolRunner(observe=observe, candidates=candidates)
+    with pytest.raises(DecisionsToolRunnerCancelledError) as cancelled:
+        asyncio.run(runner.run(async_openai_client, PARAMS))
+    assert cancelled.value.attempted_candidate_ids == ("refund",)
+    assert cancelled.value.completed_candidate_ids == ()
+    assert refunded == []
+    assert [e.error.type for e in trace.of("tool.error")] == ["CancelledError"]
