@@ -285,10 +285,8 @@ class FaultPlan:
         if fault.function:  # what happened says it: the path was patched, never called
             return ""
         watched = self.framework_state.get("watched")
-        # "agentfaults" is af.Agent's tools (@af.tool); the others are frameworks' modules,
-        # named as their events name them (two modules of one SDK: one name)
-        names = watched_names(watched or ["agentfaults"])
-        reached = [w.replace("agentfaults", "af.Agent") for w in names]
+        # "agentfaults" is af.Agent's tools (@af.tool); the others are frameworks' modules
+        reached = watched_names(watched or ["agentfaults"])
         return f"\n  the fault watches the tools of: {', '.join(reached)}" + not_watched(watched)
 
     def of(self, target: Target) -> list[Fault]:

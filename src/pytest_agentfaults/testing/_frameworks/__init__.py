@@ -94,8 +94,12 @@ def watched_modules() -> list[str]:
 
 
 def watched_names(watched: list[str]) -> list[str]:
-    """``watched`` (modules, and ``"agentfaults"``) as ``framework`` names, each once."""
-    return list(dict.fromkeys(FRAMEWORK_OF.get(module, module) for module in watched))
+    """``watched`` (modules, and ``"agentfaults"``) as their ``framework`` names, each once.
+
+    As an unfired tool fault's message shows them: ``"agentfaults"`` is ``af.Agent``.
+    """
+    names = (FRAMEWORK_OF.get(module, module) for module in watched)
+    return list(dict.fromkeys("af.Agent" if n == "agentfaults" else n for n in names))
 
 
 def not_watched(watched: list[str] | None) -> str:
