@@ -22,6 +22,7 @@ FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "anthropic": ("anthropic", ("anthropic",)),
     "google.genai": ("google-genai", ("google-genai",)),
     "openai.lib.responses_tool_runner": ("openai's tool runner", ("openai",)),
+    "openai.lib.decisions_tool_runner": ("openai's Decisions runner", ("openai",)),
 }
 
 

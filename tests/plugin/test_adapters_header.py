@@ -56,4 +56,5 @@ def test_a_submodule_is_looked_up_without_importing_its_package() -> None:
     imported, header = done.stdout.splitlines()
     assert imported == "[]"
     assert f"openai's tool runner {metadata.version('openai')}" in header
+    assert f"openai's Decisions runner {metadata.version('openai')}" in header
     assert f"google-genai {metadata.version('google-genai')}" in header

@@ -94,17 +94,19 @@ def test_an_unfired_tool_fault_says_whose_tools_were_watched():
 
 def test_an_unfired_tool_fault_lists_every_framework_the_plugin_watched():
     plan = FaultPlan()
-    # as the plugin sets it: every framework with an adapter (a framework of the process
-    # left out would be named as imported after the test started)
+    # as the plugin sets it: the module of every framework with an adapter (a framework of
+    # the process left out would be named as imported after the test started), named as
+    # their events name them, each once (the openai SDK's two runners are both "openai")
     from pytest_agentfaults.testing._frameworks import ADAPTERS, FRAMEWORK_OF
 
-    frameworks = [FRAMEWORK_OF[module] for module in ADAPTERS]
-    plan.framework_state["watched"] = ["agentfaults", *frameworks]
+    plan.framework_state["watched"] = ["agentfaults", *ADAPTERS]
+    frameworks = list(dict.fromkeys(FRAMEWORK_OF[module] for module in ADAPTERS))
     plan.tool("search").raises(ConnectionError("down"))
     assert _unfired_message(plan).endswith(
         "\n  the fault watches the tools of: af.Agent, " + ", ".join(frameworks)
     )
-    assert "anthropic, google_genai" in _unfired_message(plan)
+    assert "anthropic, google_genai, openai" in _unfired_message(plan)
+    assert _unfired_message(plan).count("openai, ") == 0  # named once, last
 
 
 def test_an_unfired_llm_fault_says_nothing_of_tools():

@@ -60,8 +60,16 @@ _UNREACHABLE: Final = {
     "raises KeyError on a call to a function it does not have, and records no tool event)",
     ("openai_agents", "unknown_tool"): "an Agents SDK tool (the SDK ends the run on a call "
     "to a tool it does not have, and records no tool event)",
-    ("openai", "unknown_tool"): "a function of the openai SDK's tool runner (the runner "
-    "stops the run on a call to a function it does not have, and records no tool event)",
+    ("openai", "unknown_tool"): "a function of the openai SDK's tool runner or an action of "
+    "its Decisions runner (each stops the run on a call to a function, or a choice of a "
+    "candidate, it does not have, and records no tool event)",
+}
+# Cells of the openai SDK's Decisions runner's actions (rows of framework "openai", as its
+# tool runner's functions) that nothing of the kit covers: said after the suggestion that
+# covers them for a function.
+_DECISIONS_ACTION: Final = {
+    "invalid_args": "an action of the Decisions runner (it takes no arguments, and no script "
+    "of the kit answers its /v1/decisions requests)",
 }
 _MODEL_MARKERS: Final = {
     "rate_limit": 'llm="rate_limit", retry_after=2',
@@ -368,7 +376,14 @@ def suggest(row: Row, fault_class: str) -> str:
                 f"nothing of the kit covers it for {why}; exclude the cell: "
                 f"agentfaults_coverage_exclude = {row.name} ({row.framework}):{fault_class}"
             )
-        return _FRAMEWORK_TOOL[fault_class].format(name=row.name)
+        suggestion = _FRAMEWORK_TOOL[fault_class].format(name=row.name)
+        action = _DECISIONS_ACTION.get(fault_class) if row.framework == "openai" else None
+        if action is not None:
+            suggestion += (
+                f"; nothing of the kit covers it for {action}, so exclude the cell: "
+                f"agentfaults_coverage_exclude = {row.name} ({row.framework}):{fault_class}"
+            )
+        return suggestion
     if row.kind == "host" and fault_class in _SERVED_STEPS:
         return _served_step(row.name, fault_class)
     if row.kind == "tool":

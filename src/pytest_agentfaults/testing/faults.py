@@ -55,7 +55,7 @@ from pytest_agentfaults.testing._fault import (
     check_url,
     fired_fault,
 )
-from pytest_agentfaults.testing._frameworks import imported_late, not_watched
+from pytest_agentfaults.testing._frameworks import imported_late, not_watched, watched_names
 from pytest_agentfaults.testing._frameworks.function import check_path, patch_function
 from pytest_agentfaults.testing._marker import parse_marker
 from pytest_agentfaults.testing._plan_interceptor import PlanInterceptor
@@ -285,8 +285,8 @@ class FaultPlan:
         if fault.function:  # what happened says it: the path was patched, never called
             return ""
         watched = self.framework_state.get("watched")
-        # "agentfaults" is af.Agent's tools (@af.tool); the others are frameworks' names
-        reached = [w.replace("agentfaults", "af.Agent") for w in watched or ["agentfaults"]]
+        # "agentfaults" is af.Agent's tools (@af.tool); the others are frameworks' modules
+        reached = watched_names(watched or ["agentfaults"])
         return f"\n  the fault watches the tools of: {', '.join(reached)}" + not_watched(watched)
 
     def of(self, target: Target) -> list[Fault]:

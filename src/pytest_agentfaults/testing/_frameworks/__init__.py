@@ -32,6 +32,7 @@ __all__ = [
     "imported_late",
     "install_adapters",
     "not_watched",
+    "watched_names",
 ]
 
 _HERE: Final = "pytest_agentfaults.testing._frameworks"
@@ -46,6 +47,7 @@ ADAPTERS: dict[str, str] = {
     "google.genai": f"{_HERE}.google_genai:install",
     # the SDK's tool runner, not the SDK: a test that imports only openai installs nothing
     "openai.lib.responses_tool_runner": f"{_HERE}.openai_runner:install",
+    "openai.lib.decisions_tool_runner": f"{_HERE}.openai_decisions:install",
 }
 
 #: framework module -> the ``framework`` field its tool events carry
@@ -59,6 +61,7 @@ FRAMEWORK_OF: dict[str, str] = {
     "anthropic": "anthropic",
     "google.genai": "google_genai",
     "openai.lib.responses_tool_runner": "openai",
+    "openai.lib.decisions_tool_runner": "openai",
 }
 
 
@@ -87,14 +90,24 @@ def adapters_watching() -> list[str] | None:
     return _installed.get()
 
 
+def watched_names(watched: list[str]) -> list[str]:
+    """``watched`` (modules, and ``"agentfaults"``) as their ``framework`` names, each once.
+
+    As an unfired tool fault's message shows them: ``"agentfaults"`` is ``af.Agent``.
+    """
+    names = (FRAMEWORK_OF.get(module, module) for module in watched)
+    return list(dict.fromkeys("af.Agent" if n == "agentfaults" else n for n in names))
+
+
 def not_watched(watched: list[str] | None) -> str:
     """For a never-fired tool fault: the frameworks imported that the adapters do not hook.
 
     The adapters hook the frameworks imported when the test (or the fault_scope) starts,
     and each one imported by an ``import`` while it runs. One loaded past the import
     system (a module made from its file by hand) ran its tools unwatched, which no other
-    line explains. ``watched`` is the test's or scope's live list; None for a plan used by
-    hand, which installed no adapter and has nothing to say here.
+    line explains. ``watched`` is the test's or scope's live list (framework modules, and
+    ``"agentfaults"`` for af.Agent's own tools); None for a plan used by hand, which
+    installed no adapter and has nothing to say here.
     """
     if watched is None:
         return ""
@@ -121,11 +134,7 @@ def imported_late(watched: list[str] | None) -> list[str]:
 
 
 def _unwatched(watched: list[str]) -> list[str]:
-    return [
-        module
-        for module in ADAPTERS
-        if module in sys.modules and FRAMEWORK_OF.get(module, module) not in watched
-    ]
+    return [module for module in ADAPTERS if module in sys.modules and module not in watched]
 
 
 def install_adapters(
@@ -136,10 +145,10 @@ def install_adapters(
     The frameworks the test process has imported are hooked at once; every other one as
     it is first imported while the adapters are on (a test that imports its app, and with
     it pydantic-ai, in its body), by a `ModuleArrival` that the undo takes out. Returns
-    ``watched`` (a new list if None), to which the ``framework`` name of each framework
-    hooked is added, then and as one arrives, and the undo, which removes every adapter
-    installed here, whatever fails. If one install fails, those already done are undone
-    before the error goes on.
+    ``watched`` (a new list if None), to which the module of each framework hooked is
+    added, then and as one arrives (`watched_names` gives their ``framework`` names), and
+    the undo, which removes every adapter installed here, whatever fails. If one install
+    fails, those already done are undone before the error goes on.
     """
     __tracebackhide__ = True
     watched = [] if watched is None else watched
@@ -206,4 +215,4 @@ def _install(module: str, undos: list[Callable[[], None]], watched: list[str]) -
         _unhookable[module] = str(why)
         return
     _unhookable.pop(module, None)
-    watched.append(FRAMEWORK_OF.get(module, module))
+    watched.append(module)

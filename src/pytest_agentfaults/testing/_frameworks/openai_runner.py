@@ -16,9 +16,9 @@ handling around it as for a real failure:
 The runners' ``_execute_function`` is hooked too, to know which call an ``invoke`` runs
 (its name, arguments, call id and model turn: `Site`), so a later turn's call after a
 failure is the model's retry, and a parallel call of the same turn is none. Computer and
-browser actions are not functions and are not hooked, nor is the Decisions runner's choice
-of an action. Imported only by `install`, once the user imported
-``openai.lib.responses_tool_runner``.
+browser actions are not functions and are not hooked (the Decisions runner's actions have
+an adapter of their own: `openai_decisions`). Imported only by `install`, once the user
+imported ``openai.lib.responses_tool_runner``.
 """
 
 from __future__ import annotations
