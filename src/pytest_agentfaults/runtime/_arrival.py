@@ -61,7 +61,9 @@ class ModuleArrival:
         for finder in finders:
             find = getattr(finder, "find_spec", None)
             spec: ModuleSpec | None = None
-            if find is not None and not isinstance(finder, ModuleArrival):
+            # another ModuleArrival (a scope's beside its test's) watches in turn: each
+            # wraps the loader, and each sees the module arrive
+            if find is not None and finder is not self:
                 spec = find(fullname, path, target)
             if spec is None:
                 continue
