@@ -35,14 +35,17 @@ def adapters_header() -> str | None:
     """
     found = []
     for module, (shown, distributions) in FRAMEWORKS.items():
-        if not _installed(module):
+        origin = _installed(module)
+        if origin is None:
             continue
-        for distribution in distributions:
+        for name in distributions:
             try:
-                found.append(f"{shown} {metadata.version(distribution)}")
-                break
+                distribution = metadata.distribution(name)
             except metadata.PackageNotFoundError:
                 continue
+            if _ships(distribution, module, origin):
+                found.append(f"{shown} {distribution.version}")
+            break
     if not found:
         return None
     return (
@@ -51,24 +54,42 @@ def adapters_header() -> str | None:
     )
 
 
-def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported, without importing it (nor its parents).
+def _installed(module: str) -> str | None:
+    """Where ``module`` would be imported from (``""``: no file), without importing it.
 
-    ``find_spec("a.b")`` would import ``a``: the openai SDK (a quarter of a second) to ask
-    for its tool runner, and it raises ModuleNotFoundError, not None, where no ``a`` is
-    installed at all. So only the top-level package is looked up, and its submodule is
-    looked for in its directories (a namespace package, as ``google``, has several).
+    None if it cannot be imported. ``find_spec("a.b")`` would import ``a``: the openai SDK
+    (a quarter of a second) to ask for its tool runner, and it raises ModuleNotFoundError,
+    not None, where no ``a`` is installed at all. So only the top-level package is looked
+    up, and its submodule is looked for in its directories (a namespace package, as
+    ``google``, has several).
     """
     top, _, rest = module.partition(".")
     try:
         spec = util.find_spec(top)
     except (ModuleNotFoundError, ValueError):
-        return False
+        return None
     if spec is None or not rest:
-        return spec is not None
+        return None if spec is None else spec.origin or ""
     parts = rest.split(".")
     for location in spec.submodule_search_locations or ():
         path = Path(location, *parts)
-        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
-            return True
-    return False
+        for file in (path.with_suffix(".py"), path / "__init__.py"):
+            if file.is_file():
+                return str(file)
+    return None
+
+
+def _ships(distribution: metadata.Distribution, module: str, origin: str) -> bool:
+    """Whether ``origin`` is the file of ``module`` that ``distribution`` installed.
+
+    Not so for a project's own package under a framework's name (``agents``, ``mcp``),
+    which shadows the framework's. A distribution that keeps no file beside its metadata
+    (an editable install) is trusted by the name, as the kit's adapter registry does
+    (``testing._frameworks._is_framework``).
+    """
+    relative = module.replace(".", "/")
+    for candidate in (f"{relative}/__init__.py", f"{relative}.py"):
+        path = Path(str(distribution.locate_file(candidate)))
+        if path.is_file():
+            return bool(origin) and Path(origin).resolve() == path.resolve()
+    return True

@@ -1,8 +1,9 @@
-"""Fixtures wider than the function belong to no one test: real time, no kit guard.
+"""Fixtures wider than the function belong to no one test: real time, no kit guard, no faults.
 
 A session (module, class, package) fixture set up or torn down while a kit test runs
-keeps real `time.sleep` and reaches the network as it would in a plain test; the kit
-test's own function-scoped fixtures stay on its virtual clock (audit finding 2).
+keeps real `time.sleep` and reaches the network as it would in a plain test, and takes
+none of the test's faults nor writes in its trace; the kit test's own function-scoped
+fixtures stay on its virtual clock (audit finding 2).
 """
 
 from __future__ import annotations
@@ -171,3 +172,142 @@ def test_a_task_a_session_loop_keeps_running_shares_the_kit_tests_virtual_time(p
     )
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:hypothesispytest")
     result.assert_outcomes(passed=1)
+
+
+WARM_CONFTEST = """
+import pytest
+
+import pytest_agentfaults as af
+from pytest_agentfaults import ScriptedModel, call_tool, say
+
+
+def reply(request):
+    return say("done") if request.messages[-1].role == "tool" else call_tool("fetch", url="x")
+
+
+@af.tool
+def fetch(url: str) -> str:
+    '''Fetch a URL.'''
+    return "page"
+
+
+@pytest.fixture(scope="session")
+def agent():
+    made = af.Agent("bot", model=ScriptedModel.from_function(reply), tools=[fetch])
+    assert made.run("warm up").output == "done"  # a smoke run, once for the session
+    return made
+
+
+@pytest.fixture(scope="module")
+def framework_agent():
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def respond(messages, info):
+        last = messages[-1].parts[-1]
+        if isinstance(last, ToolReturnPart) and last.outcome != "retried":
+            return ModelResponse(parts=[TextPart("found")])
+        return ModelResponse(parts=[ToolCallPart("search", {"q": "x"})])
+
+    made = Agent(FunctionModel(respond))
+
+    @made.tool_plain(retries=3)
+    def search(q: str) -> str:
+        return "hit"
+
+    assert made.run_sync("warm up").output == "found"
+    return made
+"""
+
+WARM_TESTS = """
+import pytest
+from pydantic_ai import ModelRetry
+
+
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"), times=1)
+def test_own_run_takes_the_fault(agent, trace):
+    assert agent.run("go").output == "done"
+    assert trace.count("run.start") == 1  # the test's run, not the fixture's smoke run
+    assert trace.retries("fetch") == 1
+
+
+@pytest.mark.inject_fault(tool="fetch", raises=ValueError("bad"), times=1)
+def test_own_run_fails_of_it(agent, trace):
+    result = agent.run("go")
+    assert trace.errors("fetch")[0].error.type == "ValueError"
+
+
+@pytest.mark.inject_fault(tool="search", raises=ModelRetry("warming"), times=1)
+def test_framework_tool_of_a_module_fixture(framework_agent, trace):
+    assert framework_agent.run_sync("go").output == "found"
+    assert trace.tool_attempts("search") == 2  # the test's own run: the fault, the retry
+    assert trace.retries("search") == 1
+
+
+@pytest.mark.inject_fault(tool="search", raises=ConnectionError("down"), times=1)
+def test_framework_tool_fails_the_test_run(framework_agent):
+    with pytest.raises(ConnectionError):
+        framework_agent.run_sync("go")
+
+
+def test_plain(agent, framework_agent):
+    assert agent.run("go").output == "done"
+"""
+
+WARM_NAMES = [
+    "test_own_run_takes_the_fault",
+    "test_own_run_fails_of_it",
+    "test_framework_tool_of_a_module_fixture",
+    "test_framework_tool_fails_the_test_run",
+]
+
+
+@pytest.mark.parametrize("first", WARM_NAMES)
+def test_a_wider_fixture_takes_none_of_the_tests_faults_nor_writes_in_its_trace(pytester, first):
+    """A session fixture's smoke run is no one test's: whichever test sets it up.
+
+    The test that happened to set the fixture up used to have its fault fire in the
+    fixture's run: the run passed through the fixture's recovery (or the fixture failed,
+    and every test after it with it), the test's own run never met the fault, and its
+    trace counted the fixture's attempts. The outcome hung on the order of the run.
+    """
+    pytester.makeconftest(WARM_CONFTEST)
+    pytester.makepyfile(test_warm=WARM_TESTS)
+    rest = [name for name in WARM_NAMES if name != first]
+    order = [f"test_warm.py::{name}" for name in (first, *rest, "test_plain")]
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", *order)
+    result.assert_outcomes(passed=5)
+
+
+TEARDOWN_CONFTEST = (
+    WARM_CONFTEST.split('@pytest.fixture(scope="session")', maxsplit=1)[0]
+    + """
+@pytest.fixture(scope="session")
+def agent():
+    made = af.Agent("bot", model=ScriptedModel.from_function(reply), tools=[fetch])
+    yield made
+    result = made.run("cool down")  # torn down in the last test's teardown
+    with open("teardown.txt", "w") as out:
+        out.write(",".join(e.type for e in result.trace.events if e.type.startswith("tool.")))
+"""
+)
+
+
+def test_a_wider_fixtures_teardown_takes_none_of_the_last_tests_faults(pytester):
+    pytester.makeconftest(TEARDOWN_CONFTEST)
+    pytester.makepyfile(
+        test_it="""
+import pytest
+
+
+# the fault waits for a second call, which only the fixture's teardown would make
+@pytest.mark.inject_fault(tool="fetch", raises=ConnectionError("reset"), at=2, strict=False)
+def test_kit(agent, trace):
+    assert agent.run("go").output == "done"
+    assert trace.tool_attempts("fetch") == 1
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "teardown.txt").read_text() == "tool.call,tool.result"

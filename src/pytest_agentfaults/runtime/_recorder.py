@@ -121,6 +121,11 @@ def start_collecting(
     return [(_collecting, _collecting.set((collectors, run_ids)))]
 
 
+def collect_nothing() -> list[tuple[ContextVar[Any], Token[Any]]]:
+    """No trace collects the runs of this context (code of no test's); reset to undo."""
+    return [(_collecting, _collecting.set(((), None)))]
+
+
 _run_ids = itertools.count(1)
 
 # While the parallel tool calls of one turn run, each keeps its events here, per context:

@@ -11,11 +11,15 @@ which imports it.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 from collections.abc import Callable
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from pytest_agentfaults.runtime._pending import switch_on
+from pytest_agentfaults.runtime._pending import PENDING, switch_on
+from pytest_agentfaults.runtime._recorder import collect_nothing
+from pytest_agentfaults.runtime.clock import set_default_clock
 
 if TYPE_CHECKING:
     from pytest_agentfaults.testing.faults import FaultPlan
@@ -68,6 +72,32 @@ def add_check(check: Callable[[], None]) -> bool:
 
 #: the epoch (`FaultPlan._epoch`) below which plans sit out: see `suspend_earlier_plans`
 floor: ContextVar[int] = ContextVar("agentfaults_planfloor", default=0)
+
+#: each `FaultPlan.activate` takes the next: later plans have higher epochs
+epochs = itertools.count(1)
+
+
+def sit_out() -> Callable[[], None]:
+    """No test is on in this context until the returned undo: code of no one test's.
+
+    For a fixture wider than the function, set up or torn down while a test runs (the
+    plugin's `_plugin_scopes`): the test's faults do not fire in it (nor an http fault
+    with ``url=``), its runs are not in the test's trace, nor its waits on the test's
+    clock, and a test not yet switched on stays so. A plan activated after this (a
+    fault_scope, a plan the fixture activates itself) is active as usual.
+    """
+    variables: list[tuple[ContextVar[Any], Token[Any]]] = [(PENDING, PENDING.set(None))]
+    variables.append((_plan, _plan.set(None)))
+    variables.append((floor, floor.set(next(epochs))))
+    variables.extend(collect_nothing())
+    variables.append(set_default_clock(None))
+
+    def undo() -> None:
+        for variable, token in reversed(variables):
+            with contextlib.suppress(ValueError):  # another context: it never saw these
+                variable.reset(token)
+
+    return undo
 
 
 class suspend_earlier_plans:

@@ -19,7 +19,6 @@ several faults on one target apply one after another, in the order they were dec
 
 from __future__ import annotations
 
-import itertools
 import random
 import sys
 import threading
@@ -305,7 +304,7 @@ class FaultPlan:
     def activate(self) -> object:
         """Switch the plan on; returns a handle for `deactivate` (`active` does both)."""
         __tracebackhide__ = True
-        self._epoch = next(_epochs)
+        self._epoch = next(_current.epochs)
         http = functions = False
         for fault in self.faults:  # one pass: every test under the plugin activates a plan
             fault.check()
@@ -491,6 +490,3 @@ class ActivePlan:
     def __exit__(self, *exc_info: object) -> None:
         handle, self._handle = self._handle, None
         self._plan.deactivate(handle)
-
-
-_epochs = itertools.count(1)

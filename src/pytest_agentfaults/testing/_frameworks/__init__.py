@@ -15,6 +15,8 @@ import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
+from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from pytest_agentfaults.runtime._arrival import ModuleArrival
@@ -62,6 +64,20 @@ FRAMEWORK_OF: dict[str, str] = {
     "google.genai": "google_genai",
     "openai.lib.responses_tool_runner": "openai",
     "openai.lib.decisions_tool_runner": "openai",
+}
+
+
+#: framework module -> the distributions that install it (as the session header's
+#: ``_plugin_adapters.FRAMEWORKS``): a module of that name from elsewhere is not the framework
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "pydantic_ai": ("pydantic-ai-slim", "pydantic-ai"),
+    "langchain_core": ("langchain-core",),
+    "agents": ("openai-agents",),
+    "mcp": ("mcp",),
+    "anthropic": ("anthropic",),
+    "google.genai": ("google-genai",),
+    "openai.lib.responses_tool_runner": ("openai",),
+    "openai.lib.decisions_tool_runner": ("openai",),
 }
 
 
@@ -134,7 +150,47 @@ def imported_late(watched: list[str] | None) -> list[str]:
 
 
 def _unwatched(watched: list[str]) -> list[str]:
-    return [module for module in ADAPTERS if module in sys.modules and module not in watched]
+    return [module for module in ADAPTERS if module not in watched and _is_framework(module)]
+
+
+#: framework module -> (the module last judged, whether it is the framework's): one look per
+#: module object, not per test
+_judged: dict[str, tuple[ModuleType, bool]] = {}
+
+
+def _is_framework(module: str) -> bool:
+    """Whether ``sys.modules[module]`` is the framework's own, not a package of the user's.
+
+    ``agents`` and ``mcp`` are common names for a project's own package, which shadows the
+    framework's (pytest puts the project first on ``sys.path``). The framework's module is
+    the file its distribution installed; where the distribution keeps no file beside its
+    metadata (an editable install of the framework), the name decides.
+    """
+    found = sys.modules.get(module)
+    if found is None:
+        return False
+    judged = _judged.get(module)
+    if judged is not None and judged[0] is found:
+        return judged[1]
+    verdict = _installed_by_distribution(module, found)
+    _judged[module] = (found, verdict)
+    return verdict
+
+
+def _installed_by_distribution(module: str, found: ModuleType) -> bool:
+    file = getattr(found, "__file__", None)
+    relative = module.replace(".", "/")
+    for name in DISTRIBUTIONS[module]:
+        try:
+            distribution = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        for candidate in (f"{relative}/__init__.py", f"{relative}.py"):
+            path = Path(str(distribution.locate_file(candidate)))
+            if path.is_file():
+                return file is not None and Path(file).resolve() == path.resolve()
+        return True  # installed, but not as files beside its metadata: trust the name
+    return False  # none of its distributions is installed: the user's module
 
 
 def install_adapters(
@@ -159,10 +215,10 @@ def install_adapters(
     try:
         if not ADAPTERS.keys().isdisjoint(sys.modules.keys()):  # C, over ADAPTERS
             for module in ADAPTERS:
-                if module in sys.modules:
-                    _install(module, undos, watched)
-                else:
+                if module not in sys.modules:
                     late.append(module)
+                elif _is_framework(module):
+                    _install(module, undos, watched)
         else:  # the usual test: no framework imported yet
             late.extend(ADAPTERS)
     except BaseException:
@@ -172,7 +228,7 @@ def install_adapters(
     def arrived(framework: ModuleType) -> None:
         __tracebackhide__ = True
         with lock:
-            if not live[0]:
+            if not live[0] or not _is_framework(framework.__name__):
                 return
             try:
                 _install(framework.__name__, undos, watched)
