@@ -311,3 +311,86 @@ def test_kit(agent, trace):
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert (pytester.path / "teardown.txt").read_text() == "tool.call,tool.result"
+
+
+HTTP_WARM = """
+import http.server
+import json
+import threading
+
+import httpx
+import pytest
+
+URL = "https://api.example.com/v1/status"
+
+def _answer(request):
+    return httpx.Response(200, json={"from": "the fixture's own transport"})
+
+@pytest.fixture(scope="session")
+def warmed():
+    # a smoke request of a session fixture, set up in the first test's setup
+    with httpx.Client(transport=httpx.MockTransport(_answer)) as client:
+        return client.get(URL).json()
+
+@pytest.mark.inject_fault(http=503, url=URL, times=1)
+def test_first(warmed, http_faults, trace):
+    route = http_faults.get(URL).respond(200, json={"from": "the test's route"})
+    assert warmed == {"from": "the fixture's own transport"}  # no fault, no route of ours
+    with httpx.Client() as client:
+        assert client.get(URL).status_code == 503  # the test's own request: its fault
+        assert client.get(URL).json() == {"from": "the test's route"}
+    assert route.call_count == 1
+    assert [e.status for e in trace.of("http.request")] == [503, 200]  # the test's only
+
+def test_second(warmed):
+    assert warmed == {"from": "the fixture's own transport"}
+
+
+class _Here(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"from": "the real loopback server"}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Here)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/status"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def probed(server):
+    # a module fixture's request through the default transport, to a host the test routes
+    with httpx.Client() as client:
+        return client.get(server).json()
+
+
+def test_routes_of_the_test_answer_not_a_wider_fixture(server, http_faults, request, trace):
+    route = http_faults.get(server).respond(200, json={"from": "the test's route"})
+    # the module fixture is set up only now, while the test's route is on
+    assert request.getfixturevalue("probed") == {"from": "the real loopback server"}
+    assert route.call_count == 0
+    assert trace.of("http.request") == []
+    with httpx.Client() as client:
+        assert client.get(server).json() == {"from": "the test's route"}  # the test's own
+    assert route.call_count == 1
+"""
+
+
+def test_a_wider_fixtures_http_request_is_no_one_tests(pytester):
+    # A session fixture's request made while a kit test sets it up: not answered by that
+    # test's routes, nor recorded in its trace (its faults already sat out)
+    pytester.makepyfile(test_http_warm=HTTP_WARM)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)

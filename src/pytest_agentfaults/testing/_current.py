@@ -76,6 +76,18 @@ floor: ContextVar[int] = ContextVar("agentfaults_planfloor", default=0)
 #: each `FaultPlan.activate` takes the next: later plans have higher epochs
 epochs = itertools.count(1)
 
+#: set in the context of a fixture wider than the function (`sit_out`)
+_sitting: ContextVar[bool] = ContextVar("agentfaults_sitting_out", default=False)
+
+
+def sitting_out() -> bool:
+    """Whether this context runs code of no one test's (`sit_out`): a wider fixture's.
+
+    The running test's HTTP layer and routes, patched process-wide, let its requests
+    through untouched and unrecorded, as they would go in a plain test.
+    """
+    return _sitting.get()
+
 
 def sit_out() -> Callable[[], None]:
     """No test is on in this context until the returned undo: code of no one test's.
@@ -83,14 +95,16 @@ def sit_out() -> Callable[[], None]:
     For a fixture wider than the function, set up or torn down while a test runs (the
     plugin's `_plugin_scopes`): the test's faults do not fire in it (nor an http fault
     with ``url=``), its runs are not in the test's trace, nor its waits on the test's
-    clock, and a test not yet switched on stays so. A plan activated after this (a
-    fault_scope, a plan the fixture activates itself) is active as usual.
+    clock, nor do its HTTP layer and routes answer or record its requests (`sitting_out`),
+    and a test not yet switched on stays so. A plan activated after this (a fault_scope,
+    a plan the fixture activates itself) is active as usual.
     """
     variables: list[tuple[ContextVar[Any], Token[Any]]] = [(PENDING, PENDING.set(None))]
     variables.append((_plan, _plan.set(None)))
     variables.append((floor, floor.set(next(epochs))))
     variables.extend(collect_nothing())
     variables.append(set_default_clock(None))
+    variables.append((_sitting, _sitting.set(True)))
 
     def undo() -> None:
         for variable, token in reversed(variables):

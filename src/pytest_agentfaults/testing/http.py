@@ -68,7 +68,7 @@ from pytest_agentfaults.testing._clients import (
     remove,
     slow_stream,
 )
-from pytest_agentfaults.testing._current import current_plan
+from pytest_agentfaults.testing._current import current_plan, sitting_out
 from pytest_agentfaults.testing._fast_mock import patch_below
 from pytest_agentfaults.testing._handoff import (
     NETWORK,
@@ -199,6 +199,8 @@ class HttpInjector:
     def _decide(self, library: Library, client: Any, request: Any) -> tuple[Any, str]:
         """What to do with ``request``, and its URL as events show it (``str(url)``, once)."""
         __tracebackhide__ = True
+        if sitting_out():  # a wider fixture's request: no one test's (`_plugin_scopes`)
+            return _SILENT, ""
         url = request.url
         transport = client._transport_for_url(url)
         kind = transport_kind(library.module, library.name, transport)
@@ -422,7 +424,8 @@ class HttpFaultRouter(respx.Router):
     def handler(self, request: httpx.Request) -> httpx.Response:
         """Answer from the routes; an unrouted request is guarded (see the class docs)."""
         __tracebackhide__ = True
-        if passing_through.get():  # let through by `Routed` already, recorded there
+        if passing_through.get() or sitting_out():  # let through by `Routed` already, or
+            # a wider fixture's request (`sitting_out`): not this test's to answer
             raise PassThrough("passes through", request=request, origin=_ANY)
         try:
             return resolve_routes(self, request).response  # type: ignore[return-value]
@@ -435,7 +438,7 @@ class HttpFaultRouter(respx.Router):
     async def async_handler(self, request: httpx.Request) -> httpx.Response:
         """Answer from the routes, for async clients."""
         __tracebackhide__ = True
-        if passing_through.get():  # let through by `Routed` already, recorded there
+        if passing_through.get() or sitting_out():  # as `handler`
             raise PassThrough("passes through", request=request, origin=_ANY)
         try:
             return await super().async_handler(request)
