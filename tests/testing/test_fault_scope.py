@@ -146,6 +146,14 @@ def test_a_strict_fault_that_never_fired_fails_the_block_but_never_hides_its_err
     assert default_clock() is virtual_clock  # and the scope is off again after both
 
 
+def test_an_unfired_faults_message_gives_the_strict_advice_once(virtual_clock):
+    with pytest.raises(AssertionError) as failed:
+        _unfired_fault_in_a_scope(then_raise=False)
+    message = str(failed.value)
+    assert message.count(".strict(False)") == 1  # the plan's fix says it; the scope adds none
+    assert message.count("strict") == 1
+
+
 def test_the_scope_is_exported_where_the_api_says():
     assert af.fault_scope is fault_scope
     assert "fault_scope" in af.__all__

@@ -130,9 +130,9 @@ class fault_scope:
             try:
                 scope.faults.check()
             except AssertionError as error:
-                raise AssertionError(
-                    f"af.fault_scope(): {error}; mark it .strict(False) if it may not fire"
-                ) from None
+                message = str(error)  # its fix names .strict(False) already, mostly
+                more = "" if ".strict(False)" in message else "; mark it .strict(False)"
+                raise AssertionError(f"af.fault_scope(): {message}{more}") from None
 
     def _unwind(self) -> None:
         """Undo everything entered, last first; every step runs, the first error wins."""
