@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, Final, NamedTuple
 
-from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._frameworks._core import (
     Site,
     arun_attempt,
@@ -140,7 +139,7 @@ def _invoke(original: Callable[..., Any]) -> Callable[..., Any]:
             choice.id,
             {},  # an action takes no arguments
             lambda: original(handler, cancelled=cancelled),
-            _failure,
+            failure_text,  # a ToolFailure as the output: its text, which the model reads
             Site(run=choice.run, turn=choice.step),
         )
 
@@ -166,8 +165,3 @@ def _is_async(handler: Any) -> bool:
         return True
     call = getattr(type(target), "__call__", None)  # noqa: B004 - a callable object's method
     return not inspect.isroutine(target) and inspect.iscoroutinefunction(call)
-
-
-def _failure(failure: ToolFailure) -> str:
-    """An `af.ToolFailure` as what the action returned: its text, which the runner reads not."""
-    return failure_text(failure)

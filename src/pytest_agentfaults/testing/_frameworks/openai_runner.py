@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, Final, NamedTuple
 
-from pytest_agentfaults._failure import ToolFailure
 from pytest_agentfaults.testing._frameworks._core import (
     Site,
     arun_attempt,
@@ -106,7 +105,7 @@ def _invoke(original: Callable[..., Any]) -> Callable[..., Any]:
             call.name,
             call.arguments,
             lambda: original(handler, *args, cancelled=cancelled),
-            _failure,
+            failure_text,  # a ToolFailure as the output: its text, which the model reads
             call.site,
         )
 
@@ -148,8 +147,3 @@ class _Turn:
 
     def __hash__(self) -> int:
         return id(self.arguments)
-
-
-def _failure(failure: ToolFailure) -> str:
-    """An `af.ToolFailure` as the function's output: its text, which the model reads."""
-    return failure_text(failure)
