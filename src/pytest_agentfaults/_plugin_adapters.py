@@ -5,24 +5,26 @@ Light like ``plugin.py``: it looks up what is installed and imports no framework
 
 from __future__ import annotations
 
-from importlib import metadata, util
+from importlib import util
 from pathlib import Path
+
+from pytest_agentfaults._framework_files import distribution_of, ships
 
 __tracebackhide__ = True  # pytest shows the user's frames, not the kit's (CONTRIBUTING.md)
 __all__ = ["FRAMEWORKS", "adapters_header"]
 
-# The frameworks whose tools ``tool=`` faults reach: top-level module -> (the name the
-# header shows, the distributions that provide it). Kept here, not in the kit's adapter
-# registry (testing._frameworks), so the header loads none of the kit.
-FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "pydantic_ai": ("pydantic-ai", ("pydantic-ai-slim", "pydantic-ai")),
-    "langchain_core": ("langchain-core", ("langchain-core",)),
-    "agents": ("openai-agents", ("openai-agents",)),
-    "mcp": ("mcp", ("mcp",)),
-    "anthropic": ("anthropic", ("anthropic",)),
-    "google.genai": ("google-genai", ("google-genai",)),
-    "openai.lib.responses_tool_runner": ("openai's tool runner", ("openai",)),
-    "openai.lib.decisions_tool_runner": ("openai's Decisions runner", ("openai",)),
+# The frameworks whose tools ``tool=`` faults reach: module -> the name the header shows
+# (the distributions that install them: `_framework_files`, light too). Kept here, not in
+# the kit's adapter registry (testing._frameworks), so the header loads none of the kit.
+FRAMEWORKS: dict[str, str] = {
+    "pydantic_ai": "pydantic-ai",
+    "langchain_core": "langchain-core",
+    "agents": "openai-agents",
+    "mcp": "mcp",
+    "anthropic": "anthropic",
+    "google.genai": "google-genai",
+    "openai.lib.responses_tool_runner": "openai's tool runner",
+    "openai.lib.decisions_tool_runner": "openai's Decisions runner",
 }
 
 
@@ -34,18 +36,13 @@ def adapters_header() -> str | None:
     installed without importing any framework.
     """
     found = []
-    for module, (shown, distributions) in FRAMEWORKS.items():
+    for module, shown in FRAMEWORKS.items():
         origin = _installed(module)
         if origin is None:
             continue
-        for name in distributions:
-            try:
-                distribution = metadata.distribution(name)
-            except metadata.PackageNotFoundError:
-                continue
-            if _ships(distribution, module, origin):
-                found.append(f"{shown} {distribution.version}")
-            break
+        distribution = distribution_of(module)
+        if distribution is not None and ships(distribution, module, origin):
+            found.append(f"{shown} {distribution.version}")
     if not found:
         return None
     return (
@@ -77,19 +74,3 @@ def _installed(module: str) -> str | None:
             if file.is_file():
                 return str(file)
     return None
-
-
-def _ships(distribution: metadata.Distribution, module: str, origin: str) -> bool:
-    """Whether ``origin`` is the file of ``module`` that ``distribution`` installed.
-
-    Not so for a project's own package under a framework's name (``agents``, ``mcp``),
-    which shadows the framework's. A distribution that keeps no file beside its metadata
-    (an editable install) is trusted by the name, as the kit's adapter registry does
-    (``testing._frameworks._is_framework``).
-    """
-    relative = module.replace(".", "/")
-    for candidate in (f"{relative}/__init__.py", f"{relative}.py"):
-        path = Path(str(distribution.locate_file(candidate)))
-        if path.is_file():
-            return bool(origin) and Path(origin).resolve() == path.resolve()
-    return True

@@ -26,6 +26,7 @@ def test_importing_the_entry_point_loads_only_the_stdlib_and_pytest():
     ours = sorted(m for m in modules if m.startswith("pytest_agentfaults"))
     assert ours == [
         "pytest_agentfaults",
+        "pytest_agentfaults._framework_files",
         "pytest_agentfaults._network_policy",
         "pytest_agentfaults._plugin_adapters",
         "pytest_agentfaults._plugin_coverage",

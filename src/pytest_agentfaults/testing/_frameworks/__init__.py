@@ -15,10 +15,9 @@ import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
-from importlib import metadata
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from pytest_agentfaults._framework_files import distribution_of, ships
 from pytest_agentfaults.runtime._arrival import ModuleArrival
 from pytest_agentfaults.testing._undo import raise_together, run_all
 
@@ -64,20 +63,6 @@ FRAMEWORK_OF: dict[str, str] = {
     "google.genai": "google_genai",
     "openai.lib.responses_tool_runner": "openai",
     "openai.lib.decisions_tool_runner": "openai",
-}
-
-
-#: framework module -> the distributions that install it (as the session header's
-#: ``_plugin_adapters.FRAMEWORKS``): a module of that name from elsewhere is not the framework
-DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
-    "pydantic_ai": ("pydantic-ai-slim", "pydantic-ai"),
-    "langchain_core": ("langchain-core",),
-    "agents": ("openai-agents",),
-    "mcp": ("mcp",),
-    "anthropic": ("anthropic",),
-    "google.genai": ("google-genai",),
-    "openai.lib.responses_tool_runner": ("openai",),
-    "openai.lib.decisions_tool_runner": ("openai",),
 }
 
 
@@ -178,19 +163,9 @@ def _is_framework(module: str) -> bool:
 
 
 def _installed_by_distribution(module: str, found: ModuleType) -> bool:
+    distribution = distribution_of(module)  # none installed: the user's module
     file = getattr(found, "__file__", None)
-    relative = module.replace(".", "/")
-    for name in DISTRIBUTIONS[module]:
-        try:
-            distribution = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        for candidate in (f"{relative}/__init__.py", f"{relative}.py"):
-            path = Path(str(distribution.locate_file(candidate)))
-            if path.is_file():
-                return file is not None and Path(file).resolve() == path.resolve()
-        return True  # installed, but not as files beside its metadata: trust the name
-    return False  # none of its distributions is installed: the user's module
+    return distribution is not None and ships(distribution, module, file)
 
 
 def install_adapters(
